@@ -1,0 +1,41 @@
+/**
+ * Shared helpers for `npm run bench`. Every bench module exports `run(): Promise<BenchRow[]>`; bench/run.ts prints them
+ * side by side (Estate vs a named peer or floor) as a table and as JSON. Timings are never asserted anywhere.
+ */
+export interface BenchRow {
+  /** The group, e.g. `discovery`, `validation`, `replay`, `mcp`. */
+  bench: string;
+  /** What was measured, e.g. `tools/list-sized query, median`. */
+  case: string;
+  /** Unit of both values, e.g. `µs/op`, `ops/s`, `events/s`, `MiB`. */
+  unit: string;
+  estate: number;
+  /** The peer or floor it is compared with, e.g. `naive filter (deep dive §5)`, `raw Ajv`. Omit for absolute figures. */
+  peerName?: string;
+  peer?: number;
+  /** Free text: sizes, counts, caveats. */
+  notes?: string;
+}
+
+/** Run `fn` `iterations` times after `warmup` runs; returns per-run durations in microseconds. */
+export const sample = (fn: () => unknown, iterations: number, warmup = Math.min(100, iterations)): number[] => {
+  for (let i = 0; i < warmup; i++) fn();
+  const out: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const t0 = process.hrtime.bigint();
+    fn();
+    out.push(Number(process.hrtime.bigint() - t0) / 1000);
+  }
+  return out;
+};
+
+export const percentile = (values: readonly number[], p: number): number => {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[idx] as number;
+};
+
+export const median = (values: readonly number[]): number => percentile(values, 50);
+
+export const mib = (bytes: number): number => Math.round((bytes / (1024 * 1024)) * 10) / 10;

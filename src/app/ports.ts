@@ -1,0 +1,144 @@
+/**
+ * The ports the application core depends on. Adapters (src/store, src/bus) implement them; only src/main.ts picks one.
+ */
+
+// ───────────────────────────── EventStore ─────────────────────────────
+
+/**
+ * What the writer believes about the stream before appending.
+ * - `no_stream`: the stream must not exist yet;
+ * - `exists`: it must have at least one event;
+ * - `any`: no check;
+ * - a number: the revision of the stream's LAST event must be exactly this (first event = revision 0).
+ * An empty/missing stream has revision -1 in every adapter (the ESDB convention); map it in the adapter.
+ */
+export type ExpectedRevision = 'no_stream' | 'exists' | 'any' | number;
+
+export interface EventToAppend {
+  type: string;
+  /** JSON-serialisable payload. */
+  data: unknown;
+}
+
+export interface StoredEvent {
+  streamId: string;
+  /** 0-based, gap-free within the stream. */
+  revision: number;
+  /**
+   * Opaque, made by the store; identifies the event and orders `readAll`. Only the adapter that made it can interpret
+   * it (a decimal number for SQLite and memory; `<xid>:<seq>` style for PostgreSQL; commit:prepare for KurrentDB).
+   */
+  position: string;
+  type: string;
+  data: unknown;
+  /** ISO-8601, when the store recorded it. */
+  recordedAt: string;
+}
+
+export interface AppendResult {
+  /** Revision of the last event appended. */
+  revision: number;
+  /** Position of each appended event, in order. */
+  positions: string[];
+}
+
+export interface AppendRequest {
+  streamId: string;
+  events: EventToAppend[];
+  expectedRevision: ExpectedRevision;
+}
+
+export interface ReadAllOptions {
+  /** Exclusive: return events strictly after this position; null/undefined = from the beginning. */
+  after?: string | null;
+  /** Page size; adapters may return fewer. Default 1000. */
+  limit?: number;
+  /** Only streams whose id starts with this prefix (e.g. `tool-`). */
+  streamPrefix?: string;
+}
+
+export interface SubscribeOptions extends Omit<ReadAllOptions, 'limit'> {
+  /**
+   * Called with each batch, in `readAll` order, never concurrently: the next batch waits for the promise.
+   * Events committed by OTHER processes on the same store must arrive too (tail the store, not just this process).
+   */
+  onEvents(events: StoredEvent[]): Promise<void> | void;
+  onError?(error: unknown): void;
+}
+
+export interface Subscription {
+  close(): Promise<void>;
+}
+
+/** Thrown by every adapter, and only this type, when an expected revision does not hold. */
+export class ConcurrencyError extends Error {
+  readonly streamId: string;
+  readonly expected: ExpectedRevision;
+  /** The stream's actual revision (-1 = no stream), if the adapter knows it. */
+  readonly actual: number | undefined;
+
+  constructor(streamId: string, expected: ExpectedRevision, actual?: number) {
+    super(`stream ${streamId}: expected revision ${String(expected)}, actual ${actual ?? 'unknown'}`);
+    this.name = 'ConcurrencyError';
+    this.streamId = streamId;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+export interface EventStore {
+  /** `sqlite`, `memory`, `postgres`, `kurrentdb`: for logs and benchmarks. */
+  readonly kind: string;
+
+  /** Atomically append to one stream, checking the expected revision. Throws ConcurrencyError on a mismatch. */
+  append(streamId: string, events: EventToAppend[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult>;
+
+  /**
+   * Append to several streams in one durable commit where the backend can (group commit of call records); all or
+   * nothing when it can. Results are in request order.
+   */
+  appendMany(requests: AppendRequest[]): Promise<AppendResult[]>;
+
+  /** Every event of a stream, in revision order, starting at `fromRevision` (default 0). Empty if no stream. */
+  readStream(streamId: string, options?: { fromRevision?: number }): Promise<StoredEvent[]>;
+
+  /** One page of the global log, in the store's order, strictly after `after`. */
+  readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;
+
+  /** Catch up from `after`, then tail. Survives transient read errors (reported through onError) by retrying. */
+  subscribe(options: SubscribeOptions): Subscription;
+
+  close(): Promise<void>;
+}
+
+// ───────────────────────────── Clock ─────────────────────────────
+
+export interface Clock {
+  /** ISO-8601 UTC. */
+  now(): string;
+}
+
+export const systemClock: Clock = { now: () => new Date().toISOString() };
+
+// ───────────────────────────── ChangeBus ─────────────────────────────
+
+/** One catalogue change as carried on the bus (SPEC §4). */
+export interface CatalogueChange {
+  type: 'catalogue.changed';
+  position: string;
+  tool: string;
+  version: string;
+  event: 'ToolVersionPublished' | 'ToolVersionDeprecated' | 'ToolVersionRetired';
+  at: string;
+}
+
+/**
+ * Carries catalogue changes to every replica. `local` is fed by tailing the store in-process; `kafka` by the relay.
+ * Delivery is at least once and ordered per tool; consumers deduplicate by position.
+ */
+export interface ChangeBus {
+  readonly kind: string;
+  /** Start delivering changes to `onChange`. */
+  start(onChange: (changes: CatalogueChange[]) => Promise<void> | void): Promise<void>;
+  stop(): Promise<void>;
+}
