@@ -1,0 +1,214 @@
+/**
+ * SqliteEventStore: the embedded default. One file, WAL, `synchronous=FULL` (a call record is durable before its
+ * result returns). Appends run in `BEGIN IMMEDIATE`, which takes the write lock before the revision check, so the
+ * check and the insert are atomic across every process sharing the file; the others wait up to the busy timeout.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  ConcurrencyError,
+  type AppendRequest,
+  type AppendResult,
+  type EventStore,
+  type ReadAllOptions,
+  type StoredEvent,
+  type SubscribeOptions,
+  type Subscription,
+} from '../app/ports.ts';
+import { checkExpectedRevision } from './expected-revision.ts';
+import { tailSubscription } from './tail-subscription.ts';
+
+export interface SqliteEventStoreOptions {
+  /** The database file; its directory is created if missing. */
+  path: string;
+  /** How often a subscription re-reads to see other processes' appends. Default 50 ms. */
+  pollIntervalMs?: number;
+  /** How long a writer waits for another process's write lock before failing. Default 30 s. */
+  busyTimeoutMs?: number;
+}
+
+const DEFAULT_LIMIT = 1000;
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS events (
+    position    INTEGER PRIMARY KEY AUTOINCREMENT,
+    stream_id   TEXT    NOT NULL,
+    revision    INTEGER NOT NULL,
+    type        TEXT    NOT NULL,
+    data        TEXT    NOT NULL,
+    recorded_at TEXT    NOT NULL,
+    UNIQUE (stream_id, revision)
+  );
+`;
+
+/** [position, stream_id, revision, type, data, recorded_at], read raw: arrays are cheaper than row objects. */
+type RawRow = [number, string, number, string, string, string];
+
+/** Appends from any store instance in this process wake the subscriptions on the same file at once. */
+const localAppendListeners = new Map<string, Set<() => void>>();
+
+export function createSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
+  const file = resolve(options.path);
+  const pollIntervalMs = options.pollIntervalMs ?? 50;
+  mkdirSync(dirname(file), { recursive: true });
+
+  const db = new Database(file, { timeout: options.busyTimeoutMs ?? 30_000 });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  // Several processes may open a fresh file together; IMMEDIATE makes them take turns creating the schema.
+  db.transaction(() => db.exec(SCHEMA)).immediate();
+
+  const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
+  const headStmt = db.prepare<[string], { head: number | null }>(
+    'SELECT MAX(revision) AS head FROM events WHERE stream_id = ?',
+  );
+  const insertStmt = db.prepare<[string, number, string, string, string]>(
+    'INSERT INTO events (stream_id, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?)',
+  );
+  const readStreamStmt = db
+    .prepare<[string, number], RawRow>(
+      `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision`,
+    )
+    .raw(true);
+  const readAllStmt = db
+    .prepare<[number, number], RawRow>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`)
+    .raw(true);
+  // substr, not LIKE: a prefix such as `tool_` must match literally.
+  const readAllPrefixStmt = db
+    .prepare<[number, number, string, number], RawRow>(
+      `SELECT ${COLUMNS} FROM events WHERE position > ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`,
+    )
+    .raw(true);
+
+  const appendTx = db.transaction((requests: AppendRequest[]): AppendResult[] => {
+    const recordedAt = new Date().toISOString();
+    return requests.map(({ streamId, events, expectedRevision }) => {
+      const actual = headStmt.get(streamId)?.head ?? -1;
+      checkExpectedRevision(streamId, expectedRevision, actual);
+      const positions: string[] = [];
+      let revision = actual;
+      for (const event of events) {
+        revision++;
+        const { lastInsertRowid } = insertStmt.run(
+          streamId,
+          revision,
+          event.type,
+          JSON.stringify(event.data ?? null),
+          recordedAt,
+        );
+        positions.push(String(lastInsertRowid));
+      }
+      return { revision, positions };
+    });
+  });
+
+  const listeners = localAppendListeners.get(file) ?? new Set<() => void>();
+  localAppendListeners.set(file, listeners);
+  const ownListeners = new Set<() => void>();
+  const subscriptions = new Set<Subscription>();
+  let closed = false;
+
+  function appendAll(requests: AppendRequest[]): AppendResult[] {
+    if (requests.length === 0) return [];
+    let results: AppendResult[];
+    try {
+      results = appendTx.immediate(requests);
+    } catch (error) {
+      throw asConcurrencyError(error, requests) ?? error;
+    }
+    for (const wake of listeners) wake();
+    return results;
+  }
+
+  function readAll(options: ReadAllOptions = {}): StoredEvent[] {
+    const after = parsePosition(options.after);
+    const limit = options.limit ?? DEFAULT_LIMIT;
+    const prefix = options.streamPrefix;
+    const rows =
+      prefix === undefined || prefix === ''
+        ? readAllStmt.all(after, limit)
+        : readAllPrefixStmt.all(after, prefix.length, prefix, limit);
+    return rows.map(toStored);
+  }
+
+  // better-sqlite3 is synchronous; each call runs inside a promise so its errors become rejections.
+  const settle = <T>(work: () => T): Promise<T> => new Promise((ok) => ok(work()));
+
+  return {
+    kind: 'sqlite',
+
+    append: (streamId, events, { expectedRevision }) =>
+      settle(() => appendAll([{ streamId, events, expectedRevision }])[0]!),
+
+    appendMany: (requests) => settle(() => appendAll(requests)),
+
+    readStream: (streamId, options = {}) =>
+      settle(() => readStreamStmt.all(streamId, Math.max(0, options.fromRevision ?? 0)).map(toStored)),
+
+    readAll: (options) => settle(() => readAll(options)),
+
+    subscribe(options: SubscribeOptions): Subscription {
+      const subscription = tailSubscription({
+        subscribe: options,
+        readPage: (after) => settle(() => readAll({ after, streamPrefix: options.streamPrefix })),
+        pollIntervalMs,
+        onLocalAppend(wake) {
+          listeners.add(wake);
+          ownListeners.add(wake);
+          return () => {
+            listeners.delete(wake);
+            ownListeners.delete(wake);
+          };
+        },
+      });
+      subscriptions.add(subscription);
+      return {
+        async close() {
+          subscriptions.delete(subscription);
+          await subscription.close();
+        },
+      };
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.all([...subscriptions].map((s) => s.close()));
+      for (const wake of ownListeners) listeners.delete(wake);
+      if (listeners.size === 0) localAppendListeners.delete(file);
+      db.close();
+    },
+  };
+}
+
+function toStored(row: RawRow): StoredEvent {
+  return {
+    position: String(row[0]),
+    streamId: row[1],
+    revision: row[2],
+    type: row[3],
+    data: JSON.parse(row[4]) as unknown,
+    recordedAt: row[5],
+  };
+}
+
+function parsePosition(position: string | null | undefined): number {
+  if (position === null || position === undefined) return 0;
+  if (!/^\d+$/.test(position)) throw new Error(`not a SQLite store position: '${position}'`);
+  return Number(position);
+}
+
+/**
+ * BEGIN IMMEDIATE already serialises writers, so a UNIQUE(stream_id, revision) violation should not happen; if it
+ * does (a writer that bypassed this adapter), it is still a lost race, and callers retry races.
+ */
+function asConcurrencyError(error: unknown, requests: AppendRequest[]): ConcurrencyError | undefined {
+  if (error instanceof ConcurrencyError) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== 'SQLITE_CONSTRAINT_UNIQUE') return undefined;
+  const message = String((error as { message?: unknown }).message ?? '');
+  if (!message.includes('events.stream_id')) return undefined;
+  const first = requests[0]!;
+  return new ConcurrencyError(first.streamId, first.expectedRevision);
+}
