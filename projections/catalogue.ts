@@ -1,0 +1,143 @@
+/**
+ * The catalogue read model: every tool, every version, its status. A pure fold over catalogue events, kept mutable
+ * for speed (it replays hundreds of thousands of events); version records themselves are immutable, so a consumer
+ * holding one (a discovery view, a session's last listing) can compare by identity.
+ */
+import type { CatalogueEvent } from '../src/domain/events.ts';
+import type { LifecycleMark, Reason, ToolDefinition, VersionStatus } from '../src/domain/types.ts';
+
+export interface CatalogueVersion {
+  readonly name: string;
+  readonly version: string;
+  /** [major, minor, patch], for cheap ordering. */
+  readonly semver: readonly [number, number, number];
+  readonly definition: ToolDefinition;
+  readonly status: VersionStatus;
+  readonly schemaHash: string;
+  readonly definitionHash: string;
+  readonly level: string;
+  readonly reasons: readonly Reason[];
+  readonly publishedAt: string;
+  readonly publishedBy: string;
+  /** Position of the publishing event. */
+  readonly position: string;
+  readonly deprecated?: LifecycleMark;
+  readonly retired?: LifecycleMark;
+}
+
+export interface CatalogueTool {
+  readonly name: string;
+  /** Ascending semver order. */
+  readonly versions: CatalogueVersion[];
+}
+
+/** A catalogue event with where the store put it. */
+export interface PositionedEvent {
+  position: string;
+  event: CatalogueEvent;
+}
+
+const parseTriple = (v: string): [number, number, number] => {
+  const [a, b, c] = v.split('.');
+  return [Number(a), Number(b), Number(c)];
+};
+
+export const compareTriples = (a: readonly number[], b: readonly number[]): number =>
+  (a[0] as number) - (b[0] as number) || (a[1] as number) - (b[1] as number) || (a[2] as number) - (b[2] as number);
+
+export class CatalogueProjection {
+  private readonly tools = new Map<string, CatalogueTool>();
+  private sortedNames: string[] | null = [];
+  /** Position of the last event applied; null before any. */
+  position: string | null = null;
+  eventCount = 0;
+
+  /** Apply one event; returns the name of the tool that changed (every catalogue event changes exactly one). */
+  apply({ position, event }: PositionedEvent): string {
+    this.position = position;
+    this.eventCount++;
+    switch (event.type) {
+      case 'ToolVersionPublished': {
+        const d = event.data;
+        const def = d.definition;
+        let tool = this.tools.get(def.name);
+        if (!tool) {
+          tool = { name: def.name, versions: [] };
+          this.tools.set(def.name, tool);
+          this.sortedNames = null;
+        }
+        const record: CatalogueVersion = {
+          name: def.name,
+          version: def.version,
+          semver: parseTriple(def.version),
+          definition: def,
+          status: 'active',
+          schemaHash: d.schemaHash,
+          definitionHash: d.definitionHash,
+          level: d.level,
+          reasons: d.reasons,
+          publishedAt: d.at,
+          publishedBy: d.by,
+          position,
+        };
+        const vs = tool.versions;
+        if (vs.some((v) => v.version === def.version)) return def.name; // at-least-once delivery: already applied
+        let i = vs.length;
+        while (i > 0 && compareTriples((vs[i - 1] as CatalogueVersion).semver, record.semver) > 0) i--;
+        vs.splice(i, 0, record);
+        return def.name;
+      }
+      case 'ToolVersionDeprecated':
+      case 'ToolVersionRetired': {
+        const d = event.data;
+        const tool = this.tools.get(d.name);
+        const idx = tool ? tool.versions.findIndex((v) => v.version === d.version) : -1;
+        if (!tool || idx < 0) return d.name;
+        const old = tool.versions[idx] as CatalogueVersion;
+        const target = event.type === 'ToolVersionDeprecated' ? 'deprecated' : 'retired';
+        // Redelivered or out-of-order lifecycle events change nothing: never back, never twice.
+        if (old.status === target || old.status === 'retired') return d.name;
+        const mark: LifecycleMark = { reason: d.reason, at: d.at, by: d.by };
+        tool.versions[idx] =
+          target === 'deprecated' ? { ...old, status: 'deprecated', deprecated: mark } : { ...old, status: 'retired', retired: mark };
+        return d.name;
+      }
+    }
+  }
+
+  tool(name: string): CatalogueTool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Every tool name, sorted (code-unit order). */
+  names(): readonly string[] {
+    if (!this.sortedNames) this.sortedNames = [...this.tools.keys()].sort();
+    return this.sortedNames;
+  }
+
+  get size(): number {
+    return this.tools.size;
+  }
+
+  /** The newest active version; never a deprecated or retired one. */
+  latest(name: string): CatalogueVersion | undefined {
+    const vs = this.tools.get(name)?.versions ?? [];
+    for (let i = vs.length - 1; i >= 0; i--) if ((vs[i] as CatalogueVersion).status === 'active') return vs[i];
+    return undefined;
+  }
+
+  /** That version if active or deprecated; never a retired one. */
+  resolve(name: string, version: string): CatalogueVersion | undefined {
+    const v = this.tools.get(name)?.versions.find((x) => x.version === version);
+    return v && v.status !== 'retired' ? v : undefined;
+  }
+
+  /** Any version, whatever its status (history, show). */
+  find(name: string, version: string): CatalogueVersion | undefined {
+    return this.tools.get(name)?.versions.find((x) => x.version === version);
+  }
+
+  versions(name: string): readonly CatalogueVersion[] {
+    return this.tools.get(name)?.versions ?? [];
+  }
+}

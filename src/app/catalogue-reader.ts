@@ -1,0 +1,98 @@
+/**
+ * The read side of one process: the catalogue projection and the discovery views, caught up from the store and then
+ * kept current by tailing it (the `local` bus) or on a bus announcement (Kafka). Listeners hear which views changed.
+ */
+import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
+import { CatalogueProjection, type CatalogueVersion } from '../../projections/catalogue.ts';
+import { DiscoveryIndex, type ViewChange } from '../../projections/discovery.ts';
+import { decodeCatalogueEvent } from './event-codec.ts';
+import type { EventStore, StoredEvent, Subscription } from './ports.ts';
+
+export interface CatalogueUpdate {
+  /** Tools touched by the applied batch, in order. */
+  tools: string[];
+  /** Position of the last event applied. */
+  position: string;
+  /** Views whose content changed (one entry per view and tool). */
+  viewChanges: ViewChange[];
+}
+
+export interface CatalogueReaderOptions {
+  isOffered?: (v: CatalogueVersion) => boolean;
+  /** Page size when catching up. */
+  pageSize?: number;
+}
+
+export class CatalogueReader {
+  readonly catalogue = new CatalogueProjection();
+  readonly discovery: DiscoveryIndex;
+  private readonly listeners = new Set<(u: CatalogueUpdate) => void>();
+  private readonly pageSize: number;
+  private catching: Promise<number> | null = null;
+
+  constructor(
+    private readonly store: EventStore,
+    options: CatalogueReaderOptions = {},
+  ) {
+    this.discovery = new DiscoveryIndex(this.catalogue, options.isOffered ? { isOffered: options.isOffered } : {});
+    this.pageSize = options.pageSize ?? 2000;
+  }
+
+  get position(): string | null {
+    return this.catalogue.position;
+  }
+
+  onUpdate(listener: (u: CatalogueUpdate) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Read everything after the current position. Concurrent callers share one pass. Returns events applied. */
+  catchUp(): Promise<number> {
+    if (!this.catching) {
+      this.catching = this.readForward().finally(() => {
+        this.catching = null;
+      });
+    }
+    return this.catching;
+  }
+
+  /** Tail the store: every catalogue event committed by any process is applied and announced. */
+  follow(onError?: (e: unknown) => void): Subscription {
+    return this.store.subscribe({
+      after: this.catalogue.position,
+      streamPrefix: TOOL_STREAM_PREFIX,
+      onEvents: (events) => this.applyBatch(events),
+      ...(onError ? { onError } : {}),
+    });
+  }
+
+  private async readForward(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const page = await this.store.readAll({ after: this.catalogue.position, limit: this.pageSize, streamPrefix: TOOL_STREAM_PREFIX });
+      if (page.length === 0) return total;
+      this.applyBatch(page);
+      total += page.length;
+    }
+  }
+
+  /** Apply a batch in order; duplicates (already-seen positions from at-least-once delivery) are harmless. */
+  applyBatch(events: readonly StoredEvent[]): void {
+    const tools: string[] = [];
+    const viewChanges: ViewChange[] = [];
+    for (const stored of events) {
+      const event = decodeCatalogueEvent(stored);
+      if (!event) {
+        this.catalogue.position = stored.position;
+        continue;
+      }
+      const name = this.catalogue.apply({ position: stored.position, event });
+      tools.push(name);
+      if (this.discovery.viewCount > 0) viewChanges.push(...this.discovery.toolChanged(name));
+    }
+    if (tools.length === 0 || this.listeners.size === 0) return;
+    const update: CatalogueUpdate = { tools, position: this.catalogue.position as string, viewChanges };
+    for (const l of this.listeners) l(update);
+  }
+}

@@ -1,0 +1,41 @@
+/** The catalogue "as of" a global position or a time: a fresh projection folded from the start of the log. */
+import { DomainError } from '../domain/errors.ts';
+import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
+import { CatalogueProjection } from '../../projections/catalogue.ts';
+import { decodeCatalogueEvent } from './event-codec.ts';
+import type { EventStore } from './ports.ts';
+
+export type AsOf = { position: string } | { time: string };
+
+export const parseAsOf = (text: string): AsOf => {
+  if (/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(text)) {
+    const t = Date.parse(text);
+    if (Number.isNaN(t)) throw new DomainError('usage', 'bad-time', `--at: '${text}' is not a valid ISO-8601 time`);
+    return { time: new Date(t).toISOString() };
+  }
+  if (text.trim() === '') throw new DomainError('usage', 'bad-at', '--at needs an ISO-8601 time or a position');
+  return { position: text };
+};
+
+export const replayAsOf = async (store: EventStore, at: AsOf, pageSize = 5000): Promise<CatalogueProjection> => {
+  const catalogue = new CatalogueProjection();
+  let after: string | null = null;
+  let found = false;
+  const until = 'time' in at ? Date.parse(at.time) : Number.POSITIVE_INFINITY;
+  outer: for (;;) {
+    const page = await store.readAll({ after, limit: pageSize, streamPrefix: TOOL_STREAM_PREFIX });
+    if (page.length === 0) break;
+    for (const stored of page) {
+      after = stored.position;
+      if (Date.parse(stored.recordedAt) > until) continue;
+      const event = decodeCatalogueEvent(stored);
+      if (event) catalogue.apply({ position: stored.position, event });
+      if ('position' in at && stored.position === at.position) {
+        found = true;
+        break outer;
+      }
+    }
+  }
+  if ('position' in at && !found) throw new DomainError('not-found', 'unknown-position', `replay: no catalogue event at position '${at.position}'`);
+  return catalogue;
+};

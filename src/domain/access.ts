@@ -1,0 +1,33 @@
+/**
+ * Who may see what (SPEC §2 "Discovery for a principal"). Fail closed: an unknown classification raises.
+ */
+import { DomainError } from './errors.ts';
+import { CLASSIFICATIONS, type Classification, type Principal, type ToolAccess } from './types.ts';
+
+export const classificationRank = (c: string): number => {
+  const rank = (CLASSIFICATIONS as readonly string[]).indexOf(c);
+  if (rank < 0) throw new DomainError('invalid-definition', 'unknown-classification', `unknown classification '${c}'`);
+  return rank;
+};
+
+/** An unknown or missing clearance is `public`, never more. */
+export const normaliseClearance = (c: string | undefined | null): Classification =>
+  c && (CLASSIFICATIONS as readonly string[]).includes(c) ? (c as Classification) : 'public';
+
+export const makePrincipal = (p: { tenant?: string; scopes?: Iterable<string>; clearance?: string | null; subject?: string }): Principal => ({
+  tenant: p.tenant ?? 'default',
+  scopes: [...new Set(p.scopes ?? [])].filter((s) => s.length > 0).sort(),
+  clearance: normaliseClearance(p.clearance),
+  ...(p.subject !== undefined ? { subject: p.subject } : {}),
+});
+
+/** visible = tenant allowed AND classification rank <= clearance rank AND requiredScopes ⊆ held scopes. */
+export const isVisible = (access: ToolAccess, principal: Principal, held: ReadonlySet<string> = new Set(principal.scopes)): boolean => {
+  if (access.tenants.length > 0 && !access.tenants.includes(principal.tenant)) return false;
+  if (classificationRank(access.classification) > classificationRank(principal.clearance)) return false;
+  for (const s of access.requiredScopes) if (!held.has(s)) return false;
+  return true;
+};
+
+/** The cache key of a principal's discovery view: everything that decides visibility, nothing else. */
+export const viewKey = (p: Principal): string => `${p.tenant}\u0000${p.scopes.join(',')}\u0000${p.clearance}`;

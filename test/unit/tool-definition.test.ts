@@ -1,0 +1,91 @@
+/** Parsing definitions (SPEC §1): every malformed definition gets its own specific one-line error. */
+import { describe, expect, it } from 'vitest';
+import { DomainError } from '../../src/domain/errors.ts';
+import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
+import { parseDefinitionText, servedAnnotations, validateDefinition } from '../../src/domain/tool-definition.ts';
+import { aRawDefinition } from '../fixtures/builders.ts';
+
+const compiler = createSchemaCompiler();
+const refusal = (raw: unknown): DomainError => {
+  try {
+    validateDefinition(raw, compiler);
+  } catch (e) {
+    expect(e).toBeInstanceOf(DomainError);
+    const err = e as DomainError;
+    expect(err.message).not.toContain('\n');
+    return err;
+  }
+  throw new Error('expected a refusal');
+};
+
+describe('a valid definition', () => {
+  it('is normalised: scopes and tenants sorted and deduplicated, timeoutMs defaulted', () => {
+    const def = validateDefinition(aRawDefinition({ access: { requiredScopes: ['b', 'a', 'b'], tenants: ['globex', 'acme'], classification: 'internal' } }), compiler);
+    expect(def.access).toEqual({ requiredScopes: ['a', 'b'], tenants: ['acme', 'globex'], classification: 'internal' });
+    expect(def.timeoutMs).toBe(30_000);
+  });
+  it('YAML and JSON texts give the same definition', () => {
+    const json = JSON.stringify(aRawDefinition());
+    const yaml = `name: payments.lookup\nversion: 1.0.0\ntitle: Look up a payment\ndescription: Returns status, amount and currency of a payment by reference.\ninputSchema:\n  type: object\n  properties:\n    reference: { type: string, pattern: '^PMT-\\d{3,}$', description: Payment reference }\n    include_legs: { type: boolean, default: false }\n  required: [reference]\n  additionalProperties: false\naccess:\n  requiredScopes: [payments.read]\n  tenants: [acme]\n  classification: confidential\nsideEffect: none\nhandler: payments.lookup\n`;
+    expect(validateDefinition(parseDefinitionText(yaml, 'x.yaml'), compiler)).toEqual(validateDefinition(parseDefinitionText(json, 'x.json', 'json'), compiler));
+  });
+  it('served annotations carry the hints derived from sideEffect', () => {
+    const def = validateDefinition(aRawDefinition({ sideEffect: 'non_idempotent', annotations: { destructiveHint: true } }), compiler);
+    expect(servedAnnotations(def)).toEqual({ destructiveHint: true, readOnlyHint: false, idempotentHint: false });
+  });
+});
+
+describe('refusals, each with its own code', () => {
+  it.each([
+    ['upper case', 'Payments.lookup'],
+    ['leading digit', '1payments'],
+    ['empty segment', 'payments..lookup'],
+    ['trailing dot', 'payments.'],
+    ['space', 'payments lookup'],
+    ['too long', `a${'b'.repeat(128)}`],
+  ])('bad name (%s)', (_why, name) => {
+    expect(refusal(aRawDefinition({ name })).code).toBe('invalid-name');
+  });
+  it('a 128-character name is fine', () => {
+    expect(validateDefinition(aRawDefinition({ name: `a${'b'.repeat(127)}` }), compiler).name).toHaveLength(128);
+  });
+  it.each(['1.0', '1.0.0-beta.1', '1.0.0+build', '01.0.0', 'v1.0.0', '1.0.0.0', ''])('bad semver %j', (version) => {
+    expect(refusal(aRawDefinition({ version })).code).toBe('invalid-version');
+  });
+  it('unknown classification', () => {
+    const e = refusal(aRawDefinition({ access: { classification: 'secret' } }));
+    expect(e.code).toBe('unknown-classification');
+    expect(e.message).toContain("'secret'");
+  });
+  it('unknown side effect', () => {
+    expect(refusal(aRawDefinition({ sideEffect: 'maybe' })).code).toBe('invalid-side-effect');
+  });
+  it('remote $ref', () => {
+    const e = refusal(aRawDefinition({ inputSchema: { type: 'object', properties: { a: { $ref: 'https://evil.example/schema.json' } } } }));
+    expect(e.code).toBe('remote-ref');
+  });
+  it('a schema that does not compile', () => {
+    expect(refusal(aRawDefinition({ inputSchema: { type: 'object', properties: { a: { type: 'strin' } } } })).code).toBe('schema-invalid');
+  });
+  it('an unknown keyword (a typo must not silently weaken a contract)', () => {
+    expect(refusal(aRawDefinition({ inputSchema: { type: 'object', properties: { a: { type: 'number', minimun: 1 } } } })).code).toBe('unknown-keyword');
+  });
+  it('a pattern a linear-time engine cannot run', () => {
+    expect(refusal(aRawDefinition({ inputSchema: { type: 'object', properties: { a: { type: 'string', pattern: '^(a)\\1$' } } } })).code).toBe('unsafe-pattern');
+  });
+  it('annotations that contradict sideEffect', () => {
+    expect(refusal(aRawDefinition({ sideEffect: 'non_idempotent', annotations: { readOnlyHint: true } })).code).toBe('annotation-contradiction');
+    expect(refusal(aRawDefinition({ sideEffect: 'none', annotations: { destructiveHint: false } })).code).toBe('annotation-contradiction');
+    expect(refusal(aRawDefinition({ sideEffect: 'non_idempotent', annotations: { idempotentHint: true } })).code).toBe('annotation-contradiction');
+  });
+  it('missing and unknown fields', () => {
+    const { description: _d, ...noDescription } = aRawDefinition();
+    expect(refusal(noDescription).message).toMatch(/^description: /);
+    expect(refusal(aRawDefinition({ colour: 'red' })).code).toBe('unknown-field');
+    expect(refusal([1, 2]).code).toBe('not-an-object');
+  });
+  it('YAML and JSON syntax errors are usage errors naming the file and the place', () => {
+    expect(() => parseDefinitionText('name: [unclosed\n', 'bad.yaml')).toThrow(/^bad\.yaml: not valid YAML: .*line/);
+    expect(() => parseDefinitionText('{"name": }', 'bad.json', 'json')).toThrow(/^bad\.json: not valid JSON/);
+  });
+});
