@@ -1,0 +1,284 @@
+/**
+ * Argument validation (SPEC §2 "Validation"). Ajv decides validity; this module only turns Ajv's errors into Estate's
+ * paths and messages, applies the one-error-per-type-mismatch rule, collapses combinator branches, and sorts, so the
+ * text is byte-identical whatever the key order of the input.
+ */
+import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
+import type { JsonObject } from './types.ts';
+import { appendKey, childSchemas, isPlainObject, pointerToPath, resolveLocalRef } from './json-path.ts';
+
+export interface ValidationError {
+  path: string;
+  message: string;
+}
+
+export const MAX_ARGUMENT_BYTES = 1024 * 1024;
+export const MAX_ARGUMENT_DEPTH = 64;
+
+export interface CompiledSchema {
+  readonly schema: JsonObject;
+  /** Errors sorted by (path, message) in code-unit order; empty when valid. */
+  validate(value: unknown): ValidationError[];
+}
+
+export const formatErrors = (errors: ValidationError[]): string =>
+  errors.map((e) => `${e.path}: ${e.message}`).join('\n');
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Limits
+
+/** UTF-8 length of `JSON.stringify(s)`, without building it. */
+const jsonStringBytes = (s: string): number => {
+  let n = 2;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x22 || c === 0x5c) n += 2;
+    else if (c < 0x20) n += c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d ? 2 : 6;
+    else if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 6; // a lone surrogate is written as \udXXX
+    } else if (c >= 0xdc00 && c <= 0xdfff) n += 6;
+    else n += 3;
+  }
+  return n;
+};
+
+/**
+ * Size (UTF-8 bytes of the JSON text) and depth (containers, the root object being level 1) limits, checked before
+ * validation. The walk is iterative: a 100,000-deep array must be refused, not overflow the stack. When both limits are
+ * broken the depth error wins, so the answer does not depend on key order.
+ */
+export function checkArgumentLimits(args: unknown): ValidationError | null {
+  const tooDeep: ValidationError = { path: '$', message: `arguments nested deeper than ${MAX_ARGUMENT_DEPTH} levels` };
+  const values: unknown[] = [args];
+  const depths: number[] = [0];
+  let bytes = 0;
+  let tooBig = false;
+  while (values.length > 0) {
+    const value = values.pop();
+    const depth = depths.pop() as number;
+    if (value === null || typeof value === 'boolean') bytes += value === false ? 5 : 4;
+    else if (typeof value === 'number') bytes += Number.isFinite(value) ? String(value).length : 4;
+    else if (typeof value === 'string') {
+      if (!tooBig) bytes += jsonStringBytes(value);
+    } else if (Array.isArray(value)) {
+      if (depth + 1 > MAX_ARGUMENT_DEPTH) return tooDeep;
+      bytes += 2 + Math.max(0, value.length - 1);
+      for (let i = value.length - 1; i >= 0; i--) {
+        values.push(value[i] === undefined ? null : value[i]);
+        depths.push(depth + 1);
+      }
+    } else if (typeof value === 'object') {
+      if (depth + 1 > MAX_ARGUMENT_DEPTH) return tooDeep;
+      let members = 0;
+      for (const key of Object.keys(value)) {
+        const member = (value as Record<string, unknown>)[key];
+        if (member === undefined) continue;
+        members++;
+        if (!tooBig) bytes += jsonStringBytes(key) + 1;
+        values.push(member);
+        depths.push(depth + 1);
+      }
+      bytes += 2 + Math.max(0, members - 1);
+    }
+    if (bytes > MAX_ARGUMENT_BYTES) tooBig = true;
+  }
+  return tooBig ? { path: '$', message: `arguments exceed ${MAX_ARGUMENT_BYTES} bytes` } : null;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Compiled schemas
+
+/**
+ * Wrap an Ajv validate function (compiled with allErrors and verbose) as Estate's CompiledSchema. The valid path is one
+ * call into Ajv; errors are mapped only when there are some.
+ */
+export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFunction): CompiledSchema {
+  // Per combinator (its parent schema object and keyword), the subschemas its branches can reach; built on first use.
+  const reachableCache = new WeakMap<object, Map<string, Set<object>>>();
+  const reachable = (parentSchema: unknown, keyword: string): Set<object> => {
+    if (!isPlainObject(parentSchema)) return new Set();
+    let perParent = reachableCache.get(parentSchema);
+    if (perParent === undefined) {
+      perParent = new Map();
+      reachableCache.set(parentSchema, perParent);
+    }
+    let set = perParent.get(keyword);
+    if (set === undefined) {
+      set = reachableFrom(schema, parentSchema[keyword]);
+      perParent.set(keyword, set);
+    }
+    return set;
+  };
+  return {
+    schema,
+    validate(value: unknown): ValidationError[] {
+      if (validateFn(value) === true) return [];
+      return mapAjvErrors(validateFn.errors ?? [], value, reachable);
+    },
+  };
+}
+
+/** Every object subschema reachable from `start`, following local `$ref`s (and `$dynamicRef`s used as pointers). */
+const reachableFrom = (root: unknown, start: unknown): Set<object> => {
+  const seen = new Set<object>();
+  const stack: unknown[] = Array.isArray(start) ? [...start] : [start];
+  while (stack.length > 0) {
+    const s = stack.pop();
+    if (!isPlainObject(s) || seen.has(s)) continue;
+    seen.add(s);
+    for (const child of childSchemas(s)) stack.push(child.schema);
+    for (const refKeyword of ['$ref', '$dynamicRef']) {
+      const ref = s[refKeyword];
+      if (typeof ref === 'string') stack.push(resolveLocalRef(root, ref));
+    }
+  }
+  return seen;
+};
+
+type Reachable = (parentSchema: unknown, keyword: string) => Set<object>;
+
+/** Keywords whose failure is reported as one message at their own path, dropping what their branches reported. */
+const COLLAPSING = new Set(['anyOf', 'oneOf', 'contains']);
+
+const isUnder = (pointer: string, base: string): boolean =>
+  pointer === base || pointer.startsWith(base === '' ? '/' : `${base}/`);
+
+interface Mapped extends ValidationError {
+  isType: boolean;
+}
+
+const mapAjvErrors = (errors: readonly ErrorObject[], data: unknown, reachable: Reachable): ValidationError[] => {
+  // Branch errors of a failed combinator are exactly the errors pushed while it ran: a contiguous run just before it.
+  const kept: ErrorObject[] = [];
+  for (const error of errors) {
+    if (error.keyword === 'if' || error.keyword === 'propertyNames') continue; // their branch errors say it better
+    if (COLLAPSING.has(error.keyword)) {
+      const branches = reachable(error.parentSchema, error.keyword);
+      const prefix = `${error.schemaPath}/`;
+      while (kept.length > 0) {
+        const top = kept[kept.length - 1] as ErrorObject;
+        const fromBranch =
+          top.schemaPath.startsWith(prefix) ||
+          (typeof top.parentSchema === 'object' && top.parentSchema !== null && branches.has(top.parentSchema));
+        if (!fromBranch || !isUnder(top.instancePath, error.instancePath)) break;
+        kept.pop();
+      }
+    }
+    kept.push(error);
+  }
+
+  const mapped: Mapped[] = kept.map((e) => mapOne(e, data));
+  const typeMessage = new Map<string, string>();
+  for (const m of mapped) {
+    if (!m.isType) continue;
+    const current = typeMessage.get(m.path);
+    if (current === undefined || m.message < current) typeMessage.set(m.path, m.message);
+  }
+  const lines = new Map<string, ValidationError>();
+  for (const m of mapped) {
+    const onlyType = typeMessage.get(m.path);
+    if (onlyType !== undefined && m.message !== onlyType) continue;
+    lines.set(`${m.path}\u0000${m.message}`, { path: m.path, message: m.message });
+  }
+  return [...lines.values()].sort(compareErrors);
+};
+
+export const compareErrors = (a: ValidationError, b: ValidationError): number => {
+  if (a.path !== b.path) return a.path < b.path ? -1 : 1;
+  if (a.message !== b.message) return a.message < b.message ? -1 : 1;
+  return 0;
+};
+
+/** The JSON type of a value, as SPEC §2 names it: an integral number is `integer`. */
+export const jsonTypeOf = (value: unknown): string => {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+};
+
+const str = (v: unknown): string => (typeof v === 'number' ? String(v) : JSON.stringify(v));
+const plural = (n: unknown, one: string, many: string): string => `${str(n)} ${n === 1 ? one : many}`;
+
+const mapOne = (e: ErrorObject, data: unknown): Mapped => {
+  const p = e.params as Record<string, unknown>;
+  const at = (): string => pointerToPath(e.instancePath, data);
+  const atKey = (key: unknown): string => appendKey(at(), String(key));
+  const plain = (message: string, path = at()): Mapped => ({ path, message, isType: false });
+
+  if (typeof (e as { propertyName?: unknown }).propertyName === 'string') {
+    // An error about a property NAME (propertyNames): reported at that property's own path.
+    const inner = mapOne({ ...e, propertyName: undefined } as ErrorObject, data);
+    return plain(`property name ${inner.message}`, atKey((e as { propertyName: string }).propertyName));
+  }
+  switch (e.keyword) {
+    case 'type': {
+      const declared = e.schema ?? p['type'];
+      const types = Array.isArray(declared) ? declared.map(String) : String(declared).split(',');
+      return { path: at(), message: `expected type ${types.join('|')}, got ${jsonTypeOf(e.data)}`, isType: true };
+    }
+    case 'required':
+    case 'dependentRequired':
+    case 'dependencies':
+      return plain('is required', atKey(p['missingProperty']));
+    case 'additionalProperties':
+      return plain('additional property is not allowed', atKey(p['additionalProperty']));
+    case 'unevaluatedProperties':
+      return plain('additional property is not allowed', atKey(p['unevaluatedProperty']));
+    case 'pattern':
+      return plain(`does not match pattern '${String(p['pattern'])}'`);
+    case 'enum':
+      return plain(`must be one of ${JSON.stringify(p['allowedValues'])}`);
+    case 'const':
+      return plain(`must equal ${JSON.stringify(p['allowedValue'])}`);
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+      return plain(`must be ${String(p['comparison'])} ${str(p['limit'])}`);
+    case 'multipleOf':
+      return plain(`must be a multiple of ${str(p['multipleOf'])}`);
+    case 'minLength':
+      return plain(`must be at least ${str(p['limit'])} characters`);
+    case 'maxLength':
+      return plain(`must be at most ${str(p['limit'])} characters`);
+    case 'minItems':
+      return plain(`must have at least ${str(p['limit'])} items`);
+    case 'maxItems':
+    case 'items':
+    case 'additionalItems':
+      return plain(`must have at most ${str(p['limit'])} items`);
+    case 'unevaluatedItems':
+      return plain(`must have at most ${str(p['len'])} items`);
+    case 'uniqueItems':
+      return plain('must have unique items');
+    case 'minProperties':
+      return plain(`must have at least ${str(p['limit'])} properties`);
+    case 'maxProperties':
+      return plain(`must have at most ${str(p['limit'])} properties`);
+    case 'format':
+      return plain(`must be a valid ${String(p['format'])}`);
+    case 'oneOf':
+      return plain('must match exactly one schema in oneOf');
+    case 'anyOf':
+      return plain('must match at least one schema in anyOf');
+    case 'not':
+      return plain('must not match the schema in not');
+    case 'contains': {
+      const min = p['minContains'] ?? 1;
+      return p['maxContains'] === undefined
+        ? plain(`must contain at least ${plural(min, 'matching item', 'matching items')}`)
+        : plain(`must contain at least ${str(min)} and at most ${plural(p['maxContains'], 'matching item', 'matching items')}`);
+    }
+    case 'false schema':
+      return plain('is not allowed');
+    default:
+      return plain(e.message ?? `fails ${e.keyword}`);
+  }
+};
