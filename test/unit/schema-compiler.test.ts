@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
+import { DomainError } from '../../src/domain/errors.ts';
+import type { JsonObject } from '../../src/domain/types.ts';
+
+const compiler = createSchemaCompiler();
+
+/** The DomainError `check` throws, or a failure if it throws nothing. */
+const refusal = (schema: unknown, where = 'inputSchema'): DomainError => {
+  try {
+    compiler.check(schema as JsonObject, where);
+  } catch (e) {
+    if (e instanceof DomainError) return e;
+    throw e;
+  }
+  throw new Error(`expected ${JSON.stringify(schema)} to be refused`);
+};
+
+const objectWith = (property: JsonObject): JsonObject => ({ type: 'object', properties: { a: property } });
+
+describe('schema compiler: refusals', () => {
+  it('refuses an unknown keyword such as the typo minimun, naming it and where it is', () => {
+    const e = refusal(objectWith({ type: 'integer', minimun: 1 }));
+    expect(e.kind).toBe('invalid-definition');
+    expect(e.code).toBe('unknown-keyword');
+    expect(e.message).toBe("inputSchema: unknown keyword 'minimun' at #/properties/a");
+  });
+
+  it('refuses an unknown keyword even in a $defs entry nothing references (Ajv alone would not compile it)', () => {
+    expect(refusal({ type: 'object', $defs: { unused: { minimun: 1 } } }).code).toBe('unknown-keyword');
+  });
+
+  it('refuses keywords Ajv knows but JSON Schema 2020-12 does not (nullable, vendor x-)', () => {
+    expect(refusal(objectWith({ type: 'string', nullable: true })).code).toBe('unknown-keyword');
+    expect(refusal(objectWith({ type: 'string', 'x-internal': true })).code).toBe('unknown-keyword');
+  });
+
+  it('refuses a remote $ref', () => {
+    const e = refusal(objectWith({ $ref: 'http://example.com/schemas/money.json' }));
+    expect(e.code).toBe('remote-ref');
+    expect(e.message).toContain('http://example.com/schemas/money.json');
+  });
+
+  it('refuses a $ref to a relative file', () => {
+    expect(refusal(objectWith({ $ref: 'money.json#/$defs/amount' })).code).toBe('remote-ref');
+  });
+
+  it('refuses a $ref to the meta-schema, which Ajv would otherwise resolve from its own registry', () => {
+    expect(refusal(objectWith({ $ref: 'https://json-schema.org/draft/2020-12/schema' })).code).toBe('remote-ref');
+  });
+
+  it('refuses a non-local $dynamicRef and any $id', () => {
+    expect(refusal(objectWith({ $dynamicRef: 'https://example.com/x#meta' })).code).toBe('remote-ref');
+    expect(refusal({ type: 'object', $id: 'https://example.com/tool.json' }).code).toBe('remote-ref');
+    expect(refusal(objectWith({ $id: 'other.json', type: 'string' })).code).toBe('remote-ref');
+  });
+
+  it('does not mistake a property NAMED $ref or an enum value for a reference', () => {
+    expect(() =>
+      compiler.check(
+        { type: 'object', properties: { $ref: { type: 'string', enum: ['http://x'] } }, default: { $ref: 'http://x' } },
+        'inputSchema',
+      ),
+    ).not.toThrow();
+  });
+
+  it('accepts a local $ref', () => {
+    expect(() =>
+      compiler.check({ type: 'object', properties: { a: { $ref: '#/$defs/amount' } }, $defs: { amount: { type: 'integer' } } }, 'inputSchema'),
+    ).not.toThrow();
+  });
+
+  it('refuses a backreference pattern, naming the pattern', () => {
+    const e = refusal(objectWith({ type: 'string', pattern: '(a)\\1' }));
+    expect(e.code).toBe('unsafe-pattern');
+    expect(e.message).toContain("pattern '(a)\\1'");
+  });
+
+  it('refuses lookahead and lookbehind, also as patternProperties keys', () => {
+    expect(refusal(objectWith({ type: 'string', pattern: '^(?=.*\\d).+$' })).code).toBe('unsafe-pattern');
+    expect(refusal(objectWith({ type: 'string', pattern: '(?<!x)y' })).code).toBe('unsafe-pattern');
+    expect(refusal({ type: 'object', patternProperties: { '^(?!tmp_)': { type: 'string' } } }).code).toBe('unsafe-pattern');
+  });
+
+  it('refuses a pattern that is not an ECMA-262 regular expression at all (even one RE2 would take)', () => {
+    expect(refusal(objectWith({ type: 'string', pattern: '[' })).code).toBe('schema-invalid');
+    expect(refusal(objectWith({ type: 'string', pattern: '(?i)abc' })).code).toBe('schema-invalid');
+  });
+
+  it('refuses a schema that does not compile', () => {
+    expect(refusal(objectWith({ type: 'strng' })).code).toBe('schema-invalid');
+    expect(refusal(objectWith({ type: 'integer', minimum: 'zero' })).code).toBe('schema-invalid');
+    expect(refusal(objectWith({ $ref: '#/$defs/missing' })).code).toBe('schema-invalid');
+    expect(refusal({ type: 'object', $schema: 'http://json-schema.org/draft-07/schema#' }).code).toBe('schema-invalid');
+  });
+
+  it('refuses an unknown format: asserting formats means a misspelt one cannot silently pass everything', () => {
+    expect(refusal(objectWith({ type: 'string', format: 'emial' })).code).toBe('schema-invalid');
+  });
+
+  it('refuses a root that is not an object schema with type: object, naming where', () => {
+    const e = refusal({ type: 'array', items: { type: 'string' } }, 'outputSchema');
+    expect(e.code).toBe('schema-root-not-object');
+    expect(e.message).toBe('outputSchema must be an object schema with type: object');
+    expect(refusal({ properties: {} }).code).toBe('schema-root-not-object');
+    expect(refusal(['type', 'object']).code).toBe('schema-root-not-object');
+    expect(refusal(true).code).toBe('schema-root-not-object');
+  });
+
+  it('keeps every message on one line', () => {
+    for (const schema of [objectWith({ type: 'strng' }), objectWith({ minimun: 1 }), objectWith({ pattern: '(a)\\1' })]) {
+      expect(refusal(schema).message).not.toContain('\n');
+    }
+  });
+});
+
+describe('schema compiler: what it accepts', () => {
+  it('accepts the 2020-12 dialect, formats, union types, tuples and annotations', () => {
+    const schema: JsonObject = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      title: 'Lookup',
+      properties: {
+        when: { type: 'string', format: 'date-time', description: 'ISO time', examples: ['2026-01-01T00:00:00Z'] },
+        maybe: { type: ['string', 'null'], pattern: '^[a-z]+$' },
+        pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: false },
+        code: { pattern: '^\\p{Lu}{3}$' },
+      },
+      required: ['when'],
+      $comment: 'fine',
+    };
+    const compiled = compiler.compile(schema, 'inputSchema');
+    expect(compiled.validate({ when: '2026-01-01T00:00:00Z', maybe: null, pair: ['a', 1], code: 'AED' })).toEqual([]);
+  });
+
+  it('compile checks first', () => {
+    expect(() => compiler.compile(objectWith({ minimun: 1 }))).toThrow(DomainError);
+  });
+
+  it('owns a copy: changing the caller’s schema afterwards changes nothing', () => {
+    const schema: JsonObject = { type: 'object', properties: { a: { type: 'integer' } } };
+    const compiled = compiler.compile(schema);
+    (schema['properties'] as JsonObject)['a'] = { type: 'string' };
+    expect(compiled.validate({ a: 1 })).toEqual([]);
+    expect(compiled.schema).toEqual({ type: 'object', properties: { a: { type: 'integer' } } });
+  });
+
+  it('compiles the same schema twice (Ajv keeps no registry of what it compiled)', () => {
+    const schema: JsonObject = { type: 'object', properties: { a: { type: 'integer' } } };
+    compiler.check(schema, 'inputSchema');
+    expect(compiler.compile(schema).validate({ a: 'x' })).toHaveLength(1);
+  });
+
+  it('runs patterns in linear time: ^(a+)+$ against 50,000 a and a ! completes and does not match', () => {
+    const compiled = compiler.compile(objectWith({ type: 'string', pattern: '^(a+)+$' }));
+    const errors = compiled.validate({ a: `${'a'.repeat(50_000)}!` });
+    expect(errors).toEqual([{ path: '$.a', message: "does not match pattern '^(a+)+$'" }]);
+  });
+});
