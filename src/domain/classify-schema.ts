@@ -17,10 +17,15 @@ interface Ctx {
   /** (before, after) pairs being compared through a `$ref`: meeting one again means a cycle, assumed equal (co-induction). */
   readonly active: Set<string>;
   depth: number;
+  /** Branch pairing compares every old branch with every new one, so nested combinators multiply the work. */
+  budget: number;
+  exhausted: boolean;
 }
 
 /** Recursive schemas are cut by `active`; this only bounds pathological nesting, failing closed. */
 const MAX_DEPTH = 200;
+/** Schema-pair comparisons one classification may make before it stops and fails closed (a publish must not hang). */
+const MAX_COMPARISONS = 200_000;
 
 const isObj = (v: JsonValue | undefined): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -576,6 +581,10 @@ const compareResolved = (b: JsonValue, a: JsonValue, path: string, ctx: Ctx): Re
 };
 
 const compare = (b: JsonValue, a: JsonValue, path: string, ctx: Ctx): Reason[] => {
+  if (--ctx.budget < 0) {
+    ctx.exhausted = true;
+    return [];
+  }
   if (ctx.depth >= MAX_DEPTH) {
     return same(b, a) ? [] : [schemaReason('unmodelled-change', ctx.direction, path, `nested deeper than ${MAX_DEPTH} levels; fails closed`)];
   }
@@ -598,5 +607,10 @@ const compare = (b: JsonValue, a: JsonValue, path: string, ctx: Ctx): Reason[] =
 };
 
 /** Reasons, unsorted and possibly repeated, for moving from `before` to `after`; each schema's `$ref`s resolve in its own root. */
-export const compareSchemas = (before: JsonObject, after: JsonObject, direction: Direction, basePath: string): Reason[] =>
-  compare(before, after, basePath, { beforeRoot: before, afterRoot: after, direction, active: new Set(), depth: 0 });
+export const compareSchemas = (before: JsonObject, after: JsonObject, direction: Direction, basePath: string): Reason[] => {
+  const ctx: Ctx = { beforeRoot: before, afterRoot: after, direction, active: new Set(), depth: 0, budget: MAX_COMPARISONS, exhausted: false };
+  const reasons = compare(before, after, basePath, ctx);
+  // Reported at the top, not where it ran out: that spot may have been a discarded branch pairing.
+  if (ctx.exhausted) reasons.push(schemaReason('unmodelled-change', direction, basePath, `more than ${MAX_COMPARISONS} schema comparisons (nested combinators); fails closed`));
+  return reasons;
+};

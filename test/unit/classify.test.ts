@@ -317,3 +317,12 @@ describe('classifyDefinition: the rest of the definition', () => {
     expect(() => classifyDefinition(tool(), bad)).toThrow(/unknown classification/);
   });
 });
+
+describe('classifySchemaChange: cost', () => {
+  it('fails closed instead of hanging on deeply nested combinators', () => {
+    const nest = (depth: number, leaf: string): JsonObject =>
+      depth === 0 ? { type: leaf } : { oneOf: [nest(depth - 1, leaf), nest(depth - 1, 'string'), nest(depth - 1, 'number'), nest(depth - 1, 'boolean')] };
+    const reasons = classifySchemaChange(withX(nest(7, 'null')), withX(nest(7, 'integer')), 'input', 'inputSchema');
+    expect(reasons).toContainEqual(expect.objectContaining({ path: 'inputSchema', rule: 'unmodelled-change', level: 'major' }));
+  });
+});
