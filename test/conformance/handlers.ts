@@ -1,0 +1,154 @@
+/**
+ * The handler pack for the MCP conformance suites (`estate serve --handlers test/conformance/handlers.ts`). The suites
+ * call fixture tools by name and check what comes back; the definitions are in ./tools/*.yaml and are published through
+ * the CLI by scripts/conformance.sh, so the suite exercises Estate's normal path: catalogue -> discovery -> validate ->
+ * handler -> call record.
+ *
+ * Only what a handler can do through Estate's handler context (SPEC §6: principal, runId, tool, signal, log) is here.
+ * Sampling and elicitation need a server-to-client request channel the context does not offer, so those fixtures are
+ * not published (see the expected-failures files).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CallToolResult, HandlerContext, HandlerMap } from '../../src/handlers/types.ts';
+
+/** A 1x1 red PNG. */
+export const PNG_1X1 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+
+/** A valid 8 kHz mono 8-bit PCM WAV of `samples` silent samples. */
+export const wavBase64 = (samples = 80): string => {
+  const b = Buffer.alloc(44 + samples, 0x80);
+  b.write('RIFF', 0, 'ascii');
+  b.writeUInt32LE(36 + samples, 4);
+  b.write('WAVEfmt ', 8, 'ascii');
+  b.writeUInt32LE(16, 16); // fmt chunk size
+  b.writeUInt16LE(1, 20); // PCM
+  b.writeUInt16LE(1, 22); // mono
+  b.writeUInt32LE(8000, 24);
+  b.writeUInt32LE(8000, 28); // byte rate
+  b.writeUInt16LE(1, 32); // block align
+  b.writeUInt16LE(8, 34); // bits per sample
+  b.write('data', 36, 'ascii');
+  b.writeUInt32LE(samples, 40);
+  return b.toString('base64');
+};
+
+const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
+
+/** Resolves after `ms`, or rejects when the call is cancelled or times out: a handler must honour its signal. */
+const pause = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+let triggerCount = 0;
+
+/**
+ * Changes the served tool list the way an operator would: `estate publish` of a new tool from another process into the
+ * same store (ESTATE_STORE, inherited from `estate serve`). The new tool binds an existing handler so it is offered.
+ */
+const publishNewTool = async (signal: AbortSignal): Promise<string> => {
+  const store = process.env.ESTATE_STORE;
+  if (!store) throw new Error('ESTATE_STORE is not set: the trigger fixture needs the store the server reads');
+  const name = `test_trigger_added_${process.pid}_${Date.now()}_${++triggerCount}`;
+  const dir = mkdtempSync(join(tmpdir(), 'estate-trigger-'));
+  try {
+    const file = join(dir, 'tool.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        name,
+        version: '1.0.0',
+        description: 'Added by test_trigger_tool_change.',
+        inputSchema: { type: 'object', additionalProperties: false },
+        access: { requiredScopes: [], tenants: [], classification: 'public' },
+        sideEffect: 'none',
+        handler: 'test_simple_text',
+      }),
+    );
+    const code = await new Promise<number | null>((resolve, reject) => {
+      const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'estate.js'), 'publish', file, '--store', store, '--by', 'conformance'], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        signal,
+      });
+      child.on('error', reject);
+      child.on('close', resolve);
+    });
+    if (code !== 0) throw new Error(`estate publish exited with ${String(code)}`);
+    return name;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+};
+
+export const handlers: HandlerMap = {
+  test_simple_text: () => text('This is a simple text response for testing.'),
+
+  test_image_content: () => ({ content: [{ type: 'image', data: PNG_1X1, mimeType: 'image/png' }] }),
+
+  test_audio_content: () => ({ content: [{ type: 'audio', data: wavBase64(), mimeType: 'audio/wav' }] }),
+
+  test_embedded_resource: () => ({
+    content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }],
+  }),
+
+  test_multiple_content_types: () => ({
+    content: [
+      { type: 'text', text: 'Multiple content types test:' },
+      { type: 'image', data: PNG_1X1, mimeType: 'image/png' },
+      { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' } },
+    ],
+  }),
+
+  test_tool_with_logging: async (_args, ctx: HandlerContext) => {
+    ctx.log.info('Tool execution started');
+    await pause(50, ctx.signal);
+    ctx.log.info('Tool processing data');
+    await pause(50, ctx.signal);
+    ctx.log.info('Tool execution completed');
+    return text('Tool with logging executed successfully');
+  },
+
+  // The 2026 suite checks that no notifications/message reaches a client that did not ask for a log level.
+  test_logging_tool: (_args, ctx: HandlerContext) => {
+    ctx.log.info('test_logging_tool ran');
+    return text('Logging tool executed');
+  },
+
+  // The suite asks for a thrown error: Estate turns it into an isError result, never a JSON-RPC error.
+  test_error_handling: () => {
+    throw new Error('This tool intentionally returns an error for testing');
+  },
+
+  // Estate's handler context has no progress channel; the delays are kept so that the call takes the time it claims.
+  test_tool_with_progress: async (_args, ctx: HandlerContext) => {
+    await pause(50, ctx.signal);
+    await pause(50, ctx.signal);
+    return text('Progress tool completed');
+  },
+
+  test_reconnection: async (_args, ctx: HandlerContext) => {
+    await pause(100, ctx.signal);
+    return text('Reconnection test completed');
+  },
+
+  test_trigger_tool_change: async (_args, ctx: HandlerContext) => text(`Published ${await publishNewTool(ctx.signal)}`),
+
+  json_schema_2020_12_tool: (args) => text(`Received: ${JSON.stringify(args)}`),
+};
+
+export default handlers;
