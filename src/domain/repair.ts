@@ -102,7 +102,11 @@ const repairObject = (
     if (hasOwn(result, name)) continue;
     const fallback = lookup(root, propertySchema, 'default');
     if (fallback === undefined) continue;
-    writable()[name] = structuredClone(fallback);
+    // A default written as a string for a non-string type (`default: "5"`) is coerced as it lands: were it left for the
+    // next pass to coerce, repair would not be idempotent.
+    const coerced =
+      typeof fallback === 'string' ? coerce(declaredTypes(lookup(root, propertySchema, 'type')), fallback) : undefined;
+    writable()[name] = coerced ?? structuredClone(fallback);
     changes.push({ path: appendKey(path, name), action: 'defaulted' });
   }
 

@@ -17,7 +17,7 @@ const lines = (schema: JsonObject, value: unknown): string[] =>
 const forA = (property: JsonObject, value: unknown): string[] =>
   lines({ type: 'object', properties: { a: property } }, { a: value });
 
-export const tracedSchema: JsonObject = {
+const tracedSchema: JsonObject = {
   type: 'object',
   properties: {
     reference: { type: 'string', pattern: '^PMT-\\d{3,}$' },
