@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { classifyDefinition, classifySchemaChange } from '../../src/domain/classify.ts';
 import type { JsonObject, Level, Reason, ToolDefinition } from '../../src/domain/types.ts';
 
@@ -324,5 +325,58 @@ describe('classifySchemaChange: cost', () => {
       depth === 0 ? { type: leaf } : { oneOf: [nest(depth - 1, leaf), nest(depth - 1, 'string'), nest(depth - 1, 'number'), nest(depth - 1, 'boolean')] };
     const reasons = classifySchemaChange(withX(nest(7, 'null')), withX(nest(7, 'integer')), 'input', 'inputSchema');
     expect(reasons).toContainEqual(expect.objectContaining({ path: 'inputSchema', rule: 'unmodelled-change', level: 'major' }));
+  });
+});
+
+describe('classifySchemaChange: laws', () => {
+  const { schema } = fc.letrec((tie) => ({
+    schema: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      fc.record(
+        {
+          type: fc.constantFrom('string', 'number', 'integer', 'boolean', 'object', 'array', 'null'),
+          minimum: fc.integer({ min: -5, max: 5 }),
+          maxLength: fc.nat(10),
+          enum: fc.uniqueArray(fc.constantFrom('a', 'b', 'c', 1, 2, null), { minLength: 1 }),
+          pattern: fc.constantFrom('^a', '^b$'),
+          description: fc.string(),
+        },
+        { requiredKeys: [] },
+      ),
+      fc.record(
+        {
+          type: fc.constant('object'),
+          properties: fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd e'), tie('schema')),
+          required: fc.uniqueArray(fc.constantFrom('a', 'b', 'c')),
+          additionalProperties: fc.oneof(fc.boolean(), tie('schema')),
+        },
+        { requiredKeys: ['type'] },
+      ),
+      fc.record({ type: fc.constant('array'), items: tie('schema'), uniqueItems: fc.boolean() }, { requiredKeys: ['type'] }),
+      fc.record({ oneOf: fc.array(tie('schema'), { minLength: 1, maxLength: 3 }) }),
+      fc.record({ allOf: fc.array(tie('schema'), { minLength: 1, maxLength: 3 }) }),
+    ),
+  }));
+  const objectSchema = schema.map((s) => withX(s as JsonObject));
+
+  it('a schema compared with itself has no reasons, in either direction', () => {
+    fc.assert(
+      fc.property(objectSchema, (s) => {
+        expect(classifySchemaChange(s, structuredClone(s), 'input', 'inputSchema')).toEqual([]);
+        expect(classifySchemaChange(s, structuredClone(s), 'output', 'outputSchema')).toEqual([]);
+      }),
+    );
+  });
+
+  it('reasons come out sorted by (path, rule) and the same for the same pair', () => {
+    fc.assert(
+      fc.property(objectSchema, objectSchema, (a, b) => {
+        const reasons = classifySchemaChange(a, b, 'input', 'inputSchema');
+        const keys = reasons.map((r) => [r.path, r.rule] as const);
+        const sorted = [...keys].sort((p, q) => (p[0] < q[0] ? -1 : p[0] > q[0] ? 1 : p[1] < q[1] ? -1 : p[1] > q[1] ? 1 : 0));
+        expect(keys).toEqual(sorted);
+        expect(classifySchemaChange(structuredClone(a), structuredClone(b), 'input', 'inputSchema')).toEqual(reasons);
+      }),
+    );
   });
 });
