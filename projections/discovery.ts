@@ -121,6 +121,41 @@ export class DiscoveryIndex {
     return changes;
   }
 
+  /**
+   * Recompute every cached view from the catalogue and report what changed, tool by tool (a merge of the old and new
+   * sorted entries). For bulk catch-up: per-event maintenance would splice into large sorted arrays once per new tool.
+   */
+  refreshAll(): ViewChange[] {
+    const changes: ViewChange[] = [];
+    for (const view of this.views.values()) {
+      const fresh = discoverNaive(this.catalogue, view.principal, view.includeDeprecated, this.isOffered);
+      const old = view.entries;
+      const before = changes.length;
+      let i = 0;
+      let j = 0;
+      while (i < old.length || j < fresh.length) {
+        const a = old[i];
+        const b = fresh[j];
+        if (a && b && a.name === b.name) {
+          if (a !== b) changes.push({ view, tool: a.name, before: a, after: b });
+          i++;
+          j++;
+        } else if (a && (!b || a.name < b.name)) {
+          changes.push({ view, tool: a.name, before: a, after: undefined });
+          i++;
+        } else if (b) {
+          changes.push({ view, tool: b.name, before: undefined, after: b });
+          j++;
+        }
+      }
+      if (changes.length > before) {
+        old.splice(0, old.length, ...fresh);
+        view.revision = this.nextRevision++;
+      }
+    }
+    return changes;
+  }
+
   /** Drop every cached view (e.g. the set of bound handlers changed); they are rebuilt on next use. */
   clear(): void {
     this.views.clear();

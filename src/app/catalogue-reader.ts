@@ -8,6 +8,9 @@ import { DiscoveryIndex, type ViewChange } from '../../projections/discovery.ts'
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore, StoredEvent, Subscription } from './ports.ts';
 
+/** Above this many events in one batch, views are recomputed once rather than maintained per event. */
+const BULK_THRESHOLD = 256;
+
 export interface CatalogueUpdate {
   /** Tools touched by the applied batch, in order. */
   tools: string[];
@@ -67,18 +70,29 @@ export class CatalogueReader {
     });
   }
 
+  /** Page through the log; views are recomputed once at the end, not per page, and one update is announced. */
   private async readForward(): Promise<number> {
     let total = 0;
+    const tools: string[] = [];
     for (;;) {
       const page = await this.store.readAll({ after: this.catalogue.position, limit: this.pageSize, streamPrefix: TOOL_STREAM_PREFIX });
-      if (page.length === 0) return total;
-      this.applyBatch(page);
+      if (page.length === 0) break;
+      tools.push(...this.fold(page, false).tools);
       total += page.length;
     }
+    if (tools.length > 0) this.announce(tools, this.discovery.viewCount > 0 ? this.discovery.refreshAll() : []);
+    return total;
   }
 
   /** Apply a batch in order; duplicates (already-seen positions from at-least-once delivery) are harmless. */
   applyBatch(events: readonly StoredEvent[]): void {
+    // Live changes update each view one tool at a time; a large batch recomputes the views once instead.
+    const bulk = events.length > BULK_THRESHOLD;
+    const { tools, viewChanges } = this.fold(events, !bulk);
+    if (tools.length > 0) this.announce(tools, bulk && this.discovery.viewCount > 0 ? this.discovery.refreshAll() : viewChanges);
+  }
+
+  private fold(events: readonly StoredEvent[], maintainViews: boolean): { tools: string[]; viewChanges: ViewChange[] } {
     const tools: string[] = [];
     const viewChanges: ViewChange[] = [];
     for (const stored of events) {
@@ -89,9 +103,13 @@ export class CatalogueReader {
       }
       const name = this.catalogue.apply({ position: stored.position, event });
       tools.push(name);
-      if (this.discovery.viewCount > 0) viewChanges.push(...this.discovery.toolChanged(name));
+      if (maintainViews && this.discovery.viewCount > 0) viewChanges.push(...this.discovery.toolChanged(name));
     }
-    if (tools.length === 0 || this.listeners.size === 0) return;
+    return { tools, viewChanges };
+  }
+
+  private announce(tools: string[], viewChanges: ViewChange[]): void {
+    if (this.listeners.size === 0) return;
     const update: CatalogueUpdate = { tools, position: this.catalogue.position as string, viewChanges };
     for (const l of this.listeners) l(update);
   }

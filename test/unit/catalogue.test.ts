@@ -142,3 +142,32 @@ describe('precomputed views stay equal to the per-request filter, maintained inc
     );
   });
 });
+
+describe('bulk refresh', () => {
+  it('refreshAll reports exactly the tools whose entry changed, and bumps only the views that changed', () => {
+    const c = new CatalogueProjection();
+    const idx = new DiscoveryIndex(c);
+    const acme = makePrincipal({ tenant: 'acme', clearance: 'restricted' });
+    const globex = makePrincipal({ tenant: 'globex', clearance: 'restricted' });
+    const events = [
+      publishedEvent(aDefinition({ name: 'a.x', access: { tenants: ['acme'] } })),
+      publishedEvent(aDefinition({ name: 'b.x' })),
+      publishedEvent(aDefinition({ name: 'c.x', access: { tenants: ['acme'] } })),
+    ];
+    events.forEach((event, i) => c.apply({ position: String(i + 1), event }));
+    const [va, vg] = [idx.view(acme), idx.view(globex)];
+    const [ra, rg] = [va.revision, vg.revision];
+    c.apply({ position: '10', event: retiredEvent('c.x', '1.0.0') });
+    c.apply({ position: '11', event: publishedEvent(aDefinition({ name: 'a.x', version: '1.1.0', access: { tenants: ['acme'] } })) });
+    c.apply({ position: '12', event: publishedEvent(aDefinition({ name: 'd.x', access: { tenants: ['acme'] } })) });
+    const changes = idx.refreshAll();
+    expect(changes.map((ch) => [ch.view === va ? 'acme' : 'globex', ch.tool, ch.before?.version ?? null, ch.after?.version ?? null])).toEqual([
+      ['acme', 'a.x', '1.0.0', '1.1.0'],
+      ['acme', 'c.x', '1.0.0', null],
+      ['acme', 'd.x', null, '1.0.0'],
+    ]);
+    expect(va.revision).not.toBe(ra);
+    expect(vg.revision).toBe(rg);
+    expect(va.entries).toEqual(discoverNaive(c, acme));
+  });
+});
