@@ -1,0 +1,365 @@
+/**
+ * MCP serving: Estate (`estate serve --http`, a real process on a temp SQLite store) vs the official SDK v2
+ * `McpServer` (its own process, NodeStreamableHTTPServerTransport), each serving the SAME 1,000 tools (Estate: JSON
+ * Schema 2020-12 definitions published through the command handler; SDK: the same shapes as Zod schemas) with the same
+ * in-process handler. Both are driven identically from this process over Streamable HTTP on loopback, as one
+ * 2025-11-25 session each (initialize, then POSTs carrying Mcp-Session-Id). The floor is JSON.parse + JSON.stringify of
+ * the same request and response messages: what any JSON-RPC server pays at least.
+ *
+ * Runnable alone: `node --import tsx bench/mcp.ts`. The same file is also the servers' handler module
+ * (`--handlers bench/mcp.ts`) and the SDK server's entry point (`--sdk-server`).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { percentile, sample, type BenchRow } from './lib.ts';
+
+const TOOL_COUNT = 1000;
+const CALL_LATENCY_ITERATIONS = 1500;
+const CALL_THROUGHPUT_REQUESTS = 3000;
+const CONCURRENCY = 16;
+const LIST_ITERATIONS = 60;
+const WARMUP = 150;
+const PROTOCOL = '2025-11-25';
+
+const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
+const THIS_FILE = fileURLToPath(import.meta.url);
+
+const toolName = (i: number): string => `bench.tool_${String(i).padStart(4, '0')}`;
+const VALID_ARGS = { reference: 'PMT-771', amount: 12.5, currency: 'EUR', include_legs: true };
+
+/** The one handler both servers run: cheap, so the figures are about the serving path. */
+const lookup = (args: Record<string, unknown>) => ({
+  content: [{ type: 'text' as const, text: `payment ${String(args.reference)}: settled` }],
+});
+
+/** Estate's handler module export (`--handlers bench/mcp.ts`). */
+export const handlers = { 'bench.lookup': async (args: Record<string, unknown>) => lookup(args) };
+
+const inputSchema = {
+  type: 'object',
+  properties: {
+    reference: { type: 'string', pattern: '^PMT-\\d{3,}$', description: 'Payment reference' },
+    amount: { type: 'number', minimum: 0 },
+    currency: { type: 'string', enum: ['EUR', 'USD', 'GBP'] },
+    include_legs: { type: 'boolean', default: false },
+  },
+  required: ['reference'],
+  additionalProperties: false,
+};
+
+const definition = (i: number) => ({
+  name: toolName(i),
+  version: '1.0.0',
+  title: `Bench tool ${i}`,
+  description: `Looks up a payment (bench tool ${i}).`,
+  inputSchema,
+  access: { requiredScopes: [], tenants: [], classification: 'public' },
+  sideEffect: 'none',
+  handler: 'bench.lookup',
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The SDK v2 peer, run as its own process so neither server shares an event loop with the load generator.
+
+const runSdkServer = async (): Promise<void> => {
+  const { McpServer } = await import('@modelcontextprotocol/server');
+  const { NodeStreamableHTTPServerTransport } = await import('@modelcontextprotocol/node');
+  const { z } = await import('zod');
+  const { randomUUID } = await import('node:crypto');
+  const shape = z
+    .object({
+      reference: z.string().regex(/^PMT-\d{3,}$/).describe('Payment reference'),
+      amount: z.number().min(0).optional(),
+      currency: z.enum(['EUR', 'USD', 'GBP']).optional(),
+      include_legs: z.boolean().default(false),
+    })
+    .strict();
+  const build = () => {
+    const server = new McpServer({ name: 'sdk-bench', version: '1.0.0' }, { capabilities: { tools: {} } });
+    for (let i = 0; i < TOOL_COUNT; i++) {
+      server.registerTool(toolName(i), { title: `Bench tool ${i}`, description: `Looks up a payment (bench tool ${i}).`, inputSchema: shape }, (args) =>
+        lookup(args),
+      );
+    }
+    return server;
+  };
+  const sessions = new Map<string, InstanceType<typeof NodeStreamableHTTPServerTransport>>();
+  const readBody = (req: IncomingMessage): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        try {
+          resolve(chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined);
+        } catch (e) {
+          reject(e instanceof Error ? e : new Error(String(e)));
+        }
+      });
+      req.on('error', reject);
+    });
+  const http = createServer((req, res) => {
+    void (async () => {
+      const sid = req.headers['mcp-session-id'];
+      let transport = typeof sid === 'string' ? sessions.get(sid) : undefined;
+      if (!transport) {
+        const t = new NodeStreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          enableJsonResponse: true,
+          onsessioninitialized: (id) => void sessions.set(id, t),
+        });
+        await build().connect(t);
+        transport = t;
+      }
+      await transport.handleRequest(req, res, req.method === 'POST' ? await readBody(req) : undefined);
+    })().catch((e: unknown) => {
+      if (!res.headersSent) res.writeHead(500).end(String(e));
+    });
+  });
+  http.listen(0, '127.0.0.1', () => {
+    const addr = http.address();
+    process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/mcp` })}\n`);
+  });
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Driving a server: one 2025-11-25 session, raw POSTs (no client library in the measured path).
+
+interface Session {
+  post(message: Record<string, unknown>): Promise<{ text: string; body: Record<string, unknown> }>;
+}
+
+/** A response is JSON, or SSE whose `data:` lines carry the JSON-RPC response; either is accepted. */
+const readResponse = async (res: Response, id: unknown): Promise<{ text: string; body: Record<string, unknown> }> => {
+  const raw = await res.text();
+  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return { text: raw, body: JSON.parse(raw) as Record<string, unknown> };
+  for (const line of raw.split('\n')) {
+    if (!line.startsWith('data:')) continue;
+    const data = line.slice(5).trim();
+    if (!data) continue;
+    const msg = JSON.parse(data) as Record<string, unknown>;
+    if (msg.id === id) return { text: data, body: msg };
+  }
+  throw new Error(`no response with id ${String(id)} in SSE body: ${raw.slice(0, 300)}`);
+};
+
+const openSession = async (url: string): Promise<Session> => {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const init = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } } }),
+  });
+  const sid = init.headers.get('mcp-session-id');
+  const initBody = await readResponse(init, 0);
+  if (!init.ok || !sid || !initBody.body.result) throw new Error(`initialize failed at ${url}: HTTP ${init.status} ${initBody.text.slice(0, 300)}`);
+  const sessionHeaders = { ...headers, 'mcp-session-id': sid, 'mcp-protocol-version': PROTOCOL };
+  const note = await fetch(url, { method: 'POST', headers: sessionHeaders, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+  await note.text();
+  return {
+    async post(message) {
+      const res = await fetch(url, { method: 'POST', headers: sessionHeaders, body: JSON.stringify(message) });
+      return readResponse(res, message.id);
+    },
+  };
+};
+
+let nextId = 1;
+const callMessage = (i: number) => ({ jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { name: toolName(i % TOOL_COUNT), arguments: VALID_ARGS } });
+
+const callOnce = async (s: Session, i: number): Promise<string> => {
+  const { body, text } = await s.post(callMessage(i));
+  const result = body.result as { isError?: boolean } | undefined;
+  if (!result || result.isError) throw new Error(`tools/call did not succeed: ${text.slice(0, 300)}`);
+  return text;
+};
+
+/** Every page of tools/list; returns the tools seen and the last response text. */
+const listAll = async (s: Session): Promise<{ count: number; text: string }> => {
+  let cursor: string | undefined;
+  let count = 0;
+  let text = '';
+  do {
+    const r = await s.post({ jsonrpc: '2.0', id: nextId++, method: 'tools/list', params: cursor ? { cursor } : {} });
+    text = r.text;
+    const result = r.body.result as { tools?: unknown[]; nextCursor?: string } | undefined;
+    if (!result?.tools) throw new Error(`tools/list failed: ${text.slice(0, 300)}`);
+    count += result.tools.length;
+    cursor = result.nextCursor;
+  } while (cursor);
+  return { count, text };
+};
+
+const timeAsync = async (n: number, fn: (i: number) => Promise<unknown>): Promise<number[]> => {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    await fn(i);
+    out.push(Number(process.hrtime.bigint() - t0) / 1000);
+  }
+  return out;
+};
+
+/** `total` calls with `CONCURRENCY` in flight; returns calls per second. */
+const throughput = async (s: Session, total: number): Promise<number> => {
+  let next = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < total) await callOnce(s, next++);
+    }),
+  );
+  return total / (Number(process.hrtime.bigint() - t0) / 1e9);
+};
+
+interface Figures {
+  listP50: number;
+  listP99: number;
+  listTools: number;
+  callP50: number;
+  callP99: number;
+  callsPerSecond: number;
+  callRequest: string;
+  callResponse: string;
+  listResponse: string;
+}
+
+export const measure = async (url: string): Promise<Figures> => {
+  const s = await openSession(url);
+  const first = await listAll(s);
+  for (let i = 0; i < 5; i++) await listAll(s);
+  const list = await timeAsync(LIST_ITERATIONS, () => listAll(s));
+  for (let i = 0; i < WARMUP; i++) await callOnce(s, i);
+  const callRequest = JSON.stringify(callMessage(7));
+  const callResponse = await callOnce(s, 7);
+  const calls = await timeAsync(CALL_LATENCY_ITERATIONS, (i) => callOnce(s, i));
+  const callsPerSecond = await throughput(s, CALL_THROUGHPUT_REQUESTS);
+  return {
+    listP50: percentile(list, 50),
+    listP99: percentile(list, 99),
+    listTools: first.count,
+    callP50: percentile(calls, 50),
+    callP99: percentile(calls, 99),
+    callsPerSecond,
+    callRequest,
+    callResponse,
+    listResponse: first.text,
+  };
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Processes.
+
+const waitForJsonLine = (child: ChildProcess, stream: 'stdout' | 'stderr', match: (v: Record<string, unknown>) => boolean, what: string): Promise<Record<string, unknown>> =>
+  new Promise((resolve, reject) => {
+    let buf = '';
+    const seen: string[] = [];
+    const timer = setTimeout(() => reject(new Error(`${what}: not ready in 120 s\n${seen.slice(-20).join('\n')}`)), 120_000);
+    child[stream]?.on('data', (c: Buffer) => {
+      buf += c.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        seen.push(line);
+        try {
+          const v = JSON.parse(line) as Record<string, unknown>;
+          if (match(v)) {
+            clearTimeout(timer);
+            resolve(v);
+          }
+        } catch {
+          // not JSON: keep it for the error message
+        }
+      }
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${String(code)}) before it was ready\n${seen.slice(-20).join('\n')}`));
+    });
+  });
+
+const stop = (child: ChildProcess): Promise<void> =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.once('close', () => (clearTimeout(kill), resolve()));
+    child.kill('SIGTERM');
+  });
+
+const publishAll = async (store: string): Promise<void> => {
+  const { loadConfig } = await import('../src/config.ts');
+  const { openEstate } = await import('../src/main.ts');
+  const { validateDefinition } = await import('../src/domain/tool-definition.ts');
+  const estate = await openEstate(loadConfig({ store }));
+  try {
+    for (let i = 0; i < TOOL_COUNT; i++) await estate.commands.publish(validateDefinition(definition(i), estate.compiler), 'bench');
+  } finally {
+    await estate.close();
+  }
+};
+
+const floor = (f: Figures): { list: number; call: number } => {
+  // Both directions of one exchange: the client writes the request and reads the response, the server the reverse.
+  const roundTrip = (request: string, response: string) => () => {
+    JSON.stringify(JSON.parse(request));
+    JSON.stringify(JSON.parse(response));
+  };
+  const listRequest = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+  return {
+    list: percentile(sample(roundTrip(listRequest, f.listResponse), 200, 20), 50),
+    call: percentile(sample(roundTrip(f.callRequest, f.callResponse), 20_000), 50),
+  };
+};
+
+export async function run(): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'estate-bench-mcp-'));
+  const store = `sqlite:${join(dir, 'bench.db')}`;
+  const children: ChildProcess[] = [];
+  try {
+    await publishAll(store);
+    const estateChild = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'estate.js'), 'serve', '--http', '--port', '0', '--store', store, '--handlers', THIS_FILE], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ESTATE_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    children.push(estateChild);
+    const estateReady = await waitForJsonLine(estateChild, 'stderr', (v) => v.msg === 'estate serve ready', 'estate serve');
+    // Past the ready line only warnings matter; drain so the pipe never blocks the server.
+    estateChild.stderr?.resume();
+    const sdkChild = spawn(process.execPath, ['--import', 'tsx', THIS_FILE, '--sdk-server'], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(sdkChild);
+    const sdkReady = await waitForJsonLine(sdkChild, 'stdout', (v) => typeof v.url === 'string', 'SDK McpServer');
+
+    const estate = await measure(String(estateReady.url));
+    const sdk = await measure(String(sdkReady.url));
+    const fl = floor(estate);
+    const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+    const peerName = 'SDK v2 McpServer (Zod, same transport)';
+    const common = `${TOOL_COUNT} tools, Streamable HTTP on loopback, one ${PROTOCOL} session each`;
+    return [
+      { bench: 'mcp', case: 'tools/list, full list (all pages), p50', unit: 'µs', estate: estate.listP50, peerName, peer: sdk.listP50, notes: `${common}; Estate ${estate.listTools} tools in pages of ≤500, SDK ${sdk.listTools} in one; Estate/SDK ${ratio(estate.listP50, sdk.listP50)}` },
+      { bench: 'mcp', case: 'tools/list, full list (all pages), p99', unit: 'µs', estate: estate.listP99, peerName, peer: sdk.listP99, notes: `${LIST_ITERATIONS} sequential lists; Estate/SDK ${ratio(estate.listP99, sdk.listP99)}` },
+      { bench: 'mcp', case: 'tools/call, valid arguments, p50', unit: 'µs', estate: estate.callP50, peerName, peer: sdk.callP50, notes: `${CALL_LATENCY_ITERATIONS} sequential calls; Estate validates with Ajv and commits a call record (SQLite, synchronous=FULL) before answering, the SDK records nothing; Estate/SDK ${ratio(estate.callP50, sdk.callP50)}` },
+      { bench: 'mcp', case: 'tools/call, valid arguments, p99', unit: 'µs', estate: estate.callP99, peerName, peer: sdk.callP99, notes: `Estate/SDK ${ratio(estate.callP99, sdk.callP99)}` },
+      { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight`, unit: 'calls/s', estate: estate.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `${CALL_THROUGHPUT_REQUESTS} calls; Estate/SDK ${ratio(estate.callsPerSecond, sdk.callsPerSecond)}` },
+      { bench: 'mcp', case: 'floor: JSON.parse+stringify of one tools/call exchange, p50', unit: 'µs', estate: estate.callP50, peerName: 'JSON floor', peer: fl.call, notes: `request + response (${estate.callResponse.length} B), both directions, in-process` },
+      { bench: 'mcp', case: 'floor: JSON.parse+stringify of one tools/list page, p50', unit: 'µs', estate: estate.listP50, peerName: 'JSON floor', peer: fl.list, notes: `one page of Estate's list (${Math.round(estate.listResponse.length / 1024)} KiB), both directions` },
+    ];
+  } finally {
+    await Promise.all(children.map(stop));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const invokedDirectly = process.argv[1] !== undefined && resolve(process.argv[1]) === THIS_FILE;
+if (invokedDirectly && process.argv.includes('--sdk-server')) {
+  await runSdkServer();
+} else if (invokedDirectly) {
+  const rows = await run();
+  console.table(rows.map((r) => ({ case: r.case, unit: r.unit, estate: Math.round(r.estate * 10) / 10, peer: r.peer === undefined ? '' : Math.round(r.peer * 10) / 10, peerName: r.peerName ?? '' })));
+  console.log(JSON.stringify(rows, null, 2));
+}
