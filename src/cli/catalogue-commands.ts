@@ -347,6 +347,3 @@ export const registerCatalogueCommands = (program: Command): void => {
       }),
     );
 };
-
-/** Re-exported for the serve command, which takes the same flags. */
-export { addPrincipalFlags };
