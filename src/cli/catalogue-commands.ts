@@ -113,7 +113,7 @@ const listLatest = (catalogue: CatalogueProjection, includeDeprecated: boolean):
   return out;
 };
 
-const addPrincipalFlags = (cmd: Command): Command =>
+export const addPrincipalFlags = (cmd: Command): Command =>
   cmd
     .option('--tenant <tenant>', 'the principal\'s tenant')
     .option('--scopes <scopes>', 'scopes the principal holds, comma-separated')
