@@ -1,0 +1,145 @@
+/**
+ * Validation cost on every tools/call: Estate's CompiledSchema.validate against raw Ajv on the same schema.
+ * - "same options" peer: an Ajv compiled exactly as Estate compiles (allErrors, verbose, RE2 patterns, formats), its
+ *   errors ignored: the difference is Estate's own work (the wrapper when valid, the error mapping when invalid).
+ * - "stock" peer: Ajv with its defaults plus allErrors and formats (native RegExp, not verbose): what the safety
+ *   (linear-time patterns, own-property checks) costs on top.
+ * Run alone: `node --import tsx bench/validation.ts`.
+ */
+import { pathToFileURL } from 'node:url';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsPlugin from 'ajv-formats';
+import { createSchemaCompiler, linearRegExp } from '../src/domain/schema-compiler.ts';
+import type { JsonObject } from '../src/domain/types.ts';
+import { median, sample, type BenchRow } from './lib.ts';
+
+const paymentSchema: JsonObject = {
+  type: 'object',
+  properties: {
+    reference: { type: 'string', pattern: '^PMT-\\d{3,}$' },
+    amount: { type: 'integer', minimum: 1, maximum: 1_000_000_000 },
+    currency: { enum: ['AED', 'EUR', 'GBP', 'USD', 'SAR'] },
+    debtor: {
+      type: 'object',
+      properties: {
+        iban: { type: 'string', pattern: '^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$' },
+        name: { type: 'string', minLength: 1, maxLength: 140 },
+        country: { type: 'string', pattern: '^[A-Z]{2}$' },
+      },
+      required: ['iban', 'name'],
+      additionalProperties: false,
+    },
+    creditor_iban: { type: 'string', pattern: '^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$' },
+    value_date: { type: 'string', format: 'date' },
+    requested_at: { type: 'string', format: 'date-time' },
+    purpose: { type: 'string', maxLength: 35 },
+    urgent: { type: 'boolean', default: false },
+    tags: { type: 'array', items: { type: 'string', maxLength: 20 }, maxItems: 10, uniqueItems: true },
+    callback_url: { type: 'string', format: 'uri' },
+  },
+  required: ['reference', 'amount', 'currency', 'debtor', 'creditor_iban', 'value_date'],
+  additionalProperties: false,
+};
+
+const validArgs = {
+  reference: 'PMT-771',
+  amount: 250_000,
+  currency: 'AED',
+  debtor: { iban: 'AE070331234567890123456', name: 'Acme Trading LLC', country: 'AE' },
+  creditor_iban: 'GB33BUKB20201555555555',
+  value_date: '2026-11-30',
+  requested_at: '2026-11-30T01:02:03Z',
+  purpose: 'Invoice 2026-1187',
+  urgent: false,
+  tags: ['supplier', 'q4'],
+  callback_url: 'https://erp.example.com/hooks/payments',
+};
+
+/** Five errors of different kinds, one nested, one additional property. */
+const invalidArgs = {
+  reference: 'PMT771',
+  amount: '250000',
+  currency: 'aed',
+  debtor: { iban: 'AE07', name: 'Acme Trading LLC', note: 'x' },
+  creditor_iban: 'GB33BUKB20201555555555',
+  value_date: '30/11/2026',
+  urgent: 'yes',
+};
+
+const ajvOptions = { allErrors: true, strict: false, strictSchema: true, allowUnionTypes: true, logger: false } as const;
+
+const sameOptionsAjv = (): ValidateFunction => {
+  const regExp = Object.assign((pattern: string) => linearRegExp(pattern), { code: 'RE2' });
+  const ajv = new Ajv2020({ ...ajvOptions, verbose: true, ownProperties: true, code: { regExp } });
+  addFormatsPlugin.default(ajv);
+  return ajv.compile(structuredClone(paymentSchema));
+};
+
+const stockAjv = (): ValidateFunction => {
+  const ajv = new Ajv2020(ajvOptions);
+  addFormatsPlugin.default(ajv);
+  return ajv.compile(structuredClone(paymentSchema));
+};
+
+const BATCH = 100;
+const ITERATIONS = 2_000;
+
+/** Median µs per call, timing batches so the clock's own cost stays out of the figure. */
+const perCall = (fn: () => unknown): number => {
+  const batch = (): void => {
+    for (let i = 0; i < BATCH; i++) fn();
+  };
+  return Math.round((median(sample(batch, ITERATIONS, 200)) / BATCH) * 1000) / 1000;
+};
+
+export async function run(): Promise<BenchRow[]> {
+  const estate = createSchemaCompiler().compile(paymentSchema, 'inputSchema');
+  const same = sameOptionsAjv();
+  const stock = stockAjv();
+  if (estate.validate(validArgs).length !== 0 || !same(validArgs) || !stock(validArgs)) throw new Error('valid args rejected');
+  const errorCount = estate.validate(invalidArgs).length;
+  if (errorCount === 0 || same(invalidArgs) || stock(invalidArgs)) throw new Error('invalid args accepted');
+
+  const rows: BenchRow[] = [];
+  const notes = `payments schema, 11 properties (nested object, array, enum, 4 patterns, 3 formats); median of ${ITERATIONS} batches of ${BATCH}`;
+  for (const [label, args, extra] of [
+    ['valid args', validArgs, ''],
+    ['invalid args', invalidArgs, `; ${errorCount} errors mapped, sorted`],
+  ] as const) {
+    const estateUs = perCall(() => estate.validate(args));
+    rows.push({
+      bench: 'validation',
+      case: `${label}: Estate validate vs Ajv, same options`,
+      unit: 'µs/op',
+      estate: estateUs,
+      peerName: 'raw Ajv (allErrors, verbose, RE2, formats), errors ignored',
+      peer: perCall(() => same(args)),
+      notes: notes + extra,
+    });
+    rows.push({
+      bench: 'validation',
+      case: `${label}: Estate validate vs stock Ajv`,
+      unit: 'µs/op',
+      estate: estateUs,
+      peerName: 'stock Ajv (allErrors, native RegExp, formats), errors ignored',
+      peer: perCall(() => stock(args)),
+      notes: notes + extra,
+    });
+  }
+  return rows;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const rows = await run();
+  console.table(
+    rows.map((r) => ({
+      case: r.case,
+      unit: r.unit,
+      estate: r.estate,
+      peer: r.peer,
+      ratio: r.peer ? Math.round((r.estate / r.peer) * 100) / 100 : undefined,
+    })),
+  );
+  console.log(JSON.stringify(rows, null, 2));
+}
