@@ -1,0 +1,86 @@
+/**
+ * Call records (SPEC §4 `ToolCalled`): every executed call is appended to `run-<runId>` and durable before its result
+ * is returned. Group commit: calls that arrive while a commit is in flight wait together and go into ONE `appendMany`
+ * (one transaction, one fsync), so throughput under concurrency is bounded by commits, not by calls.
+ */
+import { runStream, type ToolCalled } from '../domain/events.ts';
+import type { AppendRequest, EventStore } from './ports.ts';
+
+export type CallRecord = ToolCalled['data'];
+
+export interface CallRecorder {
+  /** Resolves once the record is committed; rejects if the commit failed. */
+  record(call: CallRecord): Promise<void>;
+  /** Wait for everything queued so far. */
+  flush(): Promise<void>;
+}
+
+export interface CallRecorderOptions {
+  /** Upper bound on records in one commit, so one transaction never grows without bound. */
+  maxBatch?: number;
+}
+
+interface Pending {
+  call: CallRecord;
+  resolve(): void;
+  reject(e: unknown): void;
+}
+
+/** One request per run stream: records of one run in one batch stay in arrival order. */
+const toRequests = (batch: readonly Pending[]): AppendRequest[] => {
+  const byStream = new Map<string, AppendRequest>();
+  for (const { call } of batch) {
+    const streamId = runStream(call.runId);
+    let req = byStream.get(streamId);
+    if (!req) {
+      // Run streams are append-only logs with many concurrent writers; no decision depends on their revision.
+      req = { streamId, events: [], expectedRevision: 'any' };
+      byStream.set(streamId, req);
+    }
+    req.events.push({ type: 'ToolCalled', data: call });
+  }
+  return [...byStream.values()];
+};
+
+export const createCallRecorder = (store: EventStore, { maxBatch = 512 }: CallRecorderOptions = {}): CallRecorder => {
+  let queue: Pending[] = [];
+  let running: Promise<void> | null = null;
+
+  const drain = async (): Promise<void> => {
+    while (queue.length > 0) {
+      const batch = queue.slice(0, maxBatch);
+      queue = queue.slice(batch.length);
+      try {
+        await store.appendMany(toRequests(batch));
+        for (const p of batch) p.resolve();
+      } catch (e) {
+        for (const p of batch) p.reject(e);
+      }
+    }
+  };
+
+  const kick = (): Promise<void> => {
+    if (!running) {
+      // Start on the next macrotask turn so calls finishing in the same tick join the first commit too.
+      running = new Promise<void>((r) => setImmediate(r))
+        .then(drain)
+        .finally(() => {
+          running = null;
+          if (queue.length > 0) void kick();
+        });
+    }
+    return running;
+  };
+
+  return {
+    record(call) {
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ call, resolve, reject });
+        void kick();
+      });
+    },
+    async flush() {
+      while (running || queue.length > 0) await kick();
+    },
+  };
+};

@@ -1,0 +1,84 @@
+/**
+ * The one mapping table from broken rules to what the client sees: a JSON-RPC error, or an `isError` tool result, and
+ * (over HTTP) the status code. Nothing else in src/mcp invents error codes or messages.
+ */
+import { DomainError } from '../domain/errors.ts';
+import {
+  HEADER_MISMATCH,
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  METHOD_NOT_FOUND,
+  MISSING_CLIENT_CAPABILITY,
+  PARSE_ERROR,
+  UNSUPPORTED_PROTOCOL_VERSION,
+  type JsonRpcErrorObject,
+} from './jsonrpc.ts';
+
+/** A protocol-level refusal, thrown by method handlers and turned into a JSON-RPC error by the session. */
+export class McpError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = 'McpError';
+  }
+
+  toJson(): JsonRpcErrorObject {
+    return this.data === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, data: this.data };
+  }
+}
+
+/**
+ * Unknown, invisible, pinned-missing, retired and unbound tools all get exactly this (invariant 3): no data, nothing
+ * that tells an unentitled caller the tool exists.
+ */
+export const unknownTool = (name: string): McpError => new McpError(INVALID_PARAMS, `Unknown tool: ${name}`);
+export const invalidParams = (message: string): McpError => new McpError(INVALID_PARAMS, message);
+export const methodNotFound = (method: string): McpError => new McpError(METHOD_NOT_FOUND, `Method not found: ${method}`);
+export const notInitialized = (): McpError => new McpError(INVALID_REQUEST, 'Invalid Request: the session is not initialized');
+export const batchRefused = (): McpError => new McpError(INVALID_REQUEST, 'Invalid Request: batches are only accepted on 2025-03-26 sessions');
+export const cursorExpired = (): McpError => invalidParams('cursor expired');
+export const invalidCursor = (): McpError => invalidParams('invalid cursor');
+export const missingMeta = (key: string): McpError => invalidParams(`Invalid params: _meta["${key}"] is required`);
+export const unsupportedRevision = (requested: unknown, supported: readonly string[]): McpError =>
+  new McpError(UNSUPPORTED_PROTOCOL_VERSION, 'Unsupported protocol version', { supported, requested });
+export const headerMismatch = (header: string, detail: string): McpError => new McpError(HEADER_MISMATCH, `Header mismatch: ${header} ${detail}`);
+export const missingCapability = (capability: string): McpError =>
+  new McpError(MISSING_CLIENT_CAPABILITY, `Missing required client capability: ${capability}`);
+
+/** Anything thrown while dispatching, as a JSON-RPC error object. Internal details never leave the server. */
+export const toJsonRpcError = (e: unknown): JsonRpcErrorObject => {
+  if (e instanceof McpError) return e.toJson();
+  if (e instanceof DomainError) {
+    if (e.kind === 'not-found' || e.kind === 'usage') return { code: INVALID_PARAMS, message: e.message };
+  }
+  return { code: INTERNAL_ERROR, message: 'Internal error' };
+};
+
+/** HTTP status for an error answered directly (pre-dispatch gates and stateless answers). */
+export const httpStatusOf = (code: number): number => {
+  switch (code) {
+    case METHOD_NOT_FOUND:
+      return 404;
+    case PARSE_ERROR:
+    case INVALID_REQUEST:
+    case INVALID_PARAMS:
+    case HEADER_MISMATCH:
+    case MISSING_CLIENT_CAPABILITY:
+    case UNSUPPORTED_PROTOCOL_VERSION:
+      return 400;
+    case INTERNAL_ERROR:
+      return 500;
+    default:
+      return 200;
+  }
+};
+
+/** Tool-level failures: results with `isError: true`, never protocol errors (SPEC §3). */
+export const errorResult = (text: string): { content: { type: 'text'; text: string }[]; isError: true } => ({
+  content: [{ type: 'text', text }],
+  isError: true,
+});

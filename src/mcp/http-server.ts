@@ -1,0 +1,200 @@
+/**
+ * Streamable HTTP at `/mcp` (SPEC §3). Our own checks run first — Host/Origin (403), content type (415), body size
+ * (413), JSON (-32700), envelope (-32600), the stateless gates (-32602/-32022/-32020/-32021 as HTTP 400) and session
+ * lookup (404) — because errors sent through the SDK transport after dispatch come back as HTTP 200. Then:
+ * stateless requests are answered here as JSON (a `subscriptions/listen` gets an SDK event stream); stateful
+ * sessions go through their SDK transport.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
+import type { Principal } from '../domain/types.ts';
+import { httpStatusOf, notInitialized } from './error-map.ts';
+import { hostAllowed, isJsonContentType, originAllowed, readBody } from './http-guards.ts';
+import { HttpSessions, KEEP_ALIVE_MS } from './http-sessions.ts';
+import { checkEnvelope, failure, INVALID_REQUEST, isRequest, parseFrame, success, type JsonRpcCall, type JsonRpcRequest } from './jsonrpc.ts';
+import { openListen } from './listen.ts';
+import { STATELESS_REVISION } from './revisions.ts';
+import type { ServerCore } from './server-core.ts';
+import { handleStateless, isStatelessMessage } from './stateless.ts';
+
+export interface HttpServeOptions {
+  core: ServerCore;
+  principal: Principal;
+  host: string;
+  port: number;
+  allowedHosts: readonly string[];
+  allowedOrigins: readonly string[];
+  sessionIdleMs?: number;
+}
+
+export interface RunningHttpServer {
+  url: string;
+  sessions: HttpSessions;
+  close(): Promise<void>;
+}
+
+const SESSION_NOT_FOUND = -32001;
+const FORBIDDEN = -32000;
+
+const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+};
+
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpServer> => {
+  const { core, principal } = o;
+  const sessions = new HttpSessions(core, principal, o.sessionIdleMs);
+  const listenStreams = new Set<() => void>();
+
+  const stateless = async (req: IncomingMessage, res: ServerResponse, raw: unknown): Promise<void> => {
+    if (Array.isArray(raw)) return sendJson(res, 400, failure(null, INVALID_REQUEST, 'Invalid Request: batches do not exist in 2026-07-28'));
+    const env = checkEnvelope(raw);
+    if (!env.ok) return sendJson(res, 400, env.response);
+    const out = await handleStateless(core, env.message, { principal, headers: (n) => header(req, n) });
+    if (out.kind === 'none') {
+      res.writeHead(202).end();
+      return;
+    }
+    if (out.kind === 'response') {
+      const r = out.response;
+      return sendJson(res, 'error' in r ? httpStatusOf(r.error.code) : 200, r);
+    }
+    // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included).
+    const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
+    let listen: { close(): void } | undefined;
+    const stop = () => listen?.close();
+    listenStreams.add(stop);
+    res.on('close', () => {
+      stop();
+      listenStreams.delete(stop);
+      void transport.close().catch(() => undefined);
+    });
+    transport.onmessage = (m) => {
+      const request = m as unknown as JsonRpcRequest;
+      listen = openListen(core, principal, request, out.toolsListChanged, (n) => {
+        void transport.send(n as JSONRPCMessage, { relatedRequestId: request.id }).catch(() => undefined);
+      });
+    };
+    await transport.start();
+    await transport.handleRequest(req, res, raw);
+  };
+
+  const stateful = async (req: IncomingMessage, res: ServerResponse, raw: unknown): Promise<void> => {
+    const sid = header(req, 'mcp-session-id');
+    if (sid === undefined) {
+      // No session yet: only initialize starts one; ping is answerable before it (gate 4), notifications are dropped.
+      if (Array.isArray(raw)) return sendJson(res, 400, failure(null, INVALID_REQUEST, notInitialized().message));
+      const env = checkEnvelope(raw);
+      if (!env.ok) return sendJson(res, 400, env.response);
+      const m: JsonRpcCall = env.message;
+      if (m.method.startsWith('notifications/') || !isRequest(m)) {
+        res.writeHead(202).end();
+        return;
+      }
+      if (m.method === 'ping') return sendJson(res, 200, success(m.id, {}));
+      if (m.method !== 'initialize') return sendJson(res, 400, failure(m.id, notInitialized().code, notInitialized().message));
+      const s = sessions.create();
+      await s.transport.handleRequest(req, res, raw);
+      if (!s.session.isInitialized) sessions.drop(s.id);
+      return;
+    }
+    const s = sessions.get(sid);
+    if (!s) return sendJson(res, 404, failure(null, SESSION_NOT_FOUND, 'Session not found'));
+    if (Array.isArray(raw)) {
+      const answer = await s.session.handleFrame(raw);
+      if (answer === null) {
+        res.writeHead(202).end();
+        return;
+      }
+      const status = !Array.isArray(answer) && 'error' in answer ? httpStatusOf(answer.error.code) : 200;
+      return sendJson(res, status, answer, { 'mcp-session-id': s.id });
+    }
+    const env = checkEnvelope(raw);
+    if (!env.ok) return sendJson(res, 400, env.response, { 'mcp-session-id': s.id });
+    if (env.message.method === 'initialize' && isRequest(env.message)) {
+      return sendJson(res, 400, failure(env.message.id, INVALID_REQUEST, 'Invalid Request: the session is already initialized'), { 'mcp-session-id': s.id });
+    }
+    await s.transport.handleRequest(req, res, raw);
+  };
+
+  const post = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (!isJsonContentType(header(req, 'content-type'))) {
+      req.resume();
+      return sendJson(res, 415, failure(null, FORBIDDEN, 'Unsupported Media Type: Content-Type must be application/json'));
+    }
+    const body = await readBody(req);
+    if (!body.ok) return sendJson(res, 413, failure(null, FORBIDDEN, 'Payload Too Large: the body exceeds 1 MiB'), { connection: 'close' });
+    const parsed = parseFrame(body.text);
+    if (!parsed.ok) return sendJson(res, 400, parsed.response);
+    const raw = parsed.value;
+    if (header(req, 'mcp-protocol-version') === STATELESS_REVISION || isStatelessMessage(raw)) return stateless(req, res, raw);
+    return stateful(req, res, raw);
+  };
+
+  const streamOrDelete = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const sid = header(req, 'mcp-session-id');
+    if (sid === undefined) return sendJson(res, 400, failure(null, FORBIDDEN, 'Bad Request: Mcp-Session-Id header is required'));
+    const s = sessions.get(sid);
+    if (!s) return sendJson(res, 404, failure(null, SESSION_NOT_FOUND, 'Session not found'));
+    if (req.method === 'GET') {
+      s.openStreams++;
+      res.on('close', () => {
+        s.openStreams--;
+        s.lastSeen = Date.now();
+      });
+    }
+    await s.transport.handleRequest(req, res);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== '/mcp') return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
+    if (!hostAllowed(header(req, 'host'), o.allowedHosts)) {
+      return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Host '${header(req, 'host') ?? ''}' is not allowed`));
+    }
+    if (!originAllowed(header(req, 'origin'), o.allowedOrigins)) {
+      return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Origin '${header(req, 'origin') ?? ''}' is not allowed`));
+    }
+    switch (req.method) {
+      case 'POST':
+        return post(req, res);
+      case 'GET':
+      case 'DELETE':
+        return streamOrDelete(req, res);
+      default:
+        return sendJson(res, 405, failure(null, FORBIDDEN, 'Method not allowed'), { allow: 'GET, POST, DELETE' });
+    }
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      core.log.error({ err: e }, 'http request failed');
+      if (!res.headersSent) sendJson(res, 500, failure(null, -32603, 'Internal error'));
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const hostForUrl = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return {
+    url: `http://${hostForUrl}:${addr.port}/mcp`,
+    sessions,
+    close: async () => {
+      for (const stop of listenStreams) stop();
+      sessions.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+};

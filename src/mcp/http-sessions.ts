@@ -1,0 +1,102 @@
+/**
+ * Stateful HTTP sessions (2025 revisions): one StatefulSession bound to one SDK Streamable HTTP transport, which owns
+ * the per-request responses, the GET event stream (Last-Event-ID replay, 15 s keep-alive comments) and DELETE. A
+ * session lives on the replica that made it; an id we do not hold is answered 404 so the client starts a new one.
+ */
+import { randomUUID } from 'node:crypto';
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
+import type { Principal } from '../domain/types.ts';
+import { isRequest, type JsonRpcCall, type JsonRpcNotification } from './jsonrpc.ts';
+import { STATEFUL_REVISIONS, STATELESS_REVISION } from './revisions.ts';
+import type { ServerCore } from './server-core.ts';
+import { createReplayStore } from './sse-replay-store.ts';
+import { StatefulSession } from './stateful-session.ts';
+
+export const SESSION_IDLE_MS = 30 * 60 * 1000;
+export const KEEP_ALIVE_MS = 15_000;
+
+export interface HttpSession {
+  id: string;
+  session: StatefulSession;
+  transport: NodeStreamableHTTPServerTransport;
+  lastSeen: number;
+  openStreams: number;
+}
+
+export class HttpSessions {
+  private readonly sessions = new Map<string, HttpSession>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    private readonly core: ServerCore,
+    private readonly principal: Principal,
+    private readonly idleMs = SESSION_IDLE_MS,
+  ) {
+    this.sweeper = setInterval(() => this.expire(), Math.min(60_000, idleMs)).unref();
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  get(id: string): HttpSession | undefined {
+    const s = this.sessions.get(id);
+    if (s) s.lastSeen = Date.now();
+    return s;
+  }
+
+  /** A new session for an initialize request; registered once the SDK has assigned it the id. */
+  create(): HttpSession {
+    const id = randomUUID();
+    const transport = new NodeStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      enableJsonResponse: true,
+      eventStore: createReplayStore(),
+      keepAliveMs: KEEP_ALIVE_MS,
+      supportedProtocolVersions: [...STATEFUL_REVISIONS, STATELESS_REVISION],
+      onsessionclosed: () => this.drop(id),
+    });
+    const session = new StatefulSession(this.core, {
+      id,
+      principal: this.principal,
+      transport: 'http',
+      notify: (n: JsonRpcNotification) => {
+        // On the GET stream (stored for replay); dropped by the SDK if no stream is open.
+        void transport.send(n as JSONRPCMessage).catch((e: unknown) => this.core.log.debug({ err: e, session: id }, 'notification not delivered'));
+      },
+    });
+    const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0 };
+    transport.onmessage = (message) => {
+      const call = message as unknown as JsonRpcCall;
+      void session.handle(call).then(
+        (answer) => {
+          if (answer) return transport.send(answer as JSONRPCMessage, isRequest(call) ? { relatedRequestId: call.id } : undefined);
+        },
+        (e: unknown) => this.core.log.error({ err: e, session: id }, 'session message failed'),
+      ).catch((e: unknown) => this.core.log.debug({ err: e, session: id }, 'answer not delivered'));
+    };
+    transport.onerror = (e) => this.core.log.debug({ err: e, session: id }, 'transport error');
+    this.sessions.set(id, entry);
+    return entry;
+  }
+
+  drop(id: string): void {
+    const s = this.sessions.get(id);
+    if (!s) return;
+    this.sessions.delete(id);
+    s.session.close();
+    void s.transport.close().catch(() => undefined);
+    this.core.log.info({ session: id }, 'session closed');
+  }
+
+  private expire(): void {
+    const cutoff = Date.now() - this.idleMs;
+    for (const s of [...this.sessions.values()]) if (s.openStreams === 0 && s.lastSeen < cutoff) this.drop(s.id);
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+    for (const id of [...this.sessions.keys()]) this.drop(id);
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * JSON-RPC 2.0 envelopes: the shapes, the envelope check (gate 1), and response builders. Nothing MCP-specific.
+ */
+
+export type RequestId = string | number;
+
+export interface JsonRpcRequest {
+  jsonrpc: '2.0';
+  id: RequestId;
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+export interface JsonRpcNotification {
+  jsonrpc: '2.0';
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+/** A message that names a method; `id` is absent for notifications. */
+export type JsonRpcCall = JsonRpcRequest | JsonRpcNotification;
+
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export interface JsonRpcSuccess {
+  jsonrpc: '2.0';
+  id: RequestId;
+  result: Record<string, unknown>;
+}
+
+export interface JsonRpcFailure {
+  jsonrpc: '2.0';
+  id: RequestId | null;
+  error: JsonRpcErrorObject;
+}
+
+export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
+export type JsonRpcOutbound = JsonRpcResponse | JsonRpcNotification;
+
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
+/** 2026-07-28: HTTP headers missing or not matching the body. */
+export const HEADER_MISMATCH = -32020;
+/** 2026-07-28: a client capability the request needs was not declared. */
+export const MISSING_CLIENT_CAPABILITY = -32021;
+/** 2026-07-28: the requested revision is not spoken here. */
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+
+export const success = (id: RequestId, result: Record<string, unknown>): JsonRpcSuccess => ({ jsonrpc: '2.0', id, result });
+
+export const failure = (id: RequestId | null, code: number, message: string, data?: unknown): JsonRpcFailure => ({
+  jsonrpc: '2.0',
+  id,
+  error: data === undefined ? { code, message } : { code, message, data },
+});
+
+export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const isId = (v: unknown): v is RequestId => typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
+
+/** The id to answer an invalid envelope with: the message's own id when it is a usable one, else null. */
+export const readableId = (raw: unknown): RequestId | null => (isPlainObject(raw) && isId(raw.id) ? raw.id : null);
+
+export type EnvelopeCheck = { ok: true; message: JsonRpcCall } | { ok: false; response: JsonRpcFailure };
+
+/**
+ * Gate 1. Responses the client sends us (to requests we never make) are not calls: they are refused like any other
+ * envelope without a method, which keeps the pipeline to one kind of inbound message.
+ */
+export const checkEnvelope = (raw: unknown): EnvelopeCheck => {
+  const bad = (why: string): EnvelopeCheck => ({ ok: false, response: failure(readableId(raw), INVALID_REQUEST, `Invalid Request: ${why}`) });
+  if (!isPlainObject(raw)) return bad('a message must be a JSON object');
+  if (raw.jsonrpc !== '2.0') return bad('jsonrpc must be "2.0"');
+  if (typeof raw.method !== 'string' || raw.method.length === 0) return bad('method must be a non-empty string');
+  if ('id' in raw && !isId(raw.id)) return bad('id must be a string or a number');
+  if ('params' in raw && raw.params !== undefined && !isPlainObject(raw.params)) return bad('params must be an object');
+  return { ok: true, message: raw as unknown as JsonRpcCall };
+};
+
+export const isRequest = (m: JsonRpcCall): m is JsonRpcRequest => 'id' in m && m.id !== undefined;
+
+/** Parse one text frame; bad JSON is -32700 with id null (nothing about the message is readable). */
+export const parseFrame = (text: string): { ok: true; value: unknown } | { ok: false; response: JsonRpcFailure } => {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false, response: failure(null, PARSE_ERROR, 'Parse error') };
+  }
+};

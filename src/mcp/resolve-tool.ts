@@ -1,0 +1,48 @@
+/**
+ * Which version a tools/call runs (SPEC §3 "version pinning"). Every way of not finding one — unknown name, a version
+ * the caller may not see, a pinned version that is missing or retired, a handler not bound here — ends in the same
+ * `Unknown tool` error, so the answer never reveals whether an unentitled tool exists.
+ */
+import { isVisible } from '../domain/access.ts';
+import type { Principal } from '../domain/types.ts';
+import type { CatalogueReader } from '../app/catalogue-reader.ts';
+import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import { unknownTool } from './error-map.ts';
+
+export interface ResolveRequest {
+  name: string;
+  principal: Principal;
+  /** `params._meta["io.estate/version"]`. */
+  pinned?: string;
+  /** The version the session's last tools/list showed for this name, if any. */
+  listed?: string;
+}
+
+export const resolveCallable = (
+  reader: CatalogueReader,
+  isOffered: (v: CatalogueVersion) => boolean,
+  req: ResolveRequest,
+): CatalogueVersion => {
+  const exact = req.pinned ?? req.listed;
+  if (exact !== undefined) {
+    const v = reader.catalogue.resolve(req.name, exact);
+    if (v && isVisible(v.definition.access, req.principal) && isOffered(v)) return v;
+    throw unknownTool(req.name);
+  }
+  const entries = reader.discovery.view(req.principal, false).entries;
+  const v = findByName(entries, req.name);
+  if (!v) throw unknownTool(req.name);
+  return v;
+};
+
+const findByName = (entries: readonly CatalogueVersion[], name: string): CatalogueVersion | undefined => {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((entries[mid] as CatalogueVersion).name < name) lo = mid + 1;
+    else hi = mid;
+  }
+  const hit = entries[lo];
+  return hit && hit.name === name ? hit : undefined;
+};

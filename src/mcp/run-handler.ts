@@ -1,0 +1,104 @@
+/**
+ * Running a bound handler: a deadline per attempt (the version's `timeoutMs`), cancellation from the client, and
+ * retries with backoff only where the side-effect policy says a repeat is harmless (RETRYABLE). A handler that throws
+ * or times out becomes an `isError` result — the model sees an observation, never a protocol error.
+ */
+import { RETRYABLE, type SideEffect } from '../domain/types.ts';
+import type { CallOutcome } from '../domain/events.ts';
+import type { CallToolResult, HandlerContext, ToolHandler } from '../handlers/types.ts';
+import { errorResult } from './error-map.ts';
+
+export const MAX_RETRIES = 2;
+
+export interface HandlerRun {
+  result: CallToolResult;
+  outcome: CallOutcome;
+  attempts: number;
+}
+
+export interface RunOptions {
+  handler: ToolHandler;
+  args: Record<string, unknown>;
+  context: Omit<HandlerContext, 'signal'>;
+  sideEffect: SideEffect;
+  timeoutMs: number;
+  /** Aborted when the client cancels the request. */
+  cancel?: AbortSignal;
+  /** Backoff before retry n (1-based). */
+  backoffMs?: (retry: number) => number;
+}
+
+class Timeout extends Error {}
+class Cancelled extends Error {}
+
+const defaultBackoff = (retry: number): number => 50 * 2 ** (retry - 1);
+
+const isCallToolResult = (v: unknown): v is CallToolResult =>
+  typeof v === 'object' && v !== null && Array.isArray((v as CallToolResult).content);
+
+const attempt = (o: RunOptions): Promise<CallToolResult> => {
+  const ac = new AbortController();
+  return new Promise<CallToolResult>((resolve, reject) => {
+    const onCancel = () => {
+      ac.abort(new Cancelled('cancelled'));
+      reject(new Cancelled('cancelled'));
+    };
+    const timer = setTimeout(() => {
+      ac.abort(new Timeout('timeout'));
+      reject(new Timeout('timeout'));
+    }, o.timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      o.cancel?.removeEventListener('abort', onCancel);
+    };
+    if (o.cancel?.aborted) {
+      done();
+      return reject(new Cancelled('cancelled'));
+    }
+    o.cancel?.addEventListener('abort', onCancel, { once: true });
+    Promise.resolve()
+      .then(() => o.handler(o.args, { ...o.context, signal: ac.signal }))
+      .then(
+        (r) => {
+          done();
+          if (isCallToolResult(r)) resolve(r);
+          else reject(new Error('the handler returned something that is not a CallToolResult'));
+        },
+        (e: unknown) => {
+          done();
+          reject(e instanceof Error ? e : new Error(String(e)));
+        },
+      );
+  });
+};
+
+const sleep = (ms: number, cancel?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    cancel?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+export const runHandler = async (o: RunOptions): Promise<HandlerRun> => {
+  const maxAttempts = RETRYABLE[o.sideEffect] ? 1 + MAX_RETRIES : 1;
+  const backoff = o.backoffMs ?? defaultBackoff;
+  let attempts = 0;
+  for (;;) {
+    attempts++;
+    try {
+      const result = await attempt(o);
+      return { result, outcome: result.isError ? 'tool_error' : 'ok', attempts };
+    } catch (e) {
+      if (e instanceof Cancelled || o.cancel?.aborted) return { result: errorResult('Tool call cancelled'), outcome: 'cancelled', attempts };
+      const timedOut = e instanceof Timeout;
+      if (attempts < maxAttempts) {
+        o.context.log.warn('handler failed; retrying', { attempt: attempts, timedOut, error: (e as Error).message });
+        await sleep(backoff(attempts), o.cancel);
+        if (o.cancel?.aborted) return { result: errorResult('Tool call cancelled'), outcome: 'cancelled', attempts };
+        continue;
+      }
+      return timedOut
+        ? { result: errorResult(`Tool timed out after ${o.timeoutMs} ms`), outcome: 'timeout', attempts }
+        : { result: errorResult(`Tool failed: ${(e as Error).message}`), outcome: 'tool_error', attempts };
+    }
+  }
+};

@@ -1,0 +1,99 @@
+/**
+ * The protocol core shared by every transport: catalogue read side, handlers, validators, call recorder and change
+ * notifier, plus the method handlers both paths (stateful sessions and stateless requests) dispatch to. Transports
+ * only move frames; everything a client can observe is decided here and in the session/stateless modules.
+ */
+import type { Logger } from 'pino';
+import type { CallRecorder } from '../app/call-recorder.ts';
+import type { CatalogueReader } from '../app/catalogue-reader.ts';
+import type { SchemaCompiler } from '../domain/schema-compiler.ts';
+import type { Principal } from '../domain/types.ts';
+import type { HandlerLog, HandlerMap } from '../handlers/types.ts';
+import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import { ChangeNotifier } from './change-notifier.ts';
+import { createCompiledSchemaCache, type CompiledSchemaCache } from './compiled-schemas.ts';
+import { isPlainObject } from './jsonrpc.ts';
+import { INCLUDE_DEPRECATED_META } from './tool-projection.ts';
+import { listToolsPage, type ListPage } from './tools-list.ts';
+import { callTool, type ToolCallRequest } from './tools-call.ts';
+
+export const SERVER_INFO = { name: 'estate', version: '0.1.0' } as const;
+
+export interface ServerCoreOptions {
+  reader: CatalogueReader;
+  handlers: HandlerMap;
+  compiler: SchemaCompiler;
+  recorder: CallRecorder;
+  log: Logger;
+  pageSize: number;
+  listTtlMs: number;
+}
+
+export const isOfferedBy =
+  (handlers: HandlerMap) =>
+  (v: CatalogueVersion): boolean =>
+    Object.prototype.hasOwnProperty.call(handlers, v.definition.handler);
+
+export class ServerCore {
+  readonly reader: CatalogueReader;
+  readonly log: Logger;
+  readonly notifier: ChangeNotifier;
+  readonly pageSize: number;
+  readonly listTtlMs: number;
+  private readonly handlers: HandlerMap;
+  private readonly schemas: CompiledSchemaCache;
+  private readonly recorder: CallRecorder;
+  private readonly isOffered: (v: CatalogueVersion) => boolean;
+
+  constructor(o: ServerCoreOptions) {
+    this.reader = o.reader;
+    this.log = o.log;
+    this.handlers = o.handlers;
+    this.schemas = createCompiledSchemaCache(o.compiler);
+    this.recorder = o.recorder;
+    this.pageSize = o.pageSize;
+    this.listTtlMs = o.listTtlMs;
+    this.isOffered = isOfferedBy(o.handlers);
+    this.notifier = new ChangeNotifier(o.reader);
+  }
+
+  capabilities(): Record<string, unknown> {
+    return { tools: { listChanged: true } };
+  }
+
+  listTools(principal: Principal, params: Record<string, unknown>, revision: string): ListPage & { includeDeprecated: boolean } {
+    const meta = isPlainObject(params._meta) ? params._meta : {};
+    const includeDeprecated = meta[INCLUDE_DEPRECATED_META] === true;
+    const view = this.reader.discovery.view(principal, includeDeprecated);
+    return { ...listToolsPage(view, { revision, cursor: params.cursor, pageSize: this.pageSize }), includeDeprecated };
+  }
+
+  callTool(req: ToolCallRequest) {
+    return callTool(
+      {
+        reader: this.reader,
+        handlers: this.handlers,
+        schemas: this.schemas,
+        recorder: this.recorder,
+        isOffered: this.isOffered,
+        handlerLog: (fields) => this.handlerLog(fields),
+      },
+      req,
+    );
+  }
+
+  async close(): Promise<void> {
+    this.notifier.close();
+    await this.recorder.flush();
+  }
+
+  private handlerLog(fields: Record<string, unknown>): HandlerLog {
+    const child = this.log.child({ ...fields, component: 'handler' });
+    return {
+      debug: (msg, f) => child.debug(f ?? {}, msg),
+      info: (msg, f) => child.info(f ?? {}, msg),
+      warn: (msg, f) => child.warn(f ?? {}, msg),
+      error: (msg, f) => child.error(f ?? {}, msg),
+    };
+  }
+}

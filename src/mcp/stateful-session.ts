@@ -1,0 +1,199 @@
+/**
+ * One stateful MCP session (2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05): the deep dive's five gates, in order.
+ *  1. envelope invalid → error with the readable id, else null   (done by `handleFrame` / the transport)
+ *  2. `notifications/*` → handled, never answered
+ *  3. no id → nothing answered
+ *  4. not initialized and not `initialize`/`ping` → -32600
+ *  5. dispatch → result or JSON-RPC error
+ * Gate 2 before gate 3: a notification has no id, and swallowing `notifications/initialized` at gate 3 is the bug
+ * that looks like a transport problem.
+ */
+import type { Principal } from '../domain/types.ts';
+import type { ViewWatcher } from './change-notifier.ts';
+import { batchRefused, invalidParams, McpError, methodNotFound, notInitialized, toJsonRpcError } from './error-map.ts';
+import {
+  checkEnvelope,
+  failure,
+  INVALID_REQUEST,
+  isPlainObject,
+  isRequest,
+  success,
+  type JsonRpcCall,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+  type RequestId,
+} from './jsonrpc.ts';
+import { allowsBatches, negotiate } from './revisions.ts';
+import { SERVER_INFO, type ServerCore } from './server-core.ts';
+
+export interface SessionOptions {
+  /** Session id (HTTP) or connection id (stdio): the default run id. */
+  id: string;
+  principal: Principal;
+  transport: 'stdio' | 'http';
+  /** Server-initiated messages (list_changed). */
+  notify(message: JsonRpcNotification): void;
+}
+
+const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+export class StatefulSession {
+  revision: string | undefined;
+  client: { name: string; version: string } | null = null;
+  private initialized = false;
+  /** name → version, from the last tools/list (all its pages): unpinned calls use it. */
+  private listed = new Map<string, string>();
+  private listing: { includeDeprecated: boolean; revision: number } | null = null;
+  private readonly inFlight = new Map<RequestId, AbortController>();
+  private watcher: ViewWatcher | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly core: ServerCore,
+    readonly options: SessionOptions,
+  ) {}
+
+  get id(): string {
+    return this.options.id;
+  }
+
+  get isInitialized(): boolean {
+    return this.initialized;
+  }
+
+  /** A parsed frame: one message, or a batch (answered per message on 2025-03-26 sessions only). */
+  async handleFrame(raw: unknown): Promise<JsonRpcResponse | JsonRpcResponse[] | null> {
+    if (Array.isArray(raw)) {
+      if (!allowsBatches(this.revision) || raw.length === 0) return failure(null, INVALID_REQUEST, batchRefused().message);
+      const answers = await Promise.all(raw.map((m) => this.handleRaw(m)));
+      const out = answers.filter((a): a is JsonRpcResponse => a !== null);
+      return out.length > 0 ? out : null;
+    }
+    return this.handleRaw(raw);
+  }
+
+  handleRaw(raw: unknown): Promise<JsonRpcResponse | null> {
+    const env = checkEnvelope(raw);
+    if (!env.ok) return Promise.resolve(env.response);
+    return this.handle(env.message);
+  }
+
+  /** Gates 2–5 for a message whose envelope is valid. */
+  async handle(message: JsonRpcCall): Promise<JsonRpcResponse | null> {
+    if (message.method.startsWith('notifications/')) {
+      this.onNotification(message);
+      return null;
+    }
+    if (!isRequest(message)) return null;
+    if (!this.initialized && message.method !== 'initialize' && message.method !== 'ping') {
+      return failure(message.id, notInitialized().code, notInitialized().message);
+    }
+    try {
+      return success(message.id, await this.dispatch(message));
+    } catch (e) {
+      const err = toJsonRpcError(e);
+      if (!(e instanceof McpError)) this.core.log.error({ err: e, method: message.method, session: this.id }, 'request failed');
+      return { jsonrpc: '2.0', id: message.id, error: err };
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.watcher?.close();
+    for (const ac of this.inFlight.values()) ac.abort();
+    this.inFlight.clear();
+  }
+
+  private onNotification(n: JsonRpcNotification): void {
+    if (n.method === 'notifications/cancelled') {
+      const id = isPlainObject(n.params) ? n.params.requestId : undefined;
+      if (typeof id === 'string' || typeof id === 'number') this.inFlight.get(id)?.abort();
+    }
+    // notifications/initialized and anything else: nothing to do; the session is live once initialize was answered.
+  }
+
+  private async dispatch(req: JsonRpcRequest): Promise<Record<string, unknown>> {
+    const params = req.params ?? {};
+    switch (req.method) {
+      case 'initialize':
+        return this.initialize(params);
+      case 'ping':
+        return {};
+      case 'logging/setLevel':
+        if (!LOG_LEVELS.includes(params.level as string)) throw invalidParams('Invalid params: unknown log level');
+        return {};
+      case 'tools/list':
+        return this.listTools(params);
+      case 'tools/call':
+        return this.callTool(req.id, params);
+      default:
+        throw methodNotFound(req.method);
+    }
+  }
+
+  private initialize(params: Record<string, unknown>): Record<string, unknown> {
+    if (this.initialized) throw new McpError(INVALID_REQUEST, 'Invalid Request: the session is already initialized');
+    const revision = negotiate(params.protocolVersion);
+    const info = isPlainObject(params.clientInfo) ? params.clientInfo : {};
+    this.client = typeof info.name === 'string' ? { name: info.name, version: typeof info.version === 'string' ? info.version : '' } : null;
+    this.revision = revision;
+    this.initialized = true;
+    this.core.log.info(
+      { session: this.id, transport: this.options.transport, protocolVersion: revision, requested: params.protocolVersion, client: this.client },
+      'session initialized',
+    );
+    this.watch(false);
+    return {
+      protocolVersion: revision,
+      capabilities: { ...this.core.capabilities(), logging: {} },
+      serverInfo: { ...SERVER_INFO },
+      instructions: 'Estate serves a catalogue of versioned tools. Pin a version with params._meta["io.estate/version"].',
+    };
+  }
+
+  private watch(includeDeprecated: boolean): void {
+    this.watcher?.close();
+    this.watcher = this.core.notifier.watch({
+      principal: this.options.principal,
+      includeDeprecated,
+      notify: () => {
+        if (!this.closed) this.options.notify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+      },
+    });
+  }
+
+  private listTools(params: Record<string, unknown>): Record<string, unknown> {
+    const page = this.core.listTools(this.options.principal, params, this.revision as string);
+    const view = this.core.reader.discovery.view(this.options.principal, page.includeDeprecated);
+    // A listing starts at the first page; later pages of the same view revision extend it.
+    if (params.cursor === undefined || !this.listing || this.listing.revision !== view.revision || this.listing.includeDeprecated !== page.includeDeprecated) {
+      this.listed = new Map();
+      this.listing = { includeDeprecated: page.includeDeprecated, revision: view.revision };
+      this.watch(page.includeDeprecated);
+      this.watcher?.given();
+    }
+    for (const v of page.shown) this.listed.set(v.name, v.version);
+    return page.result;
+  }
+
+  private async callTool(id: RequestId, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const ac = new AbortController();
+    this.inFlight.set(id, ac);
+    try {
+      const result = await this.core.callTool({
+        params,
+        principal: this.options.principal,
+        defaultRunId: this.id,
+        protocolVersion: this.revision as string,
+        client: this.client,
+        listed: this.listed,
+        cancel: ac.signal,
+      });
+      return result as Record<string, unknown>;
+    } finally {
+      this.inFlight.delete(id);
+    }
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The stateless path (2026-07-28), in this order: envelope → notifications → required `_meta` keys (-32602) →
+ * revision (-32022 with {supported, requested}) → HTTP headers against the body (-32020) → required client
+ * capabilities (-32021) → dispatch. No handshake: every request carries its revision and capabilities, and the run id
+ * is the request's own unless it names one.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../domain/types.ts';
+import { headerMismatch, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
+import { isPlainObject, isRequest, success, type JsonRpcCall, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
+import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, STATELESS_REVISION } from './revisions.ts';
+import { SERVER_INFO, type ServerCore } from './server-core.ts';
+
+/** A message goes the stateless way when its params carry the per-request protocol version. */
+export const isStatelessMessage = (raw: unknown): boolean =>
+  isPlainObject(raw) && isPlainObject(raw.params) && isPlainObject(raw.params._meta) && PROTOCOL_VERSION_META in raw.params._meta;
+
+/** Client capabilities each method needs; none of Estate's tools-only methods needs one yet. */
+const REQUIRED_CLIENT_CAPABILITIES: Readonly<Record<string, readonly string[]>> = {};
+
+export interface StatelessContext {
+  principal: Principal;
+  /** HTTP request headers (lower-case names); absent on stdio, where there are none to match. */
+  headers?: (name: string) => string | undefined;
+}
+
+export type StatelessOutcome =
+  | { kind: 'none' }
+  | { kind: 'response'; response: JsonRpcResponse }
+  /** A validated `subscriptions/listen`: the transport opens the stream. */
+  | { kind: 'listen'; request: JsonRpcRequest; toolsListChanged: boolean };
+
+const fail = (id: JsonRpcRequest['id'], e: McpError): StatelessOutcome => ({ kind: 'response', response: { jsonrpc: '2.0', id, error: e.toJson() } });
+
+/** Gates after the envelope and before dispatch; null when the request may be dispatched. */
+export const checkStatelessRequest = (req: JsonRpcRequest, ctx: StatelessContext): McpError | null => {
+  const meta = isPlainObject(req.params?._meta) ? req.params._meta : {};
+  for (const key of [PROTOCOL_VERSION_META, CLIENT_CAPABILITIES_META]) if (!(key in meta)) return missingMeta(key);
+  const requested = meta[PROTOCOL_VERSION_META];
+  if (requested !== STATELESS_REVISION) return unsupportedRevision(requested, [STATELESS_REVISION]);
+  if (ctx.headers) {
+    const version = ctx.headers('mcp-protocol-version');
+    if (version !== requested) return headerMismatch('MCP-Protocol-Version', version === undefined ? 'is missing' : `'${version}' does not match the body`);
+    const method = ctx.headers('mcp-method');
+    if (method !== req.method) return headerMismatch('Mcp-Method', method === undefined ? 'is missing' : `'${method}' does not match the body`);
+    if (req.method === 'tools/call') {
+      const name = ctx.headers('mcp-name');
+      if (name !== req.params?.name) return headerMismatch('Mcp-Name', name === undefined ? 'is missing' : `'${name}' does not match the body`);
+    }
+  }
+  const caps = isPlainObject(meta[CLIENT_CAPABILITIES_META]) ? meta[CLIENT_CAPABILITIES_META] : null;
+  if (!caps) return missingMeta(CLIENT_CAPABILITIES_META);
+  for (const need of REQUIRED_CLIENT_CAPABILITIES[req.method] ?? []) if (!(need in caps)) return missingCapability(need);
+  return null;
+};
+
+const clientOf = (req: JsonRpcRequest): { name: string; version: string } | null => {
+  const meta = isPlainObject(req.params?._meta) ? req.params._meta : {};
+  const info = meta[CLIENT_INFO_META];
+  return isPlainObject(info) && typeof info.name === 'string' ? { name: info.name, version: typeof info.version === 'string' ? info.version : '' } : null;
+};
+
+export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ctx: StatelessContext): Promise<StatelessOutcome> => {
+  if (message.method.startsWith('notifications/')) return { kind: 'none' };
+  if (!isRequest(message)) return { kind: 'none' };
+  const refused = checkStatelessRequest(message, ctx);
+  if (refused) return fail(message.id, refused);
+  const params = message.params ?? {};
+  core.log.info({ protocolVersion: STATELESS_REVISION, method: message.method, id: message.id }, 'stateless request');
+  try {
+    switch (message.method) {
+      case 'server/discover':
+        return {
+          kind: 'response',
+          response: success(message.id, {
+            supportedVersions: [STATELESS_REVISION],
+            capabilities: core.capabilities(),
+            serverInfo: { ...SERVER_INFO },
+            ttlMs: core.listTtlMs,
+            cacheScope: 'private',
+          }),
+        };
+      case 'tools/list': {
+        const page = core.listTools(ctx.principal, params, STATELESS_REVISION);
+        return { kind: 'response', response: success(message.id, { ...page.result, ttlMs: core.listTtlMs, cacheScope: 'private' }) };
+      }
+      case 'tools/call': {
+        const result = await core.callTool({ params, principal: ctx.principal, defaultRunId: randomUUID(), protocolVersion: STATELESS_REVISION, client: clientOf(message) });
+        return { kind: 'response', response: success(message.id, result as Record<string, unknown>) };
+      }
+      case 'subscriptions/listen': {
+        const filter = isPlainObject(params.notifications) ? params.notifications : {};
+        return { kind: 'listen', request: message, toolsListChanged: filter.toolsListChanged === true };
+      }
+      default:
+        // ping and logging/setLevel do not exist in this revision.
+        throw methodNotFound(message.method);
+    }
+  } catch (e) {
+    if (!(e instanceof McpError)) core.log.error({ err: e, method: message.method }, 'stateless request failed');
+    return { kind: 'response', response: { jsonrpc: '2.0', id: message.id, error: toJsonRpcError(e) } };
+  }
+};

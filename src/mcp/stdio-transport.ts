@@ -1,0 +1,107 @@
+/**
+ * stdio: newline-delimited JSON, one session per process, lines up to 1 MiB. Thin: it frames, parses and routes;
+ * the session and the stateless path decide every answer. Messages are handled concurrently (a long tools/call must
+ * not block a `notifications/cancelled` for it); answers go out as they are ready.
+ */
+import type { Readable } from 'node:stream';
+import type { Principal } from '../domain/types.ts';
+import { checkEnvelope, failure, parseFrame, PARSE_ERROR, type JsonRpcOutbound, type JsonRpcResponse } from './jsonrpc.ts';
+import { openListen, type Listen } from './listen.ts';
+import type { ServerCore } from './server-core.ts';
+import { StatefulSession } from './stateful-session.ts';
+import { handleStateless, isStatelessMessage } from './stateless.ts';
+
+export const MAX_LINE_BYTES = 1024 * 1024;
+
+export interface StdioOptions {
+  core: ServerCore;
+  principal: Principal;
+  connectionId: string;
+  input: Readable;
+  /** Writes one protocol frame (the real stdout; everything else printed goes to stderr). */
+  write(frame: string): void;
+}
+
+export interface StdioConnection {
+  session: StatefulSession;
+  /** Resolves when stdin ends and every in-flight message has been answered. */
+  closed: Promise<void>;
+  close(): void;
+}
+
+export const serveStdio = (o: StdioOptions): StdioConnection => {
+  const send = (m: JsonRpcOutbound | JsonRpcResponse[]): void => o.write(`${JSON.stringify(m)}\n`);
+  const session = new StatefulSession(o.core, { id: o.connectionId, principal: o.principal, transport: 'stdio', notify: send });
+  const listens = new Set<Listen>();
+  const pending = new Set<Promise<void>>();
+
+  const route = async (raw: unknown): Promise<void> => {
+    if (!Array.isArray(raw) && isStatelessMessage(raw)) {
+      const env = checkEnvelope(raw);
+      if (!env.ok) return send(env.response);
+      const out = await handleStateless(o.core, env.message, { principal: o.principal });
+      if (out.kind === 'response') send(out.response);
+      else if (out.kind === 'listen') listens.add(openListen(o.core, o.principal, out.request, out.toolsListChanged, send));
+      return;
+    }
+    const answer = await session.handleFrame(raw);
+    if (answer !== null) send(answer);
+  };
+
+  const onLine = (line: string): void => {
+    if (line.trim().length === 0) return;
+    const parsed = parseFrame(line);
+    if (!parsed.ok) return send(parsed.response);
+    const p = route(parsed.value).catch((e: unknown) => o.core.log.error({ err: e }, 'stdio message failed'));
+    pending.add(p);
+    void p.finally(() => pending.delete(p));
+  };
+
+  let buf = '';
+  let discarding = false;
+  let resolveClosed: () => void = () => undefined;
+  const closed = new Promise<void>((r) => (resolveClosed = r));
+  o.input.setEncoding('utf8');
+  o.input.on('data', (chunk: string) => {
+    let start = 0;
+    for (let nl = chunk.indexOf('\n'); nl >= 0; nl = chunk.indexOf('\n', start)) {
+      const piece = chunk.slice(start, nl);
+      start = nl + 1;
+      if (discarding) {
+        discarding = false;
+        buf = '';
+        continue;
+      }
+      const line = buf + piece;
+      buf = '';
+      if (Buffer.byteLength(line) > MAX_LINE_BYTES) send(failure(null, PARSE_ERROR, 'Parse error: line exceeds 1 MiB'));
+      else onLine(line.endsWith('\r') ? line.slice(0, -1) : line);
+    }
+    if (discarding) return;
+    buf += chunk.slice(start);
+    if (buf.length > MAX_LINE_BYTES) {
+      // Refuse as soon as the bound is crossed rather than buffering an unbounded line.
+      send(failure(null, PARSE_ERROR, 'Parse error: line exceeds 1 MiB'));
+      buf = '';
+      discarding = true;
+    }
+  });
+  const finish = () => {
+    void Promise.allSettled([...pending]).then(() => {
+      for (const l of listens) l.close();
+      session.close();
+      resolveClosed();
+    });
+  };
+  o.input.on('end', finish);
+  o.input.on('close', finish);
+
+  return {
+    session,
+    closed,
+    close: () => {
+      o.input.pause();
+      finish();
+    },
+  };
+};

@@ -1,0 +1,48 @@
+/**
+ * A catalogue version as an MCP Tool: only the fields the negotiated revision defines, plus `io.estate/version`.
+ * Access fields (scopes, tenants, classification), the handler name and side-effect policy never leave the server.
+ */
+import { servedAnnotations } from '../domain/tool-definition.ts';
+import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import { toolFields } from './revisions.ts';
+
+export const VERSION_META = 'io.estate/version';
+export const DEPRECATED_META = 'io.estate/deprecated';
+export const RUN_ID_META = 'io.estate/runId';
+export const INCLUDE_DEPRECATED_META = 'io.estate/includeDeprecated';
+
+export const deprecationNotice = (v: CatalogueVersion): { reason: string; at: string } | undefined =>
+  v.deprecated ? { reason: v.deprecated.reason, at: v.deprecated.at } : undefined;
+
+export const toMcpTool = (v: CatalogueVersion, revision: string): Record<string, unknown> => {
+  const def = v.definition;
+  const tool: Record<string, unknown> = {};
+  for (const field of toolFields(revision)) {
+    switch (field) {
+      case 'name':
+        tool.name = def.name;
+        break;
+      case 'title':
+        if (def.title !== undefined) tool.title = def.title;
+        break;
+      case 'description':
+        tool.description = def.description;
+        break;
+      case 'inputSchema':
+        tool.inputSchema = def.inputSchema;
+        break;
+      case 'outputSchema':
+        if (def.outputSchema !== undefined) tool.outputSchema = def.outputSchema;
+        break;
+      case 'annotations':
+        tool.annotations = servedAnnotations(def);
+        break;
+      case '_meta': {
+        const notice = deprecationNotice(v);
+        tool._meta = { [VERSION_META]: v.version, ...(notice ? { [DEPRECATED_META]: notice } : {}) };
+        break;
+      }
+    }
+  }
+  return tool;
+};

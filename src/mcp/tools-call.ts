@@ -1,0 +1,131 @@
+/**
+ * tools/call (SPEC §3), in the order the house data flow gives: resolve the version → limits → validate (and repair
+ * where the side-effect policy allows) → handler → output check → call record (durable) → result. Invalid arguments
+ * are an `isError` result with the sorted error lines; the handler does not run and nothing is recorded (invariant 2).
+ */
+import { canonicalHash } from '../domain/hash.ts';
+import { repair } from '../domain/repair.ts';
+import type { Principal } from '../domain/types.ts';
+import { checkArgumentLimits, formatErrors, type ValidationError } from '../domain/validate.ts';
+import type { CallRecorder } from '../app/call-recorder.ts';
+import type { CatalogueReader } from '../app/catalogue-reader.ts';
+import type { CallToolResult, HandlerLog, HandlerMap } from '../handlers/types.ts';
+import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import type { CompiledSchemaCache } from './compiled-schemas.ts';
+import { errorResult, invalidParams, unknownTool } from './error-map.ts';
+import { isPlainObject } from './jsonrpc.ts';
+import { resolveCallable } from './resolve-tool.ts';
+import { runHandler } from './run-handler.ts';
+import { DEPRECATED_META, deprecationNotice, RUN_ID_META, VERSION_META } from './tool-projection.ts';
+
+export interface ToolCallDeps {
+  reader: CatalogueReader;
+  handlers: HandlerMap;
+  schemas: CompiledSchemaCache;
+  recorder: CallRecorder;
+  isOffered: (v: CatalogueVersion) => boolean;
+  /** A logger for handler code, bound to the call. */
+  handlerLog: (fields: Record<string, unknown>) => HandlerLog;
+  now?: () => number;
+}
+
+export interface ToolCallRequest {
+  params: Record<string, unknown>;
+  principal: Principal;
+  /** Run id when the request does not name one. */
+  defaultRunId: string;
+  protocolVersion: string;
+  client: { name: string; version: string } | null;
+  /** The session's last listing: name → version. */
+  listed?: ReadonlyMap<string, string>;
+  cancel?: AbortSignal;
+}
+
+const validationResult = (errors: readonly ValidationError[]): CallToolResult => errorResult(formatErrors([...errors]));
+
+const metaOf = (params: Record<string, unknown>): Record<string, unknown> => (isPlainObject(params._meta) ? params._meta : {});
+
+export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promise<CallToolResult> => {
+  const now = deps.now ?? Date.now;
+  const { params, principal } = req;
+  if (typeof params.name !== 'string') throw invalidParams('Invalid params: name must be a string');
+  const name = params.name;
+  const meta = metaOf(params);
+  const pinned = meta[VERSION_META];
+  if (pinned !== undefined && typeof pinned !== 'string') throw unknownTool(name);
+  const runIdMeta = meta[RUN_ID_META];
+  const runId = typeof runIdMeta === 'string' && runIdMeta.length > 0 ? runIdMeta : req.defaultRunId;
+
+  const listed = pinned === undefined ? req.listed?.get(name) : undefined;
+  const v = resolveCallable(deps.reader, deps.isOffered, {
+    name,
+    principal,
+    ...(pinned !== undefined ? { pinned } : {}),
+    ...(listed !== undefined ? { listed } : {}),
+  });
+  const handler = deps.handlers[v.definition.handler];
+  if (!handler) throw unknownTool(name);
+
+  const notice = deprecationNotice(v);
+  const withMeta = (r: CallToolResult): CallToolResult => ({
+    ...r,
+    _meta: { ...(isPlainObject(r._meta) ? r._meta : {}), [VERSION_META]: v.version, [RUN_ID_META]: runId, ...(notice ? { [DEPRECATED_META]: notice } : {}) },
+  });
+
+  const received: unknown = params.arguments === undefined ? {} : params.arguments;
+  const tooBig = checkArgumentLimits(received);
+  if (tooBig) return withMeta(validationResult([tooBig]));
+
+  const schemas = deps.schemas.get(v);
+  let args: unknown = received;
+  let repairs: { path: string; action: 'dropped' | 'coerced' | 'defaulted' }[] = [];
+  if (v.definition.sideEffect === 'non_idempotent') {
+    // Silently dropping `urgent: true` from a payment is not a repair: every error goes back, nothing runs.
+    const errors = schemas.input.validate(received);
+    if (errors.length > 0) return withMeta(validationResult(errors));
+  } else {
+    const r = repair(schemas.input, received);
+    if (r.errors.length > 0) return withMeta(validationResult(r.errors));
+    args = r.value;
+    repairs = r.changes;
+  }
+
+  const started = now();
+  const tool = { name: v.name, version: v.version, schemaHash: v.schemaHash };
+  const run = await runHandler({
+    handler,
+    args: args as Record<string, unknown>,
+    context: { principal, runId, tool, log: deps.handlerLog({ runId, tool: v.name, version: v.version }) },
+    sideEffect: v.definition.sideEffect,
+    timeoutMs: v.definition.timeoutMs,
+    ...(req.cancel ? { cancel: req.cancel } : {}),
+  });
+  let { result, outcome } = run;
+  if (outcome === 'ok' && schemas.output) {
+    const sc = result.structuredContent;
+    const errors: ValidationError[] = sc === undefined ? [{ path: '$', message: 'structuredContent is required by the outputSchema' }] : schemas.output.validate(sc);
+    if (errors.length > 0) {
+      result = errorResult(`Tool output does not match its outputSchema:\n${formatErrors(errors)}`);
+      outcome = 'output_invalid';
+    }
+  }
+
+  await deps.recorder.record({
+    runId,
+    subject: principal.subject ?? 'anonymous',
+    tenant: principal.tenant,
+    client: req.client,
+    protocolVersion: req.protocolVersion,
+    tool: v.name,
+    version: v.version,
+    schemaHash: v.schemaHash,
+    argsHash: canonicalHash(received),
+    repaired: repairs.length > 0,
+    repairs,
+    outcome,
+    attempts: run.attempts,
+    durationMs: Math.max(0, now() - started),
+    at: new Date(started).toISOString(),
+  });
+  return withMeta(result);
+};
