@@ -1,0 +1,51 @@
+/**
+ * list_changed goes only to sessions whose view changed compared with what they were last given.
+ */
+import { describe, expect, it } from 'vitest';
+import { makePrincipal } from '../../src/domain/access.ts';
+import { aDefinition } from '../fixtures/builders.ts';
+import { makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
+
+const h0 = { h: () => ({ content: [] }) };
+const acme = makePrincipal({ tenant: 'acme', clearance: 'internal' });
+const globex = makePrincipal({ tenant: 'globex', clearance: 'internal' });
+const def = (name: string, tenants: string[], version = '1.0.0') => aDefinition({ name, version, handler: 'h', access: { tenants, classification: 'internal' } });
+
+describe('change notifications', () => {
+  it('tells only the sessions whose view changed, once until they list again', async () => {
+    const h = await makeHarness([def('a.tool', [])], h0);
+    const a = h.session(acme);
+    const g = h.session(globex);
+    await a.initialize();
+    await g.initialize();
+    resultOf(await a.request('tools/list'));
+    resultOf(await g.request('tools/list'));
+    await h.publish(def('acme.only', ['acme']));
+    expect(a.notifications).toEqual([{ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }]);
+    expect(g.notifications).toEqual([]);
+    await h.publish(def('acme.second', ['acme']));
+    expect(a.notifications).toHaveLength(1); // not re-told before it lists again
+    resultOf(await a.request('tools/list'));
+    await h.publish(def('acme.only', ['acme'], '1.0.1'));
+    expect(a.notifications).toHaveLength(2);
+    expect(g.notifications).toEqual([]);
+  });
+
+  it('a change the session was already given is not news; a session that never listed compares with its start', async () => {
+    const h = await makeHarness([def('a.tool', [])], h0);
+    const s = h.session(acme);
+    await s.initialize();
+    await h.publish(def('b.tool', []));
+    expect(s.notifications).toHaveLength(1);
+    const late = h.session(acme);
+    await late.initialize();
+    resultOf(await late.request('tools/list'));
+    await h.deprecate('b.tool', '1.0.0');
+    expect(late.notifications).toHaveLength(1);
+    const closed = h.session(acme);
+    await closed.initialize();
+    closed.session.close();
+    await h.publish(def('c.tool', []));
+    expect(closed.notifications).toEqual([]);
+  });
+});
