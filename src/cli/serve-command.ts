@@ -68,6 +68,8 @@ const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFlags): P
     pageSize: estate.config.pageSize,
     listTtlMs: estate.config.listTtlMs,
   });
+  // After the notifier's own listener, so this line follows any notification the update caused.
+  reader.onUpdate((u) => log.debug({ position: u.position, tools: u.tools, viewChanges: u.viewChanges.length }, 'catalogue updated'));
   try {
     if (writeFrame) {
       const connectionId = randomUUID();
