@@ -206,79 +206,96 @@ export const jsonTypeOf = (value: unknown): string => {
 const str = (v: unknown): string => (typeof v === 'number' ? String(v) : JSON.stringify(v));
 const plural = (n: unknown, one: string, many: string): string => `${str(n)} ${n === 1 ? one : many}`;
 
-const mapOne = (e: ErrorObject, data: unknown): Mapped => {
-  const p = e.params as Record<string, unknown>;
-  const at = (): string => pointerToPath(e.instancePath, data);
-  const atKey = (key: unknown): string => appendKey(at(), String(key));
-  const plain = (message: string, path = at()): Mapped => ({ path, message, isType: false });
+/**
+ * One Ajv error as Estate's message. `key` is set when the error belongs to a property of the object Ajv reported on
+ * (a missing or disallowed property is reported at the property's own path). No closures here: the error path runs
+ * once per error and stays cheap.
+ */
+interface Worded {
+  message: string;
+  key?: string;
+  isType?: boolean;
+}
 
-  if (typeof (e as { propertyName?: unknown }).propertyName === 'string') {
-    // An error about a property NAME (propertyNames): reported at that property's own path.
-    const inner = mapOne({ ...e, propertyName: undefined } as ErrorObject, data);
-    return plain(`property name ${inner.message}`, atKey((e as { propertyName: string }).propertyName));
-  }
+const word = (e: ErrorObject): Worded => {
+  const p = e.params as Record<string, unknown>;
   switch (e.keyword) {
     case 'type': {
-      const declared = e.schema ?? p['type'];
+      const declared: unknown = e.schema ?? p['type'];
       const types = Array.isArray(declared) ? declared.map(String) : String(declared).split(',');
-      return { path: at(), message: `expected type ${types.join('|')}, got ${jsonTypeOf(e.data)}`, isType: true };
+      return { message: `expected type ${types.join('|')}, got ${jsonTypeOf(e.data)}`, isType: true };
     }
     case 'required':
     case 'dependentRequired':
     case 'dependencies':
-      return plain('is required', atKey(p['missingProperty']));
+      return { message: 'is required', key: String(p['missingProperty']) };
     case 'additionalProperties':
-      return plain('additional property is not allowed', atKey(p['additionalProperty']));
+      return { message: 'additional property is not allowed', key: String(p['additionalProperty']) };
     case 'unevaluatedProperties':
-      return plain('additional property is not allowed', atKey(p['unevaluatedProperty']));
+      return { message: 'additional property is not allowed', key: String(p['unevaluatedProperty']) };
     case 'pattern':
-      return plain(`does not match pattern '${String(p['pattern'])}'`);
+      return { message: `does not match pattern '${String(p['pattern'])}'` };
     case 'enum':
-      return plain(`must be one of ${JSON.stringify(p['allowedValues'])}`);
+      return { message: `must be one of ${JSON.stringify(p['allowedValues'])}` };
     case 'const':
-      return plain(`must equal ${JSON.stringify(p['allowedValue'])}`);
+      return { message: `must equal ${JSON.stringify(p['allowedValue'])}` };
     case 'minimum':
     case 'maximum':
     case 'exclusiveMinimum':
     case 'exclusiveMaximum':
-      return plain(`must be ${String(p['comparison'])} ${str(p['limit'])}`);
+      return { message: `must be ${String(p['comparison'])} ${str(p['limit'])}` };
     case 'multipleOf':
-      return plain(`must be a multiple of ${str(p['multipleOf'])}`);
+      return { message: `must be a multiple of ${str(p['multipleOf'])}` };
     case 'minLength':
-      return plain(`must be at least ${str(p['limit'])} characters`);
+      return { message: `must be at least ${str(p['limit'])} characters` };
     case 'maxLength':
-      return plain(`must be at most ${str(p['limit'])} characters`);
+      return { message: `must be at most ${str(p['limit'])} characters` };
     case 'minItems':
-      return plain(`must have at least ${str(p['limit'])} items`);
+      return { message: `must have at least ${str(p['limit'])} items` };
     case 'maxItems':
     case 'items':
     case 'additionalItems':
-      return plain(`must have at most ${str(p['limit'])} items`);
+      return { message: `must have at most ${str(p['limit'])} items` };
     case 'unevaluatedItems':
-      return plain(`must have at most ${str(p['len'])} items`);
+      return { message: `must have at most ${str(p['len'])} items` };
     case 'uniqueItems':
-      return plain('must have unique items');
+      return { message: 'must have unique items' };
     case 'minProperties':
-      return plain(`must have at least ${str(p['limit'])} properties`);
+      return { message: `must have at least ${str(p['limit'])} properties` };
     case 'maxProperties':
-      return plain(`must have at most ${str(p['limit'])} properties`);
+      return { message: `must have at most ${str(p['limit'])} properties` };
     case 'format':
-      return plain(`must be a valid ${String(p['format'])}`);
+      return { message: `must be a valid ${String(p['format'])}` };
     case 'oneOf':
-      return plain('must match exactly one schema in oneOf');
+      return { message: 'must match exactly one schema in oneOf' };
     case 'anyOf':
-      return plain('must match at least one schema in anyOf');
+      return { message: 'must match at least one schema in anyOf' };
     case 'not':
-      return plain('must not match the schema in not');
+      return { message: 'must not match the schema in not' };
     case 'contains': {
       const min = p['minContains'] ?? 1;
       return p['maxContains'] === undefined
-        ? plain(`must contain at least ${plural(min, 'matching item', 'matching items')}`)
-        : plain(`must contain at least ${str(min)} and at most ${plural(p['maxContains'], 'matching item', 'matching items')}`);
+        ? { message: `must contain at least ${plural(min, 'matching item', 'matching items')}` }
+        : { message: `must contain at least ${str(min)} and at most ${plural(p['maxContains'], 'matching item', 'matching items')}` };
     }
     case 'false schema':
-      return plain('is not allowed');
+      return { message: 'is not allowed' };
     default:
-      return plain(e.message ?? `fails ${e.keyword}`);
+      return { message: e.message ?? `fails ${e.keyword}` };
   }
+};
+
+const mapOne = (e: ErrorObject, data: unknown): Mapped => {
+  const worded = word(e);
+  const at = pointerToPath(e.instancePath, data);
+  const propertyName = (e as { propertyName?: unknown }).propertyName;
+  if (typeof propertyName === 'string') {
+    // An error about a property NAME (propertyNames): reported at that property's own path.
+    return { path: appendKey(at, propertyName), message: `property name ${worded.message}`, isType: false };
+  }
+  return {
+    path: worded.key === undefined ? at : appendKey(at, worded.key),
+    message: worded.message,
+    isType: worded.isType === true,
+  };
 };

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
+import { createSchemaCompiler, isBacktrackSafe, linearRegExp, re2RegExp } from '../../src/domain/schema-compiler.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import type { JsonObject } from '../../src/domain/types.ts';
 
@@ -155,5 +156,54 @@ describe('schema compiler: what it accepts', () => {
     const compiled = compiler.compile(objectWith({ type: 'string', pattern: '^(a+)+$' }));
     const errors = compiled.validate({ a: `${'a'.repeat(50_000)}!` });
     expect(errors).toEqual([{ path: '$.a', message: "does not match pattern '^(a+)+$'" }]);
+  });
+});
+
+describe('pattern engines', () => {
+  it('runs natively only the narrow class a backtracking engine runs in linear time', () => {
+    for (const safe of ['^PMT-\\d{3,}$', '^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$', '^[a-z0-9_-]+$', '^\\d{4}-\\d{2}-\\d{2}$', '^x+\\d{4}$']) {
+      expect(isBacktrackSafe(safe), safe).toBe(true);
+    }
+    for (const unsafe of [
+      '^(a+)+$', // a group
+      '^a*a*$', // two variable atoms: O(n²)
+      '^\\d+\\d{5}$', // too long a fixed tail after the variable atom
+      'a+$', // not anchored at the start
+      '^a|b$', // alternation
+      '^a+?$', // lazy
+      '^.+$', // `.` differs between V8 and RE2 on line terminators
+      '^\\s+$', // `\s` differs on Unicode spaces
+      '^\\bx$',
+      '^[[:alpha:]]$',
+      '^a+$b',
+    ]) {
+      expect(isBacktrackSafe(unsafe), unsafe).toBe(false);
+    }
+  });
+
+  it('gives the same answers as RE2 for the patterns it runs natively (differential property)', () => {
+    const atom = fc.constantFrom('a', 'b', '-', '\\d', '\\D', '\\w', '\\W', '\\.', '[a-c]', '[^a]', '[\\d_]', '[-x]', 'é', '😀');
+    const fixed = fc.tuple(atom, fc.constantFrom('', '{2}', '{1,1}'));
+    const variable = fc.tuple(atom, fc.constantFrom('*', '+', '?', '{1,}', '{0,3}', '{2,5}'));
+    const pattern = fc
+      .tuple(fc.array(fixed, { maxLength: 3 }), variable, fc.array(fc.tuple(atom, fc.constant('')), { maxLength: 4 }), fc.boolean())
+      .map(([pre, v, post, end]) => `^${[...pre, v, ...post].map(([a, q]) => a + q).join('')}${end ? '$' : ''}`);
+    const input = fc
+      .array(fc.constantFrom('a', 'b', 'c', '-', '_', '.', '1', '9', 'é', '😀', '\n', '\u2028', '\u00a0', ' ', 'Z'), { maxLength: 12 })
+      .map((cs) => cs.join(''));
+    fc.assert(
+      fc.property(pattern, fc.array(input, { minLength: 1, maxLength: 10 }), (p, inputs) => {
+        expect(isBacktrackSafe(p), p).toBe(true);
+        const native = linearRegExp(p);
+        expect(native).toBeInstanceOf(RegExp);
+        const re2 = re2RegExp(p);
+        for (const s of inputs) expect(native.test(s), `${p} on ${JSON.stringify(s)}`).toBe(re2.test(s));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('still refuses what RE2 cannot run, even where V8 could', () => {
+    expect(() => linearRegExp('^(a)\\1$')).toThrow();
   });
 });
