@@ -14,7 +14,7 @@ import type { CatalogueProjection, CatalogueVersion } from '../../projections/ca
 import { discoverNaive } from '../../projections/discovery.ts';
 import { looksLikeFile, readDefinitionFile } from './definition-file.ts';
 import { EXIT } from './exit.ts';
-import { printJson, withEstate, type GlobalOptions } from './main.ts';
+import { printJson, withEstate, type GlobalOptions } from './run.ts';
 
 const parseRef = (ref: string, needVersion: boolean): { name: string; version?: string } => {
   const at = ref.lastIndexOf('@');

@@ -3,51 +3,10 @@
  * refusal or error; exit codes from ./exit.ts.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { loadConfig } from '../config.ts';
-import { DomainError } from '../domain/errors.ts';
-import { openEstate, type Estate } from '../main.ts';
-import { errorJson, EXIT, exitCodeOf } from './exit.ts';
 import { registerCatalogueCommands } from './catalogue-commands.ts';
+import { EXIT } from './exit.ts';
+import { fail, type GlobalOptions } from './run.ts';
 import { registerServeCommand } from './serve-command.ts';
-
-export interface GlobalOptions {
-  json?: boolean;
-  store?: string;
-  bus?: string;
-  by?: string;
-}
-
-/** Run an action with an opened estate; map every error to its exit code and one stderr line. */
-export const withEstate =
-  <A extends unknown[]>(action: (estate: Estate, opts: GlobalOptions, ...args: A) => Promise<number | void>) =>
-  async (...args: A): Promise<void> => {
-    const cmd = args[args.length - 1] as Command;
-    const opts = cmd.optsWithGlobals<GlobalOptions>();
-    let estate: Estate | undefined;
-    try {
-      estate = await openEstate(loadConfig({ ...(opts.store ? { store: opts.store } : {}), ...(opts.bus ? { bus: opts.bus } : {}), ...(opts.by ? { by: opts.by } : {}) }));
-      const code = await action(estate, opts, ...args);
-      process.exitCode = code ?? EXIT.ok;
-    } catch (e) {
-      fail(e, opts);
-    } finally {
-      await estate?.close().catch(() => undefined);
-    }
-  };
-
-export const fail = (e: unknown, opts: GlobalOptions): void => {
-  const code = exitCodeOf(e);
-  const message = e instanceof Error ? e.message : String(e);
-  const prefix = e instanceof DomainError ? `estate: ${e.kind === 'not-found' ? 'not found' : e.kind === 'usage' ? 'error' : 'refused'}` : 'estate: error';
-  console.error(`${prefix}: ${message}`);
-  if (code === EXIT.other && e instanceof Error && process.env.ESTATE_DEBUG) console.error(e.stack);
-  if (opts.json) printJson(errorJson(e));
-  process.exitCode = code;
-};
-
-export const printJson = (value: unknown): void => {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-};
 
 export const buildProgram = (): Command => {
   const program = new Command('estate')

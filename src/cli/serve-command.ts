@@ -14,7 +14,7 @@ import { serveStdio } from '../mcp/stdio-transport.ts';
 import { takeStdout } from '../mcp/stdout-guard.ts';
 import type { Estate } from '../main.ts';
 import { addPrincipalFlags, principalFromFlags, type PrincipalFlags } from './catalogue-commands.ts';
-import { withEstate, type GlobalOptions } from './main.ts';
+import { withEstate, type GlobalOptions } from './run.ts';
 
 interface ServeFlags extends PrincipalFlags {
   stdio?: boolean;

@@ -1,0 +1,116 @@
+/**
+ * The `estate` CLI as a user meets it: every malformed definition gets a specific one-line error and a non-zero exit
+ * and changes nothing; the walkthrough of the README works; --json shapes and exit codes are as SPEC §5 says.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aRawDefinition } from '../fixtures/builders.ts';
+import { makeTempStore, runCli, type TempStore } from './helpers.ts';
+
+let t: TempStore;
+beforeAll(() => {
+  t = makeTempStore('estate-cli-');
+});
+afterAll(() => t.cleanup());
+
+const estate = (...args: string[]) => runCli([...args, '--store', t.store]);
+const eventCount = async (): Promise<number> => {
+  const r = await estate('list', '--json', '--include-deprecated');
+  return (JSON.parse(r.stdout) as { tools: unknown[] }).tools.length;
+};
+
+describe('bad input: a specific one-line error, a non-zero exit, nothing changed', () => {
+  const cases: [string, string, string | object, number, RegExp][] = [
+    ['bad name', 'bad-name.json', aRawDefinition({ name: 'Payments.Lookup' }), 3, /name: 'Payments\.Lookup' must match/],
+    ['bad semver', 'bad-semver.json', aRawDefinition({ version: '1.0' }), 3, /version: '1\.0' is not strict semver/],
+    ['unknown classification', 'bad-class.json', aRawDefinition({ access: { classification: 'secret' } }), 3, /access\.classification: 'secret' is not one of/],
+    ['remote $ref', 'remote-ref.json', aRawDefinition({ inputSchema: { type: 'object', properties: { a: { $ref: 'http://example.com/s.json' } } } }), 3, /\$ref/],
+    ['non-compiling schema', 'bad-schema.json', aRawDefinition({ inputSchema: { type: 'object', properties: { a: { type: 'strin' } } } }), 3, /inputSchema/],
+    ['YAML syntax error', 'broken.yaml', 'name: [payments\nversion: 1.0.0\n', 2, /broken\.yaml: not valid YAML: .*line/],
+    ['JSON syntax error', 'broken.json', '{"name": "a",', 2, /broken\.json: not valid JSON/],
+  ];
+  it.each(cases)('%s', async (_why, file, content, exit, message) => {
+    const before = await eventCount();
+    const path = t.file(file, content);
+    for (const verb of ['publish', 'check']) {
+      const r = await estate(verb, path);
+      expect(r.code, r.stderr).toBe(exit);
+      const lines = r.stderr.trim().split('\n');
+      expect(lines, r.stderr).toHaveLength(1);
+      expect(lines[0]).toMatch(message);
+      expect(r.stdout).toBe('');
+    }
+    const json = await estate('publish', path, '--json');
+    expect(JSON.parse(json.stdout)).toMatchObject({ result: 'refused', error: { code: expect.any(String) } });
+    expect(await eventCount()).toBe(before);
+  });
+  it('a missing file', async () => {
+    const r = await estate('publish', `${t.dir}/does-not-exist.yaml`);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toMatch(/^estate: error: cannot read .*does-not-exist\.yaml: no such file$/);
+  });
+  it('usage errors exit 2; unknown tools exit 4', async () => {
+    expect((await estate('bogus')).code).toBe(2);
+    expect((await estate('deprecate', 'payments.lookup')).code).toBe(2); // no @version, no --reason
+    expect((await estate('deprecate', 'payments.lookup@1.0.0')).code).toBe(2); // --reason is required
+    const r = await estate('show', 'nobody.here', '--json');
+    expect(r.code).toBe(4);
+    expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'unknown-tool', message: "unknown tool 'nobody.here'" } });
+    expect((await estate('calls', 'no-such-run')).code).toBe(4);
+  });
+  it('an unknown store URL is a usage error', async () => {
+    const r = await runCli(['list', '--store', 'mongodb://x']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/unknown store URL 'mongodb:\/\/x'/);
+  });
+});
+
+describe('the README walkthrough', () => {
+  it('publish, unchanged, guard refusal with reasons, major, diff, list, deprecate, history, replay', async () => {
+    const v1 = t.file('lookup-1.json', aRawDefinition());
+    const p1 = await estate('publish', v1, '--json', '--by', 'alice');
+    expect(p1.code, p1.stderr).toBe(0);
+    const published = JSON.parse(p1.stdout) as { result: string; position: string; level: string };
+    expect(published).toMatchObject({ result: 'published', name: 'payments.lookup', version: '1.0.0', level: 'initial', reasons: [] });
+
+    expect(JSON.parse((await estate('publish', v1, '--json')).stdout)).toMatchObject({ result: 'unchanged' });
+
+    const stricter = aRawDefinition({ version: '1.1.0', inputSchema: { ...(aRawDefinition().inputSchema as object), required: ['reference', 'include_legs'] } });
+    const f2 = t.file('lookup-1.1.json', stricter);
+    const check = await estate('check', f2, '--json');
+    expect(check.code).toBe(3);
+    const verdict = JSON.parse(check.stdout) as { result: string; level: string; reasons: { rule: string; level: string }[]; error: { code: string } };
+    expect(verdict).toMatchObject({ result: 'refused', level: 'major', error: { code: 'bump-too-small' } });
+    expect(verdict.reasons).toContainEqual(expect.objectContaining({ level: 'major', rule: 'required-added' }));
+    expect(check.stderr.trim().split('\n')).toHaveLength(1);
+    expect(check.stderr).toMatch(/^estate: refused: bump: a major change from 1\.0\.0 needs at least 2\.0\.0/);
+
+    const f3 = t.file('lookup-2.json', { ...stricter, version: '2.0.0' });
+    expect(JSON.parse((await estate('check', f3, '--json')).stdout)).toMatchObject({ result: 'would-publish', level: 'major' });
+    expect((await estate('publish', f3)).code).toBe(0);
+
+    const diff = JSON.parse((await estate('diff', 'payments.lookup@1.0.0', 'payments.lookup@2.0.0', '--json')).stdout) as { level: string };
+    expect(diff.level).toBe('major');
+    expect(JSON.parse((await estate('diff', v1, f3, '--json')).stdout)).toEqual(diff);
+
+    const principal = ['--tenant', 'acme', '--scopes', 'payments.read', '--clearance', 'confidential'];
+    const list = async () => (JSON.parse((await estate('list', ...principal, '--json')).stdout) as { tools: { version: string }[] }).tools.map((x) => x.version);
+    expect(await list()).toEqual(['2.0.0']);
+    expect((await estate('list', '--tenant', 'globex', '--scopes', 'payments.read', '--clearance', 'confidential', '--json')).stdout).toContain('"tools": []');
+    expect((await estate('deprecate', 'payments.lookup@2.0.0', '--reason', 'include_legs should stay optional')).code).toBe(0);
+    expect(await list()).toEqual(['1.0.0']);
+    const again = await estate('deprecate', 'payments.lookup@2.0.0', '--reason', 'again');
+    expect(again.code).toBe(3);
+    expect(again.stderr).toMatch(/already deprecated/);
+
+    const history = JSON.parse((await estate('history', 'payments.lookup', '--json')).stdout) as { versions: { version: string; status: string; level: string }[] };
+    expect(history.versions.map((v) => [v.version, v.status, v.level])).toEqual([['1.0.0', 'active', 'initial'], ['2.0.0', 'deprecated', 'major']]);
+
+    const show = JSON.parse((await estate('show', 'payments.lookup', '--json')).stdout) as { version: string; publishedBy: string; schemaHash: string };
+    expect(show).toMatchObject({ version: '1.0.0', publishedBy: 'alice', status: 'active' });
+    expect(show.schemaHash).toMatch(/^[0-9a-f]{64}$/);
+
+    const asOf = JSON.parse((await estate('replay', '--at', published.position, '--json')).stdout) as { tools: { version: string }[] };
+    expect(asOf.tools.map((x) => x.version)).toEqual(['1.0.0']);
+    expect((await estate('replay', '--at', 'no-such-position')).code).toBe(4);
+  }, 120_000);
+});
