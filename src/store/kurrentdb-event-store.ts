@@ -49,6 +49,8 @@ export interface KurrentDbEventStoreOptions {
   connectionString: string;
   /** Pause before resubscribing after a dropped subscription or a failed `onEvents`. */
   retryDelayMs?: number;
+  /** A client already made for `connectionString` (unit tests pass a fake one); the store disposes of it on close. */
+  client?: KurrentDBClient;
 }
 
 const DEFAULT_LIMIT = 1000;
@@ -56,7 +58,7 @@ const DEFAULT_LIMIT = 1000;
 const SUBSCRIPTION_BATCH = 500;
 
 export function createKurrentDbEventStore(options: KurrentDbEventStoreOptions): EventStore {
-  const client = KurrentDBClient.connectionString(toKurrentConnectionString(options.connectionString));
+  const client = options.client ?? KurrentDBClient.connectionString(toKurrentConnectionString(options.connectionString));
   const retryDelayMs = options.retryDelayMs ?? 250;
   const subscriptions = new Set<Subscription>();
   let closed = false;
