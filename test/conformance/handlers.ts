@@ -8,11 +8,6 @@
  * Sampling and elicitation need a server-to-client request channel the context does not offer, so those fixtures are
  * not published (see the expected-failures files).
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { CallToolResult, HandlerContext, HandlerMap } from '../../src/handlers/types.ts';
 
 /** A 1x1 red PNG. */
@@ -54,23 +49,27 @@ const pause = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener('abort', onAbort, { once: true });
   });
 
-const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 let triggerCount = 0;
 
 /**
- * Changes the served tool list the way an operator would: `estate publish` of a new tool from another process into the
- * same store (ESTATE_STORE, inherited from `estate serve`). The new tool binds an existing handler so it is offered.
+ * Changes the served tool list the way an operator would: a publish through Estate's command handler, on its own
+ * connection to the store the server reads (ESTATE_STORE, inherited from `estate serve`), so the change reaches the
+ * server only through the store's tail like any other publisher's. In-process rather than a CLI child because the 2026
+ * suite listens for the notification for 1.5 s only. The new tool binds an existing handler, so it is offered.
  */
-const publishNewTool = async (signal: AbortSignal): Promise<string> => {
+const publishNewTool = async (): Promise<string> => {
   const store = process.env.ESTATE_STORE;
   if (!store) throw new Error('ESTATE_STORE is not set: the trigger fixture needs the store the server reads');
+  const [{ loadConfig }, { openEstate }, { validateDefinition }] = await Promise.all([
+    import('../../src/config.ts'),
+    import('../../src/main.ts'),
+    import('../../src/domain/tool-definition.ts'),
+  ]);
   const name = `test_trigger_added_${process.pid}_${Date.now()}_${++triggerCount}`;
-  const dir = mkdtempSync(join(tmpdir(), 'estate-trigger-'));
+  const estate = await openEstate(loadConfig({ store }));
   try {
-    const file = join(dir, 'tool.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
+    const definition = validateDefinition(
+      {
         name,
         version: '1.0.0',
         description: 'Added by test_trigger_tool_change.',
@@ -78,20 +77,14 @@ const publishNewTool = async (signal: AbortSignal): Promise<string> => {
         access: { requiredScopes: [], tenants: [], classification: 'public' },
         sideEffect: 'none',
         handler: 'test_simple_text',
-      }),
+      },
+      estate.compiler,
     );
-    const code = await new Promise<number | null>((resolve, reject) => {
-      const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'estate.js'), 'publish', file, '--store', store, '--by', 'conformance'], {
-        stdio: ['ignore', 'ignore', 'inherit'],
-        signal,
-      });
-      child.on('error', reject);
-      child.on('close', resolve);
-    });
-    if (code !== 0) throw new Error(`estate publish exited with ${String(code)}`);
+    const outcome = await estate.commands.publish(definition, 'conformance');
+    if (outcome.result !== 'published') throw new Error(`publish of ${name} answered ${outcome.result}`);
     return name;
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    await estate.close();
   }
 };
 
@@ -146,7 +139,7 @@ export const handlers: HandlerMap = {
     return text('Reconnection test completed');
   },
 
-  test_trigger_tool_change: async (_args, ctx: HandlerContext) => text(`Published ${await publishNewTool(ctx.signal)}`),
+  test_trigger_tool_change: async () => text(`Published ${await publishNewTool()}`),
 
   json_schema_2020_12_tool: (args) => text(`Received: ${JSON.stringify(args)}`),
 };

@@ -1,0 +1,65 @@
+/**
+ * Fixtures for the SDK-client end-to-end suite: a small payments estate (the deep dive's traced example plus tools the
+ * principal must NOT see) and the handler module `estate serve --handlers test/e2e/sdk-fixtures.ts` binds.
+ */
+import type { CallToolResult, HandlerContext } from '../../src/handlers/types.ts';
+
+/** The principal every SDK test serves: holds payments.read, cleared to confidential, tenant acme. */
+export const PRINCIPAL_FLAGS = ['--tenant', 'acme', '--scopes', 'payments.read', '--clearance', 'confidential', '--subject', 'sdk-e2e'];
+
+const access = (over: Record<string, unknown> = {}) => ({ requiredScopes: ['payments.read'], tenants: [], classification: 'confidential', ...over });
+
+const lookupSchema = {
+  type: 'object',
+  properties: {
+    reference: { type: 'string', pattern: '^PMT-\\d{3,}$' },
+    include_legs: { type: 'boolean' },
+  },
+  required: ['reference'],
+  additionalProperties: false,
+};
+
+/** payments.lookup 1.0.0: the traced example's contract. */
+export const lookupV1 = {
+  name: 'payments.lookup',
+  version: '1.0.0',
+  title: 'Look up a payment',
+  description: 'Returns status, amount and currency of a payment by reference.',
+  inputSchema: lookupSchema,
+  access: access(),
+  sideEffect: 'none',
+  handler: 'payments.lookup',
+};
+
+/** payments.lookup 1.1.0: an optional property added (MINOR), so an unpinned call runs 1.1.0. */
+export const lookupV11 = {
+  ...lookupV1,
+  version: '1.1.0',
+  inputSchema: { ...lookupSchema, properties: { ...lookupSchema.properties, as_of: { type: 'string', format: 'date' } } },
+};
+
+/** Tools the principal must not discover: a missing scope, another tenant, a higher classification. */
+export const hiddenTools = [
+  { ...lookupV1, name: 'payments.refund', title: 'Refund', description: 'Refunds a payment.', access: access({ requiredScopes: ['payments.read', 'payments.write'] }), sideEffect: 'non_idempotent', handler: 'payments.refund' },
+  { ...lookupV1, name: 'globex.ledger', title: 'Globex ledger', description: 'Globex only.', access: access({ tenants: ['globex'] }), handler: 'payments.lookup' },
+  { ...lookupV1, name: 'treasury.positions', title: 'Positions', description: 'Restricted.', access: access({ classification: 'restricted' }), handler: 'payments.lookup' },
+];
+
+/** Published from another process while a client is connected: its list must change. */
+export const statusTool = {
+  ...lookupV1,
+  name: 'payments.status',
+  title: 'Payment status',
+  description: 'Returns the status of a payment.',
+  handler: 'payments.lookup',
+};
+
+const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
+
+export const handlers = {
+  'payments.lookup': (args: Record<string, unknown>, ctx: HandlerContext) =>
+    text(`${String(args.reference)}: HELD, 250000 AED (served by ${ctx.tool.name}@${ctx.tool.version})`),
+  'payments.refund': () => text('refunded'),
+};
+
+export default handlers;
