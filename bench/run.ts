@@ -33,7 +33,7 @@ for (const name of wanted.length ? wanted : Object.keys(BENCHES)) {
     rows.push(...(await mod.run()));
     process.stderr.write(`bench: ${name} done in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   } catch (e) {
-    const msg = e instanceof Error ? e.message.split('\n')[0] : String(e);
+    const msg = e instanceof Error ? (e.message.split('\n')[0] ?? e.message) : String(e);
     const missing = /Cannot find module|ERR_MODULE_NOT_FOUND/.test(msg);
     failures.push(`${name}: ${missing ? 'not built yet' : msg}`);
     process.stderr.write(`bench: ${name} did not run: ${msg}\n`);
