@@ -11,6 +11,7 @@ export const NEWEST_STATEFUL = STATEFUL_REVISIONS[0];
 export const PROTOCOL_VERSION_META = 'io.modelcontextprotocol/protocolVersion';
 export const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilities';
 export const CLIENT_INFO_META = 'io.modelcontextprotocol/clientInfo';
+export const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
 export const SUBSCRIPTION_ID_META = 'io.modelcontextprotocol/subscriptionId';
 
 /** The MCP rule: a revision we do not speak is answered with the newest one we do (of the stateful family). */

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../domain/types.ts';
 import { headerMismatch, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
 import { isPlainObject, isRequest, success, type JsonRpcCall, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
-import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, STATELESS_REVISION } from './revisions.ts';
+import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
 import { SERVER_INFO, type ServerCore } from './server-core.ts';
 
 /** A message goes the stateless way when its params carry the per-request protocol version. */
@@ -29,6 +29,16 @@ export type StatelessOutcome =
   | { kind: 'response'; response: JsonRpcResponse }
   /** A validated `subscriptions/listen`: the transport opens the stream. */
   | { kind: 'listen'; request: JsonRpcRequest; toolsListChanged: boolean };
+
+/**
+ * Every 2026-07-28 result says it is complete (the revision's `resultType` discriminator: Estate never asks the
+ * client for input mid-call) and names the server in `_meta`, as the revision asks of every response.
+ */
+const complete = (result: Record<string, unknown>): Record<string, unknown> => ({
+  ...result,
+  resultType: 'complete',
+  _meta: { ...(isPlainObject(result._meta) ? result._meta : {}), [SERVER_INFO_META]: { ...SERVER_INFO } },
+});
 
 const fail = (id: JsonRpcRequest['id'], e: McpError): StatelessOutcome => ({ kind: 'response', response: { jsonrpc: '2.0', id, error: e.toJson() } });
 
@@ -72,21 +82,21 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
       case 'server/discover':
         return {
           kind: 'response',
-          response: success(message.id, {
+          response: success(message.id, complete({
             supportedVersions: [STATELESS_REVISION],
             capabilities: core.capabilities(),
             serverInfo: { ...SERVER_INFO },
             ttlMs: core.listTtlMs,
             cacheScope: 'private',
-          }),
+          })),
         };
       case 'tools/list': {
         const page = core.listTools(ctx.principal, params, STATELESS_REVISION);
-        return { kind: 'response', response: success(message.id, { ...page.result, ttlMs: core.listTtlMs, cacheScope: 'private' }) };
+        return { kind: 'response', response: success(message.id, complete({ ...page.result, ttlMs: core.listTtlMs, cacheScope: 'private' })) };
       }
       case 'tools/call': {
         const result = await core.callTool({ params, principal: ctx.principal, defaultRunId: randomUUID(), protocolVersion: STATELESS_REVISION, client: clientOf(message) });
-        return { kind: 'response', response: success(message.id, result as Record<string, unknown>) };
+        return { kind: 'response', response: success(message.id, complete(result as Record<string, unknown>)) };
       }
       case 'subscriptions/listen': {
         const filter = isPlainObject(params.notifications) ? params.notifications : {};
