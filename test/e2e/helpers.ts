@@ -83,7 +83,7 @@ interface Waiter<T> {
 }
 
 /** A line-oriented reader with "wait for the next line matching X" and a record of everything seen. */
-class LineQueue<T> {
+export class LineQueue<T> {
   readonly seen: T[] = [];
   private readonly unread: T[] = [];
   private readonly waiters: Waiter<T>[] = [];
@@ -268,3 +268,55 @@ export const toolDefinition = (overrides: Record<string, unknown> = {}): Record<
   handler: 'test.echo',
   ...overrides,
 });
+
+export interface SseEvent {
+  id?: string;
+  event?: string;
+  data: string;
+}
+
+export interface SseStream {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  events: LineQueue<SseEvent>;
+  /** Comment lines (`: keepalive`), counted. */
+  comments: number;
+  close(): void;
+}
+
+/** Open an SSE response (GET stream or a POST answered as an event stream) and parse its events as they arrive. */
+export const openSse = async (url: string, options: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string }): Promise<SseStream> => {
+  const { request } = await import('node:http');
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: options.method ?? 'GET', headers: { accept: 'text/event-stream, application/json', ...options.headers } }, (res) => {
+      const stream: SseStream = { status: res.statusCode ?? 0, headers: res.headers, events: new LineQueue<SseEvent>(), comments: 0, close: () => req.destroy() };
+      let buf = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buf += chunk;
+        let sep: number;
+        while ((sep = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, sep);
+          buf = buf.slice(sep + 2);
+          const ev: SseEvent = { data: '' };
+          let any = false;
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) stream.comments++;
+            else if (line.startsWith('id:')) ev.id = line.slice(3).trim();
+            else if (line.startsWith('event:')) ev.event = line.slice(6).trim();
+            else if (line.startsWith('data:')) {
+              ev.data += (any ? '\n' : '') + line.slice(5).trimStart();
+              any = true;
+            }
+          }
+          if (any && ev.data.length > 0) stream.events.push(ev);
+        }
+      });
+      resolve(stream);
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'ECONNRESET') reject(e);
+    });
+    req.end(options.body);
+  });
+};

@@ -1,0 +1,90 @@
+/**
+ * Server-to-client streams over HTTP: a 2025 session's GET event stream (list_changed after a publish from another
+ * process, and what it missed replayed on reconnect with Last-Event-ID), and a stateless `subscriptions/listen`.
+ */
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTempStore, openSse, runCli, startHttpServer, toolDefinition, type HttpServer, type TempStore } from './helpers.ts';
+
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+const post = (url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; json: Record<string, unknown> | null }> =>
+  new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { ...JSON_HEADERS, ...headers } }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, json: text ? (JSON.parse(text) as Record<string, unknown>) : null }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+
+describe('HTTP event streams', () => {
+  let tmp: TempStore;
+  let srv: HttpServer;
+  let n = 0;
+
+  const publishVisible = async (): Promise<string> => {
+    const name = `fx.extra${++n}`;
+    const file = tmp.file(`${name}.json`, toolDefinition({ name, handler: 'fx.rates', access: { requiredScopes: [], tenants: [], classification: 'public' } }));
+    const r = await runCli(['publish', file, '--json', '--store', tmp.store]);
+    expect(JSON.parse(r.stdout)).toMatchObject({ result: 'published' });
+    return name;
+  };
+  const applied = (name: string) => srv.logs.next((l) => l.msg === 'catalogue updated' && Array.isArray(l.tools) && l.tools.includes(name), 15_000);
+
+  beforeAll(async () => {
+    tmp = makeTempStore();
+    srv = await startHttpServer(['--demo', '--store', tmp.store], { env: { ESTATE_LOG_LEVEL: 'debug' } });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+    tmp?.cleanup();
+  });
+
+  it('a session hears list_changed on its GET stream, and a reconnect with Last-Event-ID gets what it missed', async () => {
+    const init = await post(srv.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const sid = init.headers['mcp-session-id'] as string;
+    const h = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+    expect((await post(srv.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, h)).status).toBe(202);
+    await post(srv.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, h);
+
+    const first = await openSse(srv.url, { headers: h });
+    expect(first.status).toBe(200);
+    await applied(await publishVisible());
+    const ev = await first.events.next(undefined, 15_000, 'list_changed event');
+    expect(JSON.parse(ev.data)).toEqual({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    expect(ev.id).toEqual(expect.any(String));
+    first.close();
+
+    // Listed again, then a change while no stream is open: the notice waits in the session's replay buffer.
+    await post(srv.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, h);
+    await applied(await publishVisible());
+    const resumed = await openSse(srv.url, { headers: { ...h, 'last-event-id': ev.id as string } });
+    expect(resumed.status).toBe(200);
+    const missed = await resumed.events.next(undefined, 15_000, 'replayed event');
+    expect(JSON.parse(missed.data)).toEqual({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    expect(Number(missed.id)).toBeGreaterThan(Number(ev.id));
+    resumed.close();
+  });
+
+  it('a stateless subscriptions/listen is acknowledged first and then told, each message with its subscription id', async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const listen = await openSse(srv.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'sub-1', method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } }),
+    });
+    expect(listen.status).toBe(200);
+    const ack = JSON.parse((await listen.events.next(undefined, 10_000, 'ack')).data) as Record<string, unknown>;
+    expect(ack).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: { notifications: { toolsListChanged: true }, _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } },
+    });
+    await publishVisible();
+    const note = JSON.parse((await listen.events.next(undefined, 15_000, 'list_changed')).data) as Record<string, unknown>;
+    expect(note).toEqual({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } } });
+    listen.close();
+  });
+});
