@@ -57,6 +57,11 @@ const coerce = (types: string[], s: string): number | boolean | undefined => {
   return undefined;
 };
 
+/** A plain data write: an assignment to a key named `__proto__` would set the object's prototype instead. */
+const setOwn = (o: Record<string, unknown>, key: string, value: unknown): void => {
+  Object.defineProperty(o, key, { value, writable: true, enumerable: true, configurable: true });
+};
+
 const compareKeys = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 const repairObject = (
@@ -94,7 +99,7 @@ const repairObject = (
     if (typeof current !== 'string') continue;
     const coerced = coerce(declaredTypes(lookup(root, propertySchema, 'type')), current);
     if (coerced === undefined) continue;
-    writable()[name] = coerced;
+    setOwn(writable(), name, coerced);
     changes.push({ path: appendKey(path, name), action: 'coerced' });
   }
 
@@ -106,7 +111,7 @@ const repairObject = (
     // next pass to coerce, repair would not be idempotent.
     const coerced =
       typeof fallback === 'string' ? coerce(declaredTypes(lookup(root, propertySchema, 'type')), fallback) : undefined;
-    writable()[name] = coerced ?? structuredClone(fallback);
+    setOwn(writable(), name, coerced ?? structuredClone(fallback));
     changes.push({ path: appendKey(path, name), action: 'defaulted' });
   }
 
@@ -114,7 +119,7 @@ const repairObject = (
     if (!hasOwn(result, name)) continue;
     const current = result[name];
     const repaired = repairObject(root, propertySchema, current, appendKey(path, name), changes, depth + 1);
-    if (repaired !== current) writable()[name] = repaired;
+    if (repaired !== current) setOwn(writable(), name, repaired);
   }
   return result;
 };

@@ -187,6 +187,17 @@ describe('repair: dropping and defaults', () => {
     expect(args.payment.value).toEqual({ amount: '250000', cents: 3 });
   });
 
+  it('fills and coerces a property named __proto__ as data, never as the prototype', () => {
+    const compiled = compiler.compile({
+      type: 'object',
+      properties: { ['__proto__']: { type: 'object', default: { polluted: true } }, n: { type: 'integer' } },
+    });
+    const result = repair(compiled, JSON.parse('{"n":"1"}'));
+    expect(Object.getPrototypeOf(result.value)).toBe(Object.prototype);
+    expect(Object.keys(result.value as object)).toEqual(['n', '__proto__']);
+    expect((result.value as { polluted?: boolean }).polluted).toBeUndefined();
+  });
+
   it('leaves non-object arguments alone and reports them', () => {
     const result = repair(traced, 'PMT-1');
     expect(result.value).toBe('PMT-1');

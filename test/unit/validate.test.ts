@@ -168,6 +168,23 @@ describe('messages', () => {
     expect(forA({ not: { type: 'string' } }, 's')).toEqual(['$.a: must not match the schema in not']);
   });
 
+  it('uniqueItems compares items as JSON values: key order ignored, types kept apart', () => {
+    const unique = { type: 'array', uniqueItems: true } as const;
+    const bad = ['$.a: must have unique items'];
+    expect(forA(unique, [{ x: 1, y: [2] }, { y: [2], x: 1 }])).toEqual(bad);
+    expect(forA(unique, [1, JSON.parse('1.0')])).toEqual(bad);
+    expect(forA(unique, [null, null])).toEqual(bad);
+    expect(forA(unique, [1, '1', true, 'true', null, 'null', [1, 2], [2, 1], { x: 1 }, { x: '1' }])).toEqual([]);
+    expect(forA({ type: 'array', uniqueItems: false }, [1, 1])).toEqual([]);
+  });
+
+  it('uniqueItems stays linear: 20,000 distinct objects, then one duplicate at the end', () => {
+    const items = Array.from({ length: 20_000 }, (_, i) => ({ id: i, tag: `t${i % 7}` }));
+    const schema: JsonObject = { type: 'array', uniqueItems: true, items: { type: 'object' } };
+    expect(forA(schema, items)).toEqual([]);
+    expect(forA(schema, [...items, { tag: 't3', id: 10 }])).toEqual(['$.a: must have unique items']);
+  });
+
   it('counts characters as code points, as JSON Schema does', () => {
     expect(forA({ type: 'string', maxLength: 1 }, '😀')).toEqual([]);
   });
