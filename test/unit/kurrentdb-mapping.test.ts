@@ -23,8 +23,9 @@ import {
 } from '@kurrent/kurrentdb-client';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyError, type AppendRequest, type ExpectedRevision } from '../../src/app/ports.ts';
+import { ConcurrencyError, type AppendRequest, type EventStore, type ExpectedRevision } from '../../src/app/ports.ts';
 import { createKurrentDbEventStore } from '../../src/store/kurrentdb-event-store.ts';
+import { openEventStore } from '../../src/store/open-store.ts';
 import {
   comparePositions,
   decodePosition,
@@ -314,6 +315,17 @@ const at = (streamId: string, revision: number, commit: bigint, type = 'E'): All
 });
 
 describe('KurrentDbEventStore over a scripted client', () => {
+  it('is what openEventStore loads for kurrentdb:// and esdb:// URLs (the client connects lazily, so no server is needed)', async () => {
+    // The shape open-store.ts declares for this module, checked by the compiler.
+    const factory: (options: { connectionString: string }) => EventStore | Promise<EventStore> = createKurrentDbEventStore;
+    expect(typeof factory).toBe('function');
+    for (const url of ['kurrentdb://127.0.0.1:1?tls=false', 'esdb://127.0.0.1:1?tls=false']) {
+      const store = await openEventStore(url);
+      expect(store.kind).toBe('kurrentdb');
+      await store.close();
+    }
+  });
+
   it('reads a stream the server does not know as empty, and lets other read failures through', async () => {
     const { client } = fakeClient({
       readStream: (stream) => {
