@@ -58,7 +58,10 @@ export const toJsonRpcError = (e: unknown): JsonRpcErrorObject => {
   return { code: INTERNAL_ERROR, message: 'Internal error' };
 };
 
-/** HTTP status for an error answered directly (pre-dispatch gates and stateless answers). */
+/**
+ * HTTP status for an error answered by a gate before dispatch (and for an unknown method). Errors a dispatched method
+ * produces (Unknown tool, cursor expired) are in-band: HTTP 200 with the JSON-RPC error as the payload.
+ */
 export const httpStatusOf = (code: number): number => {
   switch (code) {
     case METHOD_NOT_FOUND:

@@ -64,8 +64,7 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
       return;
     }
     if (out.kind === 'response') {
-      const r = out.response;
-      return sendJson(res, 'error' in r ? httpStatusOf(r.error.code) : 200, r);
+      return sendJson(res, out.status, out.response);
     }
     // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included).
     const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });

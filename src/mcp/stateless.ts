@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../domain/types.ts';
-import { headerMismatch, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
+import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
 import { isPlainObject, isRequest, success, type JsonRpcCall, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
 import { SERVER_INFO, type ServerCore } from './server-core.ts';
@@ -26,7 +26,8 @@ export interface StatelessContext {
 
 export type StatelessOutcome =
   | { kind: 'none' }
-  | { kind: 'response'; response: JsonRpcResponse }
+  /** `status`: the HTTP status — gate refusals and unknown methods map to 4xx, dispatch errors stay in-band (200). */
+  | { kind: 'response'; response: JsonRpcResponse; status: number }
   /** A validated `subscriptions/listen`: the transport opens the stream. */
   | { kind: 'listen'; request: JsonRpcRequest; toolsListChanged: boolean };
 
@@ -40,7 +41,11 @@ const complete = (result: Record<string, unknown>): Record<string, unknown> => (
   _meta: { ...(isPlainObject(result._meta) ? result._meta : {}), [SERVER_INFO_META]: { ...SERVER_INFO } },
 });
 
-const fail = (id: JsonRpcRequest['id'], e: McpError): StatelessOutcome => ({ kind: 'response', response: { jsonrpc: '2.0', id, error: e.toJson() } });
+const fail = (id: JsonRpcRequest['id'], e: McpError): StatelessOutcome => ({
+  kind: 'response',
+  response: { jsonrpc: '2.0', id, error: e.toJson() },
+  status: httpStatusOf(e.code),
+});
 
 /** Gates after the envelope and before dispatch; null when the request may be dispatched. */
 export const checkStatelessRequest = (req: JsonRpcRequest, ctx: StatelessContext): McpError | null => {
@@ -82,6 +87,7 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
       case 'server/discover':
         return {
           kind: 'response',
+          status: 200,
           response: success(message.id, complete({
             supportedVersions: [STATELESS_REVISION],
             capabilities: core.capabilities(),
@@ -92,11 +98,11 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
         };
       case 'tools/list': {
         const page = core.listTools(ctx.principal, params, STATELESS_REVISION);
-        return { kind: 'response', response: success(message.id, complete({ ...page.result, ttlMs: core.listTtlMs, cacheScope: 'private' })) };
+        return { kind: 'response', status: 200, response: success(message.id, complete({ ...page.result, ttlMs: core.listTtlMs, cacheScope: 'private' })) };
       }
       case 'tools/call': {
         const result = await core.callTool({ params, principal: ctx.principal, defaultRunId: randomUUID(), protocolVersion: STATELESS_REVISION, client: clientOf(message) });
-        return { kind: 'response', response: success(message.id, complete(result as Record<string, unknown>)) };
+        return { kind: 'response', status: 200, response: success(message.id, complete(result as Record<string, unknown>)) };
       }
       case 'subscriptions/listen': {
         const filter = isPlainObject(params.notifications) ? params.notifications : {};
@@ -104,10 +110,10 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
       }
       default:
         // ping and logging/setLevel do not exist in this revision.
-        throw methodNotFound(message.method);
+        return fail(message.id, methodNotFound(message.method));
     }
   } catch (e) {
     if (!(e instanceof McpError)) core.log.error({ err: e, method: message.method }, 'stateless request failed');
-    return { kind: 'response', response: { jsonrpc: '2.0', id: message.id, error: toJsonRpcError(e) } };
+    return { kind: 'response', status: 200, response: { jsonrpc: '2.0', id: message.id, error: toJsonRpcError(e) } };
   }
 };

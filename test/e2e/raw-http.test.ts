@@ -134,6 +134,13 @@ describe('estate serve --http, raw requests', () => {
     expect(result.content[0]?.text).toBe('PMT-771: HELD, 250000 AED');
     expect(result._meta['io.estate/version']).toBe('1.0.0');
     expect(result._meta['io.estate/runId']).toMatch(/^[0-9a-f-]{36}$/);
+    // a dispatched method's error is in-band: HTTP 200, the JSON-RPC error is the payload
+    const unknown = await send(srv.url, {
+      body: stateless('tools/call', { name: 'payments.transfer', arguments: {} }),
+      headers: statelessHeaders('tools/call', { 'mcp-name': 'payments.transfer' }),
+    });
+    expect(unknown.status).toBe(200);
+    expect(unknown.json()).toEqual({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Unknown tool: payments.transfer' } });
   });
 
   it('stateful: initialize gives a session; an unknown session → 404; before initialize → -32600', async () => {
