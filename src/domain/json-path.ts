@@ -97,6 +97,8 @@ export interface SubschemaVisit {
   schema: Record<string, unknown>;
   /** JSON pointer of this subschema from the root, e.g. `/properties/amount` (`` for the root). */
   pointer: string;
+  /** How many subschemas enclose this one (0 for the root). */
+  depth: number;
 }
 
 /**
@@ -106,13 +108,13 @@ export interface SubschemaVisit {
  */
 export function* subschemas(root: unknown): Generator<SubschemaVisit> {
   const stack: SubschemaVisit[] = [];
-  if (isPlainObject(root)) stack.push({ schema: root, pointer: '' });
+  if (isPlainObject(root)) stack.push({ schema: root, pointer: '', depth: 0 });
   while (stack.length > 0) {
     const visit = stack.pop() as SubschemaVisit;
     yield visit;
     const children: SubschemaVisit[] = [];
     for (const child of childSchemas(visit.schema)) {
-      children.push({ schema: child.schema, pointer: visit.pointer + child.pointer });
+      children.push({ schema: child.schema, pointer: visit.pointer + child.pointer, depth: visit.depth + 1 });
     }
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i] as SubschemaVisit);
   }
@@ -122,7 +124,7 @@ export function* subschemas(root: unknown): Generator<SubschemaVisit> {
 export const childSchemas = (schema: Record<string, unknown>): SubschemaVisit[] => {
   const out: SubschemaVisit[] = [];
   const push = (value: unknown, pointer: string): void => {
-    if (isPlainObject(value)) out.push({ schema: value, pointer });
+    if (isPlainObject(value)) out.push({ schema: value, pointer, depth: 1 });
   };
   for (const keyword of SUBSCHEMA_MAPS) {
     const map = schema[keyword];

@@ -24,6 +24,8 @@ export interface SchemaCompiler {
 }
 
 const DIALECT = 'https://json-schema.org/draft/2020-12/schema';
+/** Subschemas nested deeper than this are refused: Ajv compiles recursively and would overflow the stack instead. */
+export const MAX_SCHEMA_DEPTH = 128;
 
 /**
  * The 2020-12 vocabularies (plus `definitions` and `dependencies`, which its meta-schema keeps). Ajv knows a few more
@@ -210,7 +212,10 @@ export function createSchemaCompiler(): SchemaCompiler {
     if (dialect !== undefined && dialect !== DIALECT && dialect !== `${DIALECT}#`) {
       refuse('schema-invalid', `${where}: $schema ${JSON.stringify(dialect)} is not JSON Schema 2020-12 (${DIALECT})`);
     }
-    for (const { schema: sub, pointer } of subschemas(schema)) {
+    for (const { schema: sub, pointer, depth } of subschemas(schema)) {
+      if (depth > MAX_SCHEMA_DEPTH) {
+        refuse('schema-invalid', `${where} nests subschemas deeper than ${MAX_SCHEMA_DEPTH} levels (at ${location(pointer.slice(0, 200))}...)`);
+      }
       for (const keyword of Object.keys(sub)) {
         if (keyword === '$anchor') {
           refuse('schema-invalid', `${where}: $anchor at ${location(pointer)} is not supported; use a '#/$defs/...' $ref`);
@@ -252,10 +257,11 @@ export function createSchemaCompiler(): SchemaCompiler {
 
   const compileChecked = (schema: JsonObject, where: string): CompiledSchema => {
     checkStatic(schema, where);
-    // Our own copy: the compiled function and the error mapper rely on the schema never changing under them.
-    const own = structuredClone(schema);
+    let own: JsonObject | undefined;
     let fn: ValidateFunction;
     try {
+      // Our own copy: the compiled function and the error mapper rely on the schema never changing under them.
+      own = structuredClone(schema);
       fn = ajv.compile(own);
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
@@ -264,7 +270,7 @@ export function createSchemaCompiler(): SchemaCompiler {
       return refuse('schema-invalid', `${where} does not compile: ${message}`);
     } finally {
       // Ajv would otherwise keep every schema it ever compiled; callers hold the compiled result themselves.
-      ajv.removeSchema(own);
+      if (own !== undefined) ajv.removeSchema(own);
     }
     return createCompiledSchema(own, fn);
   };

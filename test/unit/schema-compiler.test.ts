@@ -95,6 +95,17 @@ describe('schema compiler: refusals', () => {
     expect(refusal({ type: 'object', $schema: 'http://json-schema.org/draft-07/schema#' }).code).toBe('schema-invalid');
   });
 
+  it('refuses a schema nested deeper than 128 subschemas instead of overflowing the stack; accepts 100', () => {
+    const nest = (levels: number): JsonObject => {
+      let schema: JsonObject = { type: 'string' };
+      for (let i = 0; i < levels; i++) schema = { type: 'object', properties: { a: schema } };
+      return schema;
+    };
+    expect(refusal(nest(20_000)).code).toBe('schema-invalid');
+    expect(refusal(nest(129)).message).toContain('deeper than 128 levels');
+    expect(() => compiler.check(nest(100), 'inputSchema')).not.toThrow();
+  });
+
   it('refuses an unknown format: asserting formats means a misspelt one cannot silently pass everything', () => {
     expect(refusal(objectWith({ type: 'string', format: 'emial' })).code).toBe('schema-invalid');
   });
