@@ -20,9 +20,11 @@ import {
   type Position,
   type ReadAllOptions as ClientReadAllOptions,
   type ReadStreamOptions,
+  type SubscribeToAllOptions,
 } from '@kurrent/kurrentdb-client';
+import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ConcurrencyError, type AppendRequest, type EventStore, type ExpectedRevision } from '../../src/app/ports.ts';
 import { createKurrentDbEventStore } from '../../src/store/kurrentdb-event-store.ts';
 import { openEventStore } from '../../src/store/open-store.ts';
@@ -272,6 +274,14 @@ interface Calls {
   reads: { stream: string; options: ReadStreamOptions | undefined }[];
   readAlls: ClientReadAllOptions[];
   multi: AppendStreamRequest[][];
+  /** Every subscription the store made, as a stream the test feeds, like the server would. */
+  subscriptions: FakeSubscription[];
+}
+
+interface FakeSubscription {
+  options: SubscribeToAllOptions;
+  stream: PassThrough;
+  unsubscribed: boolean;
 }
 
 /** Only what each test scripts; anything else it is asked throws, so an unexpected call fails the test. */
@@ -281,7 +291,7 @@ function fakeClient(script: {
   readAll?: (options: ClientReadAllOptions) => AllStreamResolvedEvent[];
   multiStreamAppend?: (requests: AppendStreamRequest[]) => MultiAppendResult;
 }): { client: KurrentDBClient; calls: Calls } {
-  const calls: Calls = { appends: [], reads: [], readAlls: [], multi: [] };
+  const calls: Calls = { appends: [], reads: [], readAlls: [], multi: [], subscriptions: [] };
   const unexpected = (what: string) => () => {
     throw new Error(`unexpected call: ${what}`);
   };
@@ -304,6 +314,16 @@ function fakeClient(script: {
         calls.readAlls.push(options);
         yield* (script.readAll ?? unexpected('readAll'))(options);
       })(),
+    subscribeToAll: (options: SubscribeToAllOptions) => {
+      const stream = new PassThrough({ objectMode: true });
+      const fake: FakeSubscription = { options, stream, unsubscribed: false };
+      calls.subscriptions.push(fake);
+      return Object.assign(stream, {
+        unsubscribe: async () => {
+          fake.unsubscribed = true;
+        },
+      });
+    },
     dispose: async () => undefined,
   };
   return { client: fake as unknown as KurrentDBClient, calls };
@@ -410,5 +430,117 @@ describe('KurrentDbEventStore over a scripted client', () => {
       filter: { filterOn: 'streamName', prefixes: ['p-'] },
     });
     await expect(store.readAll({ after: '10' })).rejects.toThrow(/not a KurrentDB event store position/);
+  });
+
+  describe('subscribe', () => {
+    const WAIT = { timeout: 5_000, interval: 5 };
+    const summary = (events: { streamId: string; revision: number; position: string }[]) =>
+      events.map((e) => `${e.streamId}#${e.revision}@${e.position}`);
+
+    it('delivers in order without system events, and after a dropped stream subscribes again from the last handled position', async () => {
+      const { client, calls } = fakeClient({});
+      const store = open(client);
+      const seen: string[] = [];
+      const errors: unknown[] = [];
+      const subscription = store.subscribe({
+        after: null,
+        streamPrefix: 'p-',
+        onEvents: (batch) => void seen.push(...summary(batch)),
+        onError: (error) => void errors.push(error),
+      });
+      try {
+        expect(calls.subscriptions).toHaveLength(1);
+        expect(calls.subscriptions[0]!.options).toMatchObject({ fromPosition: 'start', filter: { prefixes: ['p-'] } });
+        const first = calls.subscriptions[0]!.stream;
+        first.write(at('p-a', 0, 10n));
+        first.write(at('p-a', 1, 15n, '$metadata'));
+        first.write(at('p-b', 0, 20n));
+        await vi.waitFor(() => expect(seen).toEqual(['p-a#0@10:10', 'p-b#0@20:20']), WAIT);
+
+        const dropped = new UnavailableError();
+        first.emit('error', dropped);
+        await vi.waitFor(() => expect(calls.subscriptions).toHaveLength(2), WAIT);
+        expect(errors).toEqual([dropped]);
+        expect(calls.subscriptions[0]!.unsubscribed).toBe(true);
+        expect(calls.subscriptions[1]!.options.fromPosition).toEqual({ commit: 20n, prepare: 20n });
+
+        // A server that repeats the event at the cursor does not make it arrive twice.
+        const second = calls.subscriptions[1]!.stream;
+        second.write(at('p-b', 0, 20n));
+        second.write(at('p-a', 2, 30n));
+        await vi.waitFor(() => expect(seen).toHaveLength(3), WAIT);
+        expect(seen).toEqual(['p-a#0@10:10', 'p-b#0@20:20', 'p-a#2@30:30']);
+      } finally {
+        await subscription.close();
+        await store.close();
+      }
+    });
+
+    it('offers a batch whose handler threw again, from the same cursor, and reports the failure', async () => {
+      const { client, calls } = fakeClient({});
+      const store = open(client);
+      const seen: string[] = [];
+      const errors: unknown[] = [];
+      let failOnce = true;
+      const subscription = store.subscribe({
+        after: '5:5',
+        onEvents: (batch) => {
+          if (failOnce && batch.some((e) => e.revision === 1)) {
+            failOnce = false;
+            throw new Error('projection failed');
+          }
+          seen.push(...summary(batch));
+        },
+        onError: (error) => void errors.push(error),
+      });
+      try {
+        expect(calls.subscriptions[0]!.options).toMatchObject({ fromPosition: { commit: 5n, prepare: 5n }, filter: { filterOn: 'eventType' } });
+        calls.subscriptions[0]!.stream.write(at('s', 0, 10n));
+        await vi.waitFor(() => expect(seen).toEqual(['s#0@10:10']), WAIT);
+        calls.subscriptions[0]!.stream.write(at('s', 1, 20n));
+        await vi.waitFor(() => expect(calls.subscriptions).toHaveLength(2), WAIT);
+        expect((errors[0] as Error).message).toBe('projection failed');
+        expect(calls.subscriptions[1]!.options.fromPosition).toEqual({ commit: 10n, prepare: 10n });
+        calls.subscriptions[1]!.stream.write(at('s', 1, 20n));
+        await vi.waitFor(() => expect(seen).toEqual(['s#0@10:10', 's#1@20:20']), WAIT);
+      } finally {
+        await subscription.close();
+        await store.close();
+      }
+    });
+
+    it('waits for each batch before handing over the next, and stops delivering once closed', async () => {
+      const { client, calls } = fakeClient({});
+      const store = open(client);
+      const seen: number[] = [];
+      let busy = false;
+      let overlaps = 0;
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const subscription = store.subscribe({
+        onEvents: async (batch) => {
+          if (busy) overlaps++;
+          busy = true;
+          if (seen.length === 0) await gate;
+          seen.push(...batch.map((e) => e.revision));
+          busy = false;
+        },
+      });
+      const stream = calls.subscriptions[0]!.stream;
+      stream.write(at('s', 0, 10n));
+      await vi.waitFor(() => expect(busy).toBe(true), WAIT);
+      for (let i = 1; i < 5; i++) stream.write(at('s', i, BigInt(10 + i * 10)));
+      release();
+      await vi.waitFor(() => expect(seen).toEqual([0, 1, 2, 3, 4]), WAIT);
+      expect(overlaps).toBe(0);
+
+      await subscription.close();
+      expect(calls.subscriptions[0]!.unsubscribed).toBe(true);
+      stream.write(at('s', 5, 60n));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(seen).toEqual([0, 1, 2, 3, 4]);
+      expect(calls.subscriptions).toHaveLength(1);
+      await store.close();
+    });
   });
 });
