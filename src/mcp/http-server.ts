@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Principal } from '../domain/types.ts';
+import type { EdgeCaller, HttpEdge } from '../auth/http-edge.ts';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { hostAllowed, isJsonContentType, originAllowed, readBody } from './http-guards.ts';
 import { HttpSessions, KEEP_ALIVE_MS } from './http-sessions.ts';
@@ -27,6 +28,8 @@ export interface HttpServeOptions {
   allowedHosts: readonly string[];
   allowedOrigins: readonly string[];
   sessionIdleMs?: number;
+  /** Authorization: extra routes and the caller of each /mcp request (else every request is `principal`). */
+  edge?: HttpEdge;
 }
 
 export interface RunningHttpServer {
@@ -52,13 +55,16 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
 export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpServer> => {
   const { core, principal } = o;
   const sessions = new HttpSessions(core, principal, o.sessionIdleMs);
+  const callers = new WeakMap<IncomingMessage, EdgeCaller>();
+  const principalOf = (req: IncomingMessage): Principal => callers.get(req)?.principal ?? principal;
+  const ownerOf = (req: IncomingMessage): string | undefined => callers.get(req)?.owner;
   const listenStreams = new Set<() => void>();
 
   const stateless = async (req: IncomingMessage, res: ServerResponse, raw: unknown): Promise<void> => {
     if (Array.isArray(raw)) return sendJson(res, 400, failure(null, INVALID_REQUEST, 'Invalid Request: batches do not exist in 2026-07-28'));
     const env = checkEnvelope(raw);
     if (!env.ok) return sendJson(res, 400, env.response);
-    const out = await handleStateless(core, env.message, { principal, headers: (n) => header(req, n) });
+    const out = await handleStateless(core, env.message, { principal: principalOf(req), headers: (n) => header(req, n) });
     if (out.kind === 'none') {
       res.writeHead(202).end();
       return;
@@ -78,7 +84,7 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
     });
     transport.onmessage = (m) => {
       const request = m as unknown as JsonRpcRequest;
-      listen = openListen(core, principal, request, out.toolsListChanged, (n) => {
+      listen = openListen(core, principalOf(req), request, out.toolsListChanged, (n) => {
         void transport.send(n as JSONRPCMessage, { relatedRequestId: request.id }).catch(() => undefined);
       });
     };
@@ -100,12 +106,12 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
       }
       if (m.method === 'ping') return sendJson(res, 200, success(m.id, {}));
       if (m.method !== 'initialize') return sendJson(res, 400, failure(m.id, notInitialized().code, notInitialized().message));
-      const s = sessions.create();
+      const s = sessions.create(principalOf(req), ownerOf(req));
       await s.transport.handleRequest(req, res, raw);
       if (!s.session.isInitialized) sessions.drop(s.id);
       return;
     }
-    const s = sessions.get(sid);
+    const s = sessions.get(sid, ownerOf(req));
     if (!s) return sendJson(res, 404, failure(null, SESSION_NOT_FOUND, 'Session not found'));
     if (Array.isArray(raw)) {
       const answer = await s.session.handleFrame(raw);
@@ -141,7 +147,7 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
   const streamOrDelete = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const sid = header(req, 'mcp-session-id');
     if (sid === undefined) return sendJson(res, 400, failure(null, FORBIDDEN, 'Bad Request: Mcp-Session-Id header is required'));
-    const s = sessions.get(sid);
+    const s = sessions.get(sid, ownerOf(req));
     if (!s) return sendJson(res, 404, failure(null, SESSION_NOT_FOUND, 'Session not found'));
     if (req.method === 'GET') {
       s.openStreams++;
@@ -154,13 +160,19 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path !== '/mcp') return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (path !== '/mcp' && !o.edge?.serves(path)) return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
     if (!hostAllowed(header(req, 'host'), o.allowedHosts)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Host '${header(req, 'host') ?? ''}' is not allowed`));
     }
     if (!originAllowed(header(req, 'origin'), o.allowedOrigins)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Origin '${header(req, 'origin') ?? ''}' is not allowed`));
+    }
+    if (o.edge) {
+      if (path !== '/mcp') return o.edge.route(req, res, path);
+      const caller = await o.edge.authenticate(req, res);
+      if (!caller) return;
+      callers.set(req, caller);
     }
     switch (req.method) {
       case 'POST':

@@ -22,6 +22,8 @@ export interface HttpSession {
   transport: NodeStreamableHTTPServerTransport;
   lastSeen: number;
   openStreams: number;
+  /** Who opened it, when the edge authenticates callers; a request from anyone else does not find it. */
+  owner?: string;
 }
 
 export class HttpSessions {
@@ -40,14 +42,15 @@ export class HttpSessions {
     return this.sessions.size;
   }
 
-  get(id: string): HttpSession | undefined {
+  get(id: string, owner?: string): HttpSession | undefined {
     const s = this.sessions.get(id);
+    if (s && s.owner !== owner) return undefined;
     if (s) s.lastSeen = Date.now();
     return s;
   }
 
   /** A new session for an initialize request; registered once the SDK has assigned it the id. */
-  create(): HttpSession {
+  create(principal: Principal = this.principal, owner?: string): HttpSession {
     const id = randomUUID();
     const transport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
@@ -59,14 +62,14 @@ export class HttpSessions {
     });
     const session = new StatefulSession(this.core, {
       id,
-      principal: this.principal,
+      principal,
       transport: 'http',
       notify: (n: JsonRpcNotification) => {
         // On the GET stream (stored for replay); dropped by the SDK if no stream is open.
         void transport.send(n as JSONRPCMessage).catch((e: unknown) => this.core.log.debug({ err: e, session: id }, 'notification not delivered'));
       },
     });
-    const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0 };
+    const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0, ...(owner !== undefined ? { owner } : {}) };
     transport.onmessage = (message) => {
       const call = message as unknown as JsonRpcCall;
       void session.handle(call).then(
@@ -90,8 +93,9 @@ export class HttpSessions {
     this.core.log.info({ session: id }, 'session closed');
   }
 
-  private expire(): void {
-    const cutoff = Date.now() - this.idleMs;
+  /** Close every session idle for longer than the limit; one with an open GET stream is not idle. */
+  expire(now: number = Date.now()): void {
+    const cutoff = now - this.idleMs;
     for (const s of [...this.sessions.values()]) if (s.openStreams === 0 && s.lastSeen < cutoff) this.drop(s.id);
   }
 

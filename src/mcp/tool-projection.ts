@@ -14,7 +14,21 @@ export const INCLUDE_DEPRECATED_META = 'io.estate/includeDeprecated';
 export const deprecationNotice = (v: CatalogueVersion): { reason: string; at: string } | undefined =>
   v.deprecated ? { reason: v.deprecated.reason, at: v.deprecated.at } : undefined;
 
-export const toMcpTool = (v: CatalogueVersion, revision: string): Record<string, unknown> => {
+/**
+ * Catalogue records are immutable (a deprecation makes a new one), so a record's Tool for a revision is built once
+ * and shared by every listing that shows it. Callers must not mutate the returned object.
+ */
+const projected = new WeakMap<CatalogueVersion, Map<string, Readonly<Record<string, unknown>>>>();
+
+export const toMcpTool = (v: CatalogueVersion, revision: string): Readonly<Record<string, unknown>> => {
+  let byRevision = projected.get(v);
+  if (!byRevision) projected.set(v, (byRevision = new Map()));
+  let tool = byRevision.get(revision);
+  if (!tool) byRevision.set(revision, (tool = project(v, revision)));
+  return tool;
+};
+
+const project = (v: CatalogueVersion, revision: string): Record<string, unknown> => {
   const def = v.definition;
   const tool: Record<string, unknown> = {};
   for (const field of toolFields(revision)) {
