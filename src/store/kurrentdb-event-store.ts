@@ -205,7 +205,7 @@ export function createKurrentDbEventStore(options: KurrentDbEventStoreOptions): 
 
   async function readAll(readOptions: ReadAllOptions = {}): Promise<StoredEvent[]> {
     assertOpen();
-    const limit = readOptions.limit ?? DEFAULT_LIMIT;
+    const limit = Math.floor(readOptions.limit ?? DEFAULT_LIMIT);
     if (limit <= 0) return [];
     const after = readOptions.after === null || readOptions.after === undefined ? null : decodePosition(readOptions.after);
     const prefix = readOptions.streamPrefix;
@@ -239,7 +239,7 @@ export function createKurrentDbEventStore(options: KurrentDbEventStoreOptions): 
 
   return {
     kind: 'kurrentdb',
-    append: (streamId, events, { expectedRevision }) => {
+    append: async (streamId, events, { expectedRevision }) => {
       assertOpen();
       return appendOne({ streamId, events, expectedRevision });
     },
