@@ -1,0 +1,171 @@
+/**
+ * The EventStore contract on the real PostgreSQL (ESTATE_TEST_PG), plus what only PostgreSQL can get wrong: a
+ * transaction that commits after a later one must still reach a tailing reader, in cursor order.
+ * Everything runs in a schema of its own, dropped at the end.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import type { AppendRequest, EventStore, StoredEvent, Subscription } from '../../src/app/ports.ts';
+import { createPostgresEventStore, type PostgresEventStoreOptions } from '../../src/store/postgres-event-store.ts';
+import { dropSchema, requirePostgres, uniqueSchema } from '../int/pg-helpers.ts';
+import { eventStoreContract } from './event-store-contract.ts';
+
+const WAIT = { timeout: 10_000, interval: 10 };
+/** A window in which a wrong delivery would show up; nothing is asserted about how long anything takes. */
+const QUIET_MS = 250;
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+const url = await requirePostgres('PostgresEventStore');
+
+if (url !== null) {
+  const schema = uniqueSchema('contract');
+  const open = (extra: Partial<PostgresEventStoreOptions> = {}): Promise<EventStore> =>
+    createPostgresEventStore({ connectionString: url, schema, ...extra });
+
+  afterAll(async () => {
+    await dropSchema(url, schema);
+  });
+
+  eventStoreContract('postgres', async () => {
+    const store = await open();
+    return { store, cleanup: () => store.close(), connectAgain: () => open() };
+  });
+
+  describe('PostgresEventStore specifics', () => {
+    const stores: EventStore[] = [];
+    const subscriptions: Subscription[] = [];
+    const prefix = (): string => `pg${randomUUID().replaceAll('-', '').slice(0, 12)}-`;
+    const track = async (store: Promise<EventStore>): Promise<EventStore> => {
+      const opened = await store;
+      stores.push(opened);
+      return opened;
+    };
+
+    afterEach(async () => {
+      for (const s of subscriptions.splice(0)) await s.close();
+      for (const s of stores.splice(0)) await s.close();
+    });
+
+    it('delivers an event whose transaction commits after a later one, before it, never skipping it', async () => {
+      const p = prefix();
+      const late = `${p}late`;
+      const early = `${p}early`;
+      let holding: (() => void) | undefined;
+      let held!: () => void;
+      const heldOpen = new Promise<void>((resolve) => (held = resolve));
+      const slow = await track(
+        open({
+          beforeCommit: (requests: AppendRequest[]) =>
+            requests.some((r) => r.streamId === late)
+              ? new Promise<void>((resolve) => {
+                  holding = resolve;
+                  held();
+                })
+              : Promise.resolve(),
+        }),
+      );
+      const fast = await track(open());
+      const reader = await track(open());
+
+      const seen: StoredEvent[] = [];
+      subscriptions.push(reader.subscribe({ after: null, streamPrefix: p, onEvents: (batch) => void seen.push(...batch) }));
+
+      // The late writer takes its transaction id first, then stalls before COMMIT.
+      const lateAppend = slow.append(late, [{ type: 'Late', data: {} }], { expectedRevision: 'no_stream' });
+      try {
+        await heldOpen;
+        const other = await fast.append(early, [{ type: 'CommittedFirst', data: {} }], { expectedRevision: 'no_stream' });
+        expect(await fast.readStream(early)).toHaveLength(1);
+
+        // A reader that moved past the committed event now would never come back for the late one.
+        await sleep(QUIET_MS);
+        expect(seen).toEqual([]);
+        expect(await reader.readAll({ streamPrefix: p })).toEqual([]);
+
+        holding!();
+        const lateResult = await lateAppend;
+        await vi.waitFor(() => expect(seen).toHaveLength(2), WAIT);
+        expect(seen.map((e) => e.type)).toEqual(['Late', 'CommittedFirst']);
+        expect(seen.map((e) => e.position)).toEqual([...lateResult.positions, ...other.positions]);
+        expect((await reader.readAll({ streamPrefix: p })).map((e) => e.position)).toEqual(seen.map((e) => e.position));
+        const afterLate = await reader.readAll({ streamPrefix: p, after: lateResult.positions[0]! });
+        expect(afterLate.map((e) => e.type)).toEqual(['CommittedFirst']);
+      } finally {
+        // However this test ends, the held transaction must end too: it holds back every reader on the cluster.
+        holding?.();
+        await lateAppend.catch(() => undefined);
+      }
+    });
+
+    it('two stores (two pools) racing on one stream: exactly one wins, the other gets a ConcurrencyError', async () => {
+      const id = `${prefix()}race`;
+      const [a, b] = [await track(open()), await track(open())];
+      await a.append(id, [{ type: 'Base', data: {} }], { expectedRevision: 'no_stream' });
+      const outcomes = await Promise.allSettled([
+        a.append(id, [{ type: 'A', data: {} }], { expectedRevision: 0 }),
+        b.append(id, [{ type: 'B', data: {} }], { expectedRevision: 0 }),
+      ]);
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+      const lost = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+      expect((lost?.reason as Error).name).toBe('ConcurrencyError');
+      expect((await a.readStream(id)).map((e) => e.revision)).toEqual([0, 1]);
+    });
+
+    it('creates its schema once even when many first users arrive together', async () => {
+      const fresh = uniqueSchema('race');
+      try {
+        const racers = await Promise.all(
+          Array.from({ length: 5 }, () => track(createPostgresEventStore({ connectionString: url, schema: fresh }))),
+        );
+        const results = await Promise.all(
+          racers.map((store, i) => store.append(`s-${i}`, [{ type: 'First', data: { i } }], { expectedRevision: 'no_stream' })),
+        );
+        expect(results.map((r) => r.revision)).toEqual([0, 0, 0, 0, 0]);
+        expect(await racers[0]!.readAll()).toHaveLength(5);
+      } finally {
+        for (const s of stores.splice(0)) await s.close();
+        await dropSchema(url, fresh);
+      }
+    });
+
+    it('finds a prefix past thousands of other streams’ events, in readAll and in a subscription', async () => {
+      const p = prefix();
+      const store = await track(open());
+      const wanted = `${p}tool-x`;
+      await store.append(wanted, [{ type: 'Before', data: {} }], { expectedRevision: 'no_stream' });
+      // More than one scan window of events the filter must step over.
+      await store.appendMany(
+        Array.from({ length: 12 }, (_, i) => ({
+          streamId: `${p}run-${i}`,
+          events: Array.from({ length: 500 }, (_, j) => ({ type: 'Call', data: { j } })),
+          expectedRevision: 'no_stream' as const,
+        })),
+      );
+      await store.append(wanted, [{ type: 'After', data: {} }], { expectedRevision: 0 });
+
+      const first = await store.readAll({ streamPrefix: `${p}tool-`, limit: 1 });
+      expect(first.map((e) => e.type)).toEqual(['Before']);
+      const next = await store.readAll({ streamPrefix: `${p}tool-`, after: first[0]!.position });
+      expect(next.map((e) => e.type)).toEqual(['After']);
+
+      const seen: string[] = [];
+      subscriptions.push(
+        store.subscribe({ after: first[0]!.position, streamPrefix: `${p}tool-`, onEvents: (b) => void seen.push(...b.map((e) => e.type)) }),
+      );
+      await vi.waitFor(() => expect(seen).toEqual(['After']), WAIT);
+      await store.append(wanted, [{ type: 'Tailed', data: {} }], { expectedRevision: 1 });
+      await vi.waitFor(() => expect(seen).toEqual(['After', 'Tailed']), WAIT);
+    });
+
+    it('rejects a position it did not make', async () => {
+      const store = await track(open());
+      await expect(store.readAll({ after: '42' })).rejects.toThrow(/not a PostgreSQL event store position/);
+    });
+
+    it('refuses a schema name that is not a plain identifier', async () => {
+      await expect(createPostgresEventStore({ connectionString: url, schema: 'x"; drop table y; --' })).rejects.toThrow(
+        /invalid PostgreSQL schema name/,
+      );
+    });
+  });
+}
