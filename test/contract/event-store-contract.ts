@@ -2,6 +2,10 @@
  * The one contract every EventStore adapter keeps (src/app/ports.ts). Each adapter's test file calls
  * `eventStoreContract(name, factory)`. Every test works in streams with a fresh random prefix and reads the global
  * log only through that prefix, so the suite can run against a shared database that is never cleaned.
+ *
+ * `readAll` may lag a commit while an earlier-started transaction is still in flight: that is how a PostgreSQL store
+ * avoids ever skipping an event. So before asserting on the global log the suite waits until the events it wrote are
+ * visible, then asserts exactly; to prove that nothing was written it appends a marker afterwards and waits for that.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -84,6 +88,27 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
     const extraStores: EventStore[] = [];
 
     const stream = (label: string): string => `${prefix}${label}`;
+
+    /** Waits until at least `count` events under `under` are visible to readAll, and returns them all. */
+    async function visible(count: number, under = prefix): Promise<StoredEvent[]> {
+      return vi.waitFor(async () => {
+        const events = await readAllUnder(store, under);
+        expect(events.length).toBeGreaterThanOrEqual(count);
+        return events;
+      }, WAIT);
+    }
+
+    /** Everything under the prefix once a marker appended NOW is visible, minus the marker. */
+    async function settledLog(): Promise<StoredEvent[]> {
+      const marker = stream('~marker');
+      const { positions } = await store.append(marker, [ev('Marker')], { expectedRevision: 'any' });
+      const events = await vi.waitFor(async () => {
+        const all = await readAllUnder(store, prefix);
+        expect(all.map((e) => e.position)).toContain(positions[0]);
+        return all;
+      }, WAIT);
+      return events.filter((e) => e.streamId !== marker);
+    }
 
     /** Subscribes and collects every delivered event; `batches` counts deliveries. */
     function collect(
@@ -252,10 +277,10 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       it('writes nothing on a conflict, not even part of a multi-event append', async () => {
         const id = stream('nothing');
         await store.append(id, [ev('A')], { expectedRevision: 'no_stream' });
-        const before = await readAllUnder(store, prefix);
+        const before = await visible(1);
         await expectConflict(store.append(id, numbered(3), { expectedRevision: 5 }), id, 5, 0);
         expect(await store.readStream(id)).toHaveLength(1);
-        expect(summary(await readAllUnder(store, prefix))).toEqual(summary(before));
+        expect(summary(await settledLog())).toEqual(summary(before));
       });
 
       it('two concurrent appends with the same expected revision: exactly one wins', async () => {
@@ -312,7 +337,7 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         const a = stream('all-a');
         const b = stream('all-b');
         await store.append(b, [ev('B0')], { expectedRevision: 'no_stream' });
-        const before = await readAllUnder(store, prefix);
+        const before = await visible(1);
         await expectConflict(
           store.appendMany([
             { streamId: a, events: [ev('A0')], expectedRevision: 'no_stream' },
@@ -324,7 +349,7 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         );
         expect(await store.readStream(a)).toEqual([]);
         expect(await store.readStream(b)).toHaveLength(1);
-        expect(summary(await readAllUnder(store, prefix))).toEqual(summary(before));
+        expect(summary(await settledLog())).toEqual(summary(before));
       });
 
       it('accepts an empty request list', async () => {
@@ -341,6 +366,7 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         await store.append(a, [ev('A2')], { expectedRevision: 1 });
         await store.append(b, [ev('B1'), ev('B2')], { expectedRevision: 0 });
         const expected = [`${a}#0:A0`, `${a}#1:A1`, `${b}#0:B0`, `${a}#2:A2`, `${b}#1:B1`, `${b}#2:B2`];
+        await visible(expected.length);
 
         expect(summary(await store.readAll({ streamPrefix: prefix }))).toEqual(expected);
         for (const limit of [1, 2, 4]) expect(summary(await readAllUnder(store, prefix, limit))).toEqual(expected);
@@ -355,6 +381,7 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       it('returns nothing after the last position', async () => {
         const id = stream('last');
         const { positions } = await store.append(id, numbered(3), { expectedRevision: 'no_stream' });
+        await visible(3);
         expect(await store.readAll({ streamPrefix: prefix, after: positions[2]! })).toEqual([]);
         expect(await store.readAll({ streamPrefix: prefix, after: positions[1]! })).toHaveLength(1);
       });
@@ -370,6 +397,7 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         }
         expect(appended.every((p) => typeof p === 'string' && p.length > 0)).toBe(true);
         expect(new Set(appended).size).toBe(appended.length);
+        await visible(appended.length);
         expect((await readAllUnder(store, prefix, 5)).map((e) => e.position)).toEqual(appended);
         const fromStreams = (await Promise.all(ids.map((id) => store.readStream(id)))).flat().map((e) => e.position);
         expect(new Set(fromStreams)).toEqual(new Set(appended));
@@ -385,6 +413,8 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         await store.append(wildcardBait, [ev('W')], { expectedRevision: 'no_stream' });
         await store.append(percent, [ev('P')], { expectedRevision: 'no_stream' });
         await store.append(`x${tool}`, [ev('Outside')], { expectedRevision: 'no_stream' });
+        await visible(4);
+        await visible(1, `x${prefix}`);
 
         expect(summary(await store.readAll({ streamPrefix: stream('tool-') }))).toEqual([`${tool}#0:T`]);
         expect(summary(await store.readAll({ streamPrefix: stream('run-') }))).toEqual([`${run}#0:R`]);
@@ -396,6 +426,7 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       it('caps a page at the requested limit and at 1000 by default', async () => {
         const id = stream('big');
         await store.append(id, numbered(1_050), { expectedRevision: 'no_stream' });
+        await visible(1_050);
         const firstPage = await store.readAll({ streamPrefix: prefix });
         expect(firstPage.length).toBeGreaterThan(0);
         expect(firstPage.length).toBeLessThanOrEqual(1000);
