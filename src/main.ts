@@ -3,7 +3,7 @@
  */
 import { CatalogueReader, type CatalogueReaderOptions } from './app/catalogue-reader.ts';
 import { CommandHandler } from './app/command-handler.ts';
-import type { EventStore } from './app/ports.ts';
+import type { EventStore, Subscription } from './app/ports.ts';
 import type { EstateConfig } from './config.ts';
 import { createSchemaCompiler, type SchemaCompiler } from './domain/schema-compiler.ts';
 import { openEventStore } from './store/open-store.ts';
@@ -15,8 +15,32 @@ export interface Estate {
   compiler: SchemaCompiler;
   /** A read side; call `catchUp()` before reading, `follow()` to keep it current. */
   reader(options?: CatalogueReaderOptions): CatalogueReader;
+  /**
+   * Bring `reader` up to date and keep it so, the way `--bus` says: `local` tails the store; `kafka://...` makes this
+   * process a relay candidate and a consumer of the change topic (src/bus/kafka-change-feed.ts).
+   */
+  followChanges(reader: CatalogueReader, log: ChangeFeedLog): Promise<Subscription>;
   close(): Promise<void>;
 }
+
+export interface ChangeFeedLog {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+const followChangesFor =
+  (config: EstateConfig, store: EventStore) =>
+  async (reader: CatalogueReader, log: ChangeFeedLog): Promise<Subscription> => {
+    if (config.bus === 'local') {
+      await reader.catchUp();
+      return reader.follow((e) => log.warn({ err: e }, 'catalogue tail: read failed, retrying'));
+    }
+    // Loaded only for a kafka:// bus, so the default never loads kafkajs.
+    const feed = await import('./bus/kafka-change-feed.ts');
+    return feed.startKafkaChangeFeed({ url: config.bus, topic: config.topic, store, reader, log });
+  };
 
 export const openEstate = async (config: EstateConfig): Promise<Estate> => {
   const store = await openEventStore(config.store);
@@ -27,6 +51,7 @@ export const openEstate = async (config: EstateConfig): Promise<Estate> => {
     compiler,
     commands: new CommandHandler({ store }),
     reader: (options) => new CatalogueReader(store, options),
+    followChanges: followChangesFor(config, store),
     close: () => store.close(),
   };
 };

@@ -1,0 +1,66 @@
+/**
+ * Keeps a read side current from bus announcements instead of tailing the store: each announced change makes the
+ * reader catch up from the STORE (the message names a position, the store holds the event), and the reader's own
+ * onUpdate path then tells the sessions whose view changed.
+ *
+ * Deduplication is by position, and by content: a change the read model already reflects (the version exists, or
+ * already has that status) needs no read, so redelivered messages and messages for events an earlier catch-up
+ * already applied cost nothing. A change that is announced but not yet visible to this reader's store connection
+ * (a replica of the store lagging) is retried briefly.
+ */
+import type { CatalogueReader } from './catalogue-reader.ts';
+import type { CatalogueChange, ChangeBus, Subscription } from './ports.ts';
+
+export interface BusFollowerLog {
+  warn(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+const SEEN_LIMIT = 10_000;
+const RETRIES_MS = [20, 50, 100, 250, 500, 1000];
+
+const reflected = (reader: CatalogueReader, c: CatalogueChange): boolean => {
+  const v = reader.catalogue.tool(c.tool)?.versions.find((x) => x.version === c.version);
+  if (!v) return false;
+  if (c.event === 'ToolVersionPublished') return true;
+  if (c.event === 'ToolVersionDeprecated') return v.status !== 'active';
+  return v.status === 'retired';
+};
+
+/**
+ * Start the bus, then catch up from the store (in that order: anything announced after the bus started is delivered,
+ * anything before is in the store). Resolves once the reader is current.
+ */
+export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: BusFollowerLog): Promise<Subscription> => {
+  const seen = new Set<string>();
+  let markReady!: () => void;
+  const ready = new Promise<void>((r) => (markReady = r));
+
+  const onChange = async (changes: CatalogueChange[]): Promise<void> => {
+    // Batches arrive one at a time (the consumer awaits this); the first waits for the initial catch-up.
+    await ready;
+    const pending = changes.filter((c) => {
+      if (seen.has(c.position)) return false;
+      seen.add(c.position);
+      return !reflected(reader, c);
+    });
+    if (seen.size > SEEN_LIMIT) for (const p of [...seen].slice(0, seen.size - SEEN_LIMIT / 2)) seen.delete(p);
+    if (pending.length === 0) return;
+    await reader.catchUp();
+    for (const delay of RETRIES_MS) {
+      if (pending.every((c) => reflected(reader, c))) return;
+      await new Promise((r) => setTimeout(r, delay));
+      await reader.catchUp();
+    }
+    const missing = pending.filter((c) => !reflected(reader, c)).map((c) => c.position);
+    if (missing.length > 0) log?.warn({ positions: missing }, 'bus: announced changes not found in the store; the next announcement will catch up');
+  };
+
+  await bus.start(onChange);
+  try {
+    await reader.catchUp();
+  } finally {
+    markReady();
+  }
+  return { close: () => bus.stop() };
+};

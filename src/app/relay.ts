@@ -1,0 +1,166 @@
+/**
+ * The relay: puts every catalogue event of the store on the change bus, once at least, in store order.
+ *
+ * Checkpoint. The relay reads `tool-` events after its checkpoint, hands them to the publisher, and only once the
+ * publisher says Kafka acknowledged them (acks from all in-sync replicas) appends the new checkpoint to the event
+ * store. A change made while Kafka is down waits in the store and is sent when Kafka returns; a relay killed between
+ * the send and the checkpoint sends that batch again (a duplicate, never a loss); consumers deduplicate by position.
+ *
+ * Exactly one relay publishes at a time: why a lease in the event store itself (see relay-lease.ts).
+ * - It works on every store Estate runs on (SQLite, memory, PostgreSQL, KurrentDB) with the one primitive the port
+ *   already guarantees everywhere, an append with an expected revision. A PostgreSQL advisory lock would tie the
+ *   design to one store, and a lock held by a session says nothing about a relay whose connection outlived it.
+ * - The lease and the checkpoint are the same stream, so moving the checkpoint IS the fencing check: a relay that
+ *   lost the lease while paused cannot move the checkpoint of its successor (its append conflicts); at worst it has
+ *   produced one batch twice.
+ * - Kafka group membership would also elect one member, but it fails exactly when this relay matters most — while
+ *   Kafka is down nobody could tell who leads, and after a rebalance two members can both believe they lead until
+ *   their next heartbeat, with nothing to fence the checkpoint.
+ * - Expiry never compares clocks across machines (each candidate measures the lease on its own monotonic clock).
+ * The price: renewals append one small event per third of the TTL while a relay runs (default TTL 30 s → one event
+ * every 10 s, ~8,600 a day), and a dead relay's successor starts after at most the TTL (a clean stop releases it).
+ */
+import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
+import { decodeCatalogueEvent } from './event-codec.ts';
+import type { CatalogueChange, EventStore, StoredEvent } from './ports.ts';
+import { RelayLease } from './relay-lease.ts';
+
+/** Where the relay's changes go; `publish` resolves only once the bus acknowledged every change. */
+export interface ChangePublisher {
+  publish(changes: readonly CatalogueChange[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface RelayLog {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
+
+export interface RelayOptions {
+  store: EventStore;
+  publisher: ChangePublisher;
+  /** The topic; names the lease/checkpoint stream `relay-<topic>`. */
+  topic: string;
+  /** Who this candidate is, for the lease and logs (host:pid:uuid is a good choice). */
+  holder: string;
+  /** Lease time to live. Default 30000. */
+  ttlMs?: number;
+  /** How often the active relay looks for new events when idle. Default 50. */
+  pollMs?: number;
+  /** Events per batch. Default 500. */
+  batchSize?: number;
+  log?: RelayLog;
+  /** Called after each batch Kafka acknowledged (tests, metrics). */
+  onPublished?: (changes: readonly CatalogueChange[]) => void;
+  /** Monotonic milliseconds (tests). */
+  now?: () => number;
+}
+
+export const relayStream = (topic: string): string => `relay-${topic}`;
+
+const silent: RelayLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
+
+/** The change a stored catalogue event announces; null for any other event under `tool-`. */
+export const changeOf = (stored: StoredEvent): CatalogueChange | null => {
+  const event = decodeCatalogueEvent(stored);
+  if (!event) return null;
+  const { name, version } = event.type === 'ToolVersionPublished' ? event.data.definition : event.data;
+  return { type: 'catalogue.changed', position: stored.position, tool: name, version, event: event.type, at: event.data.at };
+};
+
+export interface Relay {
+  /** True while this candidate holds the lease. */
+  readonly active: boolean;
+  readonly lease: RelayLease;
+  /** Stop; a holder releases the lease so a successor need not wait for the TTL. */
+  close(): Promise<void>;
+}
+
+export const startRelay = (o: RelayOptions): Relay => {
+  const log = o.log ?? silent;
+  const ttlMs = o.ttlMs ?? 30_000;
+  const pollMs = o.pollMs ?? 50;
+  const lease = new RelayLease({ store: o.store, streamId: relayStream(o.topic), holder: o.holder, ttlMs, ...(o.now ? { now: o.now } : {}) });
+  let closed = false;
+  let wake: (() => void) | null = null;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        wake = null;
+        resolve();
+      }, ms);
+      wake = () => {
+        clearTimeout(t);
+        wake = null;
+        resolve();
+      };
+    });
+
+  const toChanges = (events: readonly StoredEvent[]): CatalogueChange[] => {
+    const out: CatalogueChange[] = [];
+    for (const e of events) {
+      try {
+        const c = changeOf(e);
+        if (c) out.push(c);
+      } catch (err) {
+        // A corrupt event must not stall the topic forever; the read models skip it the same way.
+        log.warn({ err, position: e.position, streamId: e.streamId }, 'relay: malformed catalogue event not published');
+      }
+    }
+    return out;
+  };
+
+  const step = async (): Promise<number> => {
+    if (!lease.isHeld) {
+      if (!(await lease.tryAcquire())) return ttlMs / 3;
+      log.info({ holder: o.holder, topic: o.topic, checkpoint: lease.position }, 'relay: lease taken, publishing');
+    } else if (lease.renewDue && !(await lease.renew())) {
+      log.warn({ holder: o.holder, by: lease.currentHolder }, 'relay: lease lost');
+      return 0;
+    }
+    const events = await o.store.readAll({ after: lease.position, streamPrefix: TOOL_STREAM_PREFIX, limit: o.batchSize ?? 500 });
+    const last = events[events.length - 1];
+    if (!last) return pollMs;
+    const changes = toChanges(events);
+    await o.publisher.publish(changes);
+    if (!(await lease.record(last.position))) {
+      log.warn({ holder: o.holder, by: lease.currentHolder, count: changes.length }, 'relay: lease lost during a batch; a successor may publish it again');
+      return 0;
+    }
+    log.debug({ count: changes.length, checkpoint: last.position }, 'relay: batch acknowledged');
+    o.onPublished?.(changes);
+    return 0;
+  };
+
+  const loop = (async () => {
+    let backoff = 200;
+    while (!closed) {
+      let wait: number;
+      try {
+        wait = await step();
+        backoff = 200;
+      } catch (err) {
+        // Kafka or the store is down: nothing moved, so the same batch is tried again when it answers.
+        log.warn({ err, retryInMs: backoff }, 'relay: publish failed, retrying from the checkpoint');
+        wait = backoff;
+        backoff = Math.min(backoff * 2, 5000);
+      }
+      if (wait > 0 && !closed) await pause(wait);
+    }
+  })();
+
+  return {
+    get active() {
+      return lease.isHeld;
+    },
+    lease,
+    async close() {
+      closed = true;
+      wake?.();
+      await loop;
+      await lease.release();
+      await o.publisher.close();
+    },
+  };
+};

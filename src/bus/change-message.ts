@@ -1,0 +1,38 @@
+/**
+ * The change topic's message (SPEC §4): one JSON object per catalogue event, keyed by tool name. Messages read back
+ * are parsed with zod: the topic is shared with other producers and other Estate versions, so a malformed message is
+ * reported and skipped by the caller, never trusted and never allowed to crash a replica.
+ */
+import { z } from 'zod';
+import type { CatalogueChange } from '../app/ports.ts';
+
+const changeSchema = z.object({
+  type: z.literal('catalogue.changed'),
+  position: z.string().min(1),
+  tool: z.string().min(1),
+  version: z.string().min(1),
+  event: z.enum(['ToolVersionPublished', 'ToolVersionDeprecated', 'ToolVersionRetired']),
+  at: z.string().min(1),
+});
+
+/** Exactly the SPEC's field order, so the bytes on the topic read like the SPEC's example. */
+export const encodeChange = (c: CatalogueChange): string =>
+  JSON.stringify({ type: c.type, position: c.position, tool: c.tool, version: c.version, event: c.event, at: c.at });
+
+export type DecodedMessage = { ok: true; change: CatalogueChange } | { ok: false; reason: string };
+
+export const decodeChange = (value: Buffer | string | null): DecodedMessage => {
+  if (value === null) return { ok: false, reason: 'empty message' };
+  let json: unknown;
+  try {
+    json = JSON.parse(typeof value === 'string' ? value : value.toString('utf8'));
+  } catch {
+    return { ok: false, reason: 'not JSON' };
+  }
+  const r = changeSchema.safeParse(json);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    return { ok: false, reason: i ? `${i.path.join('.') || '(root)'}: ${i.message}` : 'invalid' };
+  }
+  return { ok: true, change: r.data };
+};
