@@ -14,14 +14,15 @@ describe('HTTP sessions', () => {
     const sessions = new HttpSessions(h.core, makePrincipal({}));
     try {
       const idle = sessions.create();
-      const streaming = sessions.create();
+      const streaming = sessions.create(makePrincipal({}), 'alice');
       streaming.openStreams = 1;
       const t0 = Date.now();
       sessions.expire(t0 + SESSION_IDLE_MS - 1000);
       expect(sessions.size).toBe(2);
       sessions.expire(t0 + SESSION_IDLE_MS + 1000);
       expect(sessions.get(idle.id)).toBeUndefined();
-      expect(sessions.get(streaming.id)).toBe(streaming);
+      expect(sessions.get(streaming.id)).toBeUndefined(); // not alice's: as if it did not exist
+      expect(sessions.get(streaming.id, 'alice')).toBe(streaming);
       expect(sessions.size).toBe(1);
     } finally {
       sessions.close();
