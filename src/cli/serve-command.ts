@@ -57,8 +57,8 @@ const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFlags): P
 
   const principal = principalFromFlags(flags);
   const reader = estate.reader({ isOffered: isOfferedBy(handlers) });
-  await reader.catchUp();
-  const following = reader.follow((e) => log.warn({ err: e }, 'catalogue tail: read failed, retrying'));
+  // --bus local: catch up and tail the store; --bus kafka://...: relay candidate + topic consumer (src/main.ts).
+  const following = await estate.followChanges(reader, log);
   const core = new ServerCore({
     reader,
     handlers,
