@@ -26,7 +26,7 @@ export type ToolField = 'name' | 'title' | 'description' | 'inputSchema' | 'outp
 /**
  * Tool fields per revision. `annotations` arrived in 2025-03-26; `title` and `outputSchema` in 2025-06-18. `_meta` is
  * sent on every revision because it carries `io.estate/version`, the only way an older client can learn which
- * version it may pin (decision recorded in docs/mcp.md).
+ * version it may pin (docs/decisions.md, "MCP server").
  */
 export const toolFields = (revision: string): readonly ToolField[] => {
   if (revision === '2024-11-05') return ['name', 'description', 'inputSchema', '_meta'];
