@@ -15,6 +15,7 @@ import { discoverNaive } from '../../projections/discovery.ts';
 import { looksLikeFile, readDefinitionFile } from './definition-file.ts';
 import { EXIT } from './exit.ts';
 import { printJson, withEstate, type GlobalOptions } from './run.ts';
+import { serverOption, viaServer } from './remote-client.ts';
 
 const parseRef = (ref: string, needVersion: boolean): { name: string; version?: string } => {
   const at = ref.lastIndexOf('@');
@@ -31,7 +32,7 @@ const parseRef = (ref: string, needVersion: boolean): { name: string; version?: 
 const reasonLines = (reasons: readonly Reason[]): string => reasons.map((r) => `  ${r.level.padEnd(5)} ${r.path}: ${r.rule} — ${r.detail}`).join('\n');
 const reasonsInline = (reasons: readonly Reason[]): string => reasons.map((r) => `${r.level} ${r.rule} at ${r.path}`).join('; ');
 
-const verdictJson = (v: PublishVerdict, result: string, position?: string) => ({
+export const verdictJson = (v: PublishVerdict, result: string, position?: string) => ({
   result,
   name: v.name,
   version: v.version,
@@ -43,7 +44,7 @@ const verdictJson = (v: PublishVerdict, result: string, position?: string) => ({
 });
 
 /** For a definition that does not even parse: the publish/check JSON shape with the error. */
-const definitionErrorJson = (e: DomainError) => ({ result: 'refused', name: null, version: null, level: null, reasons: [], error: { code: e.code, message: e.message } });
+export const definitionErrorJson = (e: DomainError) => ({ result: 'refused', name: null, version: null, level: null, reasons: [], error: { code: e.code, message: e.message } });
 
 const readOrReport = async (estate: Estate, file: string, opts: GlobalOptions): Promise<ToolDefinition> => {
   try {
@@ -143,8 +144,9 @@ export const registerCatalogueCommands = (program: Command): void => {
     .description('publish one tool version from a JSON or YAML definition (a byte-identical re-publish answers "unchanged")')
     .argument('<file>', 'tool definition file (.json, .yaml, .yml)')
     .option('--by <who>', 'who publishes (env ESTATE_ACTOR, default the OS user)')
+    .addOption(serverOption())
     .action(
-      withEstate(
+      viaServer('publish', withEstate(
         handled(async (estate, opts, file: string) => {
           const def = await readOrReport(estate, file, opts);
           const v = await estate.commands.publish(def, estate.config.actor);
@@ -163,15 +165,16 @@ export const registerCatalogueCommands = (program: Command): void => {
           }
           return EXIT.ok;
         }),
-      ),
+      )),
     );
 
   program
     .command('check')
     .description('say what the publish guard would decide for a definition; changes nothing')
     .argument('<file>', 'tool definition file')
+    .addOption(serverOption())
     .action(
-      withEstate(
+      viaServer('check', withEstate(
         handled(async (estate, opts, file: string) => {
           const def = await readOrReport(estate, file, opts);
           const v = await estate.commands.check(def, estate.config.actor);
@@ -187,7 +190,7 @@ export const registerCatalogueCommands = (program: Command): void => {
           }
           return EXIT.ok;
         }),
-      ),
+      )),
     );
 
   for (const verb of ['deprecate', 'retire'] as const) {
@@ -197,8 +200,9 @@ export const registerCatalogueCommands = (program: Command): void => {
       .argument('<ref>', '<name>@<version>')
       .requiredOption('--reason <text>', 'why (shown to callers)')
       .option('--by <who>', 'who does it (env ESTATE_ACTOR, default the OS user)')
+      .addOption(serverOption())
       .action(
-        withEstate(async (estate, opts, ref: string, cmdOpts: { reason: string }) => {
+        viaServer(verb, withEstate(async (estate, opts, ref: string, cmdOpts: { reason: string }) => {
           const { name, version } = parseRef(ref, true);
           const out =
             verb === 'deprecate'
@@ -206,7 +210,7 @@ export const registerCatalogueCommands = (program: Command): void => {
               : await estate.commands.retire(name, version as string, cmdOpts.reason, estate.config.actor);
           if (opts.json) printJson(out);
           else console.log(`${out.result} ${name}@${version} at position ${out.position}`);
-        }),
+        })),
       );
   }
 

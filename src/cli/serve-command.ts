@@ -15,8 +15,10 @@ import { takeStdout } from '../mcp/stdout-guard.ts';
 import type { Estate } from '../main.ts';
 import { addPrincipalFlags, principalFromFlags, type PrincipalFlags } from './catalogue-commands.ts';
 import { withEstate, type GlobalOptions } from './run.ts';
+import type { AuthFlags } from '../auth/config.ts';
+import { addAuthFlags, httpEdgeFor } from '../auth/serve-options.ts';
 
-interface ServeFlags extends PrincipalFlags {
+interface ServeFlags extends PrincipalFlags, AuthFlags {
   stdio?: boolean;
   http?: boolean;
   port: string;
@@ -44,6 +46,7 @@ const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFlags): P
   // On stdio, stdout is the protocol: take it before anything (a handler module's top level included) can print.
   const writeFrame = flags.stdio ? takeStdout() : null;
   const log = createLogger(estate.config.logLevel);
+  const edge = httpEdgeFor(estate, flags, log);
 
   const maps: HandlerMap[] = [];
   if (flags.demo) maps.push(demoHandlers);
@@ -79,7 +82,7 @@ const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFlags): P
       conn.close();
       await conn.closed;
     } else {
-      if (flags.host !== '127.0.0.1' && flags.host !== 'localhost' && flags.host !== '::1') {
+      if (!edge && flags.host !== '127.0.0.1' && flags.host !== 'localhost' && flags.host !== '::1') {
         throw new DomainError('usage', 'serve-host', 'serve: until HTTP authorization lands, --http binds loopback only (127.0.0.1, localhost or ::1)');
       }
       const http = await startHttpServer({
@@ -89,8 +92,9 @@ const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFlags): P
         port,
         allowedHosts: list(flags.allowedHosts, LOOPBACK_NAMES),
         allowedOrigins: list(flags.allowedOrigins, LOOPBACK_NAMES),
+        ...(edge ? { edge } : {}),
       });
-      log.warn({ principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
+      if (!edge) log.warn({ principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
       log.info({ transport: 'http', url: http.url, principal, store: estate.store.kind, tools: reader.catalogue.size }, 'estate serve ready');
       const sig = await untilSignal();
       log.info({ signal: sig }, 'stopping');
@@ -103,7 +107,7 @@ const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFlags): P
 };
 
 export const registerServeCommand = (program: Command): void => {
-  addPrincipalFlags(
+  addAuthFlags(addPrincipalFlags(
     program
       .command('serve')
       .description('serve the catalogue over MCP (stdio or Streamable HTTP at /mcp)')
@@ -115,5 +119,5 @@ export const registerServeCommand = (program: Command): void => {
       .option('--demo', 'publish the demo payments estate (idempotent) and serve it')
       .option('--allowed-hosts <names>', 'Host header names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
       .option('--allowed-origins <names>', 'Origin host names accepted, comma-separated (default: localhost,127.0.0.1,[::1])'),
-  ).action(withEstate(serve));
+  )).action(withEstate(serve));
 };

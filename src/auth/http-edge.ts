@@ -1,0 +1,78 @@
+/**
+ * Everything authorization adds to `estate serve --http`, behind the two hooks the HTTP server offers: extra routes
+ * (the Protected Resource Metadata and the publishing API) and the caller of each /mcp request. The MCP endpoint
+ * needs only a valid token: what the caller may see is decided by the catalogue from its principal, and no tool
+ * scope is ever named in a refusal.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { CommandHandler } from '../app/command-handler.ts';
+import { viewKey } from '../domain/access.ts';
+import type { SchemaCompiler } from '../domain/schema-compiler.ts';
+import type { Principal } from '../domain/types.ts';
+import { createPublishApi, isApiPath } from '../mcp/publish-api.ts';
+import { createAuthenticator, type Authenticator } from './authenticator.ts';
+import type { AuthConfig } from './config.ts';
+import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.ts';
+import { metadataPaths, protectedResourceMetadata } from './resource-metadata.ts';
+
+/** The caller of one /mcp request; `owner` keys the sessions it may use. */
+export interface EdgeCaller {
+  principal: Principal;
+  owner: string;
+}
+
+export interface HttpEdge {
+  serves(path: string): boolean;
+  route(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
+  /** The caller, or undefined once a refusal (401/503) has been sent. */
+  authenticate(req: IncomingMessage, res: ServerResponse): Promise<EdgeCaller | undefined>;
+}
+
+export interface HttpEdgeOptions {
+  config: AuthConfig;
+  commands: CommandHandler;
+  compiler: SchemaCompiler;
+  log: Logger;
+  verifier?: JwtVerifier;
+}
+
+const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+};
+
+/**
+ * A session belongs to the principal that opened it: the subject, and the view its token gave. Another subject (or
+ * the same one with a token for a different view) is told the session does not exist, and starts its own.
+ */
+export const sessionOwner = (p: Principal & { subject: string }): string => `${p.subject}\u0000${viewKey(p)}`;
+
+export const createHttpEdge = (o: HttpEdgeOptions): HttpEdge => {
+  const verifier = o.verifier ?? createJwtVerifier(o.config);
+  const authenticator: Authenticator = createAuthenticator(o.config, verifier);
+  const prmPaths = metadataPaths(o.config.audience);
+  const prm = protectedResourceMetadata(o.config.audience, o.config.issuer);
+  const api = createPublishApi({ commands: o.commands, compiler: o.compiler, authenticator, log: o.log });
+  return {
+    serves: (path) => prmPaths.has(path) || isApiPath(path),
+    async route(req, res, path) {
+      if (!prmPaths.has(path)) return api(req, res, path);
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        req.resume();
+        return send(res, 405, { error: { code: 'method-not-allowed', message: 'Method not allowed: use GET' } }, { allow: 'GET, HEAD' });
+      }
+      // Public by design (RFC 9728): browsers' clients may read it from another origin.
+      return send(res, 200, prm, { 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
+    },
+    async authenticate(req, res) {
+      const out = await authenticator.authenticate(req);
+      if (out.ok) return { principal: out.caller.principal, owner: sessionOwner(out.caller.principal) };
+      req.resume();
+      o.log.debug({ status: out.refusal.status, why: out.refusal.message }, 'mcp request refused');
+      send(res, out.refusal.status, { jsonrpc: '2.0', id: null, error: { code: -32000, message: out.refusal.message } }, out.refusal.headers);
+      return undefined;
+    },
+  };
+};

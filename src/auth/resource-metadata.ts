@@ -1,0 +1,52 @@
+/**
+ * OAuth 2.0 Protected Resource Metadata (RFC 9728) and the Bearer challenges (RFC 6750) that point clients to it, as
+ * MCP's authorization annex asks. The audience is the resource identifier, so the metadata URL is derived from it:
+ * a server behind a proxy announces its public URL, not its bind address.
+ */
+export const PRM_PATH = '/.well-known/oauth-protected-resource';
+
+export interface ProtectedResourceMetadata {
+  resource: string;
+  authorization_servers: string[];
+  bearer_methods_supported: string[];
+  resource_name: string;
+}
+
+/**
+ * No `scopes_supported`: tool scopes must not be listed where a caller could learn a tool exists, and listing the
+ * publishing scopes would make MCP clients ask for them by default (a client with no scope hint asks for none).
+ */
+export const protectedResourceMetadata = (audience: string, issuer: string): ProtectedResourceMetadata => ({
+  resource: audience,
+  authorization_servers: [issuer],
+  bearer_methods_supported: ['header'],
+  resource_name: 'Estate MCP tool catalogue',
+});
+
+/** The path-suffixed form for a resource with a path (RFC 9728 §3.1), else the root form. */
+export const metadataUrl = (audience: string): string => {
+  const u = new URL(audience);
+  const path = u.pathname === '/' ? '' : u.pathname.replace(/\/+$/, '');
+  return `${u.origin}${PRM_PATH}${path}`;
+};
+
+/** Paths that answer the metadata: the root form, `/mcp`'s suffixed form, and the audience's own suffixed form. */
+export const metadataPaths = (audience: string): Set<string> => {
+  const own = new URL(metadataUrl(audience)).pathname;
+  return new Set([PRM_PATH, `${PRM_PATH}/mcp`, own]);
+};
+
+const quoted = (s: string): string => `"${s.replace(/[\\"]/g, (c) => `\\${c}`).replace(/[\r\n]/g, ' ')}"`;
+
+export type Challenge =
+  | { kind: 'missing' }
+  | { kind: 'invalid'; description: string }
+  | { kind: 'insufficient-scope'; scope: string; description: string };
+
+/** The WWW-Authenticate value: always the metadata URL; an error code only when a token was presented. */
+export const wwwAuthenticate = (resourceMetadataUrl: string, c: Challenge): string => {
+  const params = [`resource_metadata=${quoted(resourceMetadataUrl)}`];
+  if (c.kind === 'invalid') params.push('error="invalid_token"', `error_description=${quoted(c.description)}`);
+  if (c.kind === 'insufficient-scope') params.push('error="insufficient_scope"', `scope=${quoted(c.scope)}`, `error_description=${quoted(c.description)}`);
+  return `Bearer ${params.join(', ')}`;
+};
