@@ -6,6 +6,7 @@
 import type { CatalogueReader, CatalogueUpdate } from '../app/catalogue-reader.ts';
 import type { Principal } from '../domain/types.ts';
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import type { DiscoveryView } from '../../projections/discovery.ts';
 
 export interface ViewWatcher {
   /** Take the view as it is now as "what the client was last given" (call when a listing is served). */
@@ -32,6 +33,8 @@ export interface WatchOptions {
 
 export class ChangeNotifier {
   private readonly byView = new Map<string, Set<Watch>>();
+  /** One snapshot per view revision, shared by every watcher given that revision (snapshots are never mutated). */
+  private readonly snapshots = new Map<string, { revision: number; snapshot: Map<string, CatalogueVersion> }>();
   private readonly unsubscribe: () => void;
 
   constructor(private readonly reader: CatalogueReader) {
@@ -40,13 +43,13 @@ export class ChangeNotifier {
 
   watch(o: WatchOptions): ViewWatcher {
     const view = this.reader.discovery.view(o.principal, o.includeDeprecated);
-    const w: Watch = { key: view.key, snapshot: snapshotOf(view.entries), told: false, refreshOnNotify: o.refreshOnNotify ?? false, notify: o.notify };
+    const w: Watch = { key: view.key, snapshot: this.snapshotOf(view), told: false, refreshOnNotify: o.refreshOnNotify ?? false, notify: o.notify };
     let set = this.byView.get(w.key);
     if (!set) this.byView.set(w.key, (set = new Set()));
     set.add(w);
     return {
       given: () => {
-        w.snapshot = snapshotOf(view.entries);
+        w.snapshot = this.snapshotOf(view);
         w.told = false;
       },
       close: () => {
@@ -68,15 +71,15 @@ export class ChangeNotifier {
   }
 
   private onUpdate(u: CatalogueUpdate): void {
-    const touched = new Map<string, { entries: readonly CatalogueVersion[]; tools: Set<string> }>();
+    const touched = new Map<string, { view: DiscoveryView; tools: Set<string> }>();
     for (const c of u.viewChanges) {
       if (!this.byView.has(c.view.key)) continue;
       let t = touched.get(c.view.key);
-      if (!t) touched.set(c.view.key, (t = { entries: c.view.entries, tools: new Set() }));
+      if (!t) touched.set(c.view.key, (t = { view: c.view, tools: new Set() }));
       t.tools.add(c.tool);
     }
-    for (const [key, { entries, tools }] of touched) {
-      const current = snapshotOf(entries);
+    for (const [key, { view, tools }] of touched) {
+      const current = this.snapshotOf(view);
       for (const w of this.byView.get(key) ?? []) {
         if (w.told) continue;
         let differs = false;
@@ -88,6 +91,12 @@ export class ChangeNotifier {
       }
     }
   }
-}
 
-const snapshotOf = (entries: readonly CatalogueVersion[]): Map<string, CatalogueVersion> => new Map(entries.map((v) => [v.name, v]));
+  private snapshotOf(view: DiscoveryView): Map<string, CatalogueVersion> {
+    const hit = this.snapshots.get(view.key);
+    if (hit && hit.revision === view.revision) return hit.snapshot;
+    const snapshot = new Map(view.entries.map((v) => [v.name, v]));
+    this.snapshots.set(view.key, { revision: view.revision, snapshot });
+    return snapshot;
+  }
+}
