@@ -125,7 +125,9 @@ export class KafkaChangeBus implements ChangeBus {
     });
     consumer.on(consumer.events.CRASH, (e) => this.log.warn({ err: e.payload.error, restart: e.payload.restart }, 'kafka consumer crashed'));
     await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: false });
+    // Only used when the group has no committed offset — the broker lost it (a wiped or rebuilt cluster): reading
+    // the topic again is then safe (announcements the read model already reflects cost nothing), missing some is not.
+    await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
       eachBatch: async ({ batch }) => {
         const changes: CatalogueChange[] = [];
@@ -182,7 +184,9 @@ export class KafkaChangePublisher {
         messages: changes.map((c) => ({ key: c.tool, value: encodeChange(c) })),
       });
     } catch (e) {
-      // After a broker outage kafkajs's producer can stay wedged; the next attempt starts from a fresh one.
+      // After a broker outage kafkajs's producer can stay wedged (and a rebuilt broker may lack the topic); the next
+      // attempt starts from a fresh producer and checks the topic again.
+      this.topicReady = false;
       await this.close();
       throw e;
     }
