@@ -80,7 +80,7 @@ export class RelayLease {
     this.revision = last.revision;
     this.seenAt = this.now();
     const parsed = stateSchema.safeParse(last.data);
-    // An unreadable state keeps the last good checkpoint and holds nobody: it expires like any other.
+    // An unreadable state keeps the last good checkpoint and is held by nobody (holder ''), like a released one.
     this.state = parsed.success ? parsed.data : { holder: '', position: this.state?.position ?? null, ttlMs: this.ttlMs };
     if (this.state.holder !== this.holder) this.heldSince = null;
   }
@@ -89,7 +89,7 @@ export class RelayLease {
   async tryAcquire(): Promise<boolean> {
     if (this.isHeld) return this.renew();
     await this.refresh();
-    const expired = this.state === null || this.now() - this.seenAt >= this.state.ttlMs;
+    const expired = this.state === null || this.state.holder === '' || this.now() - this.seenAt >= this.state.ttlMs;
     if (!expired) return false;
     return this.write(this.position);
   }
