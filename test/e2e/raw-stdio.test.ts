@@ -53,7 +53,8 @@ describe('estate serve --stdio, raw lines (demo estate)', () => {
   it('initialize negotiates; a batch is refused on 2025-11-25; ping still works', async () => {
     const init = await srv.initialize('2025-11-25');
     expect(init).toMatchObject({ result: { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true } } } });
-    expect(srv.logs.seen.some((l) => l.msg === 'session initialized' && l.protocolVersion === '2025-11-25')).toBe(true);
+    // stderr and stdout are separate pipes: the log line may arrive after the answer
+    await srv.logs.next((l) => l.msg === 'session initialized' && l.protocolVersion === '2025-11-25', 5000);
     srv.send([{ jsonrpc: '2.0', id: 'b1', method: 'ping' }]);
     expect(await srv.next()).toMatchObject({ id: null, error: { code: -32600 } });
     expect(await srv.request('ping', undefined, 'p1')).toEqual({ jsonrpc: '2.0', id: 'p1', result: {} });
