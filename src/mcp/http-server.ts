@@ -64,7 +64,12 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
     if (Array.isArray(raw)) return sendJson(res, 400, failure(null, INVALID_REQUEST, 'Invalid Request: batches do not exist in 2026-07-28'));
     const env = checkEnvelope(raw);
     if (!env.ok) return sendJson(res, 400, env.response);
-    const out = await handleStateless(core, env.message, { principal: principalOf(req), headers: (n) => header(req, n) });
+    // A client that hangs up has given up: its handler's signal is aborted (recorded `cancelled`).
+    const gaveUp = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gaveUp.abort();
+    });
+    const out = await handleStateless(core, env.message, { principal: principalOf(req), headers: (n) => header(req, n), cancel: gaveUp.signal });
     if (out.kind === 'none') {
       res.writeHead(202).end();
       return;

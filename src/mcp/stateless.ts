@@ -22,6 +22,8 @@ export interface StatelessContext {
   principal: Principal;
   /** HTTP request headers (lower-case names); absent on stdio, where there are none to match. */
   headers?: (name: string) => string | undefined;
+  /** Aborted when the client gives up on the request (HTTP disconnect, `notifications/cancelled` on stdio). */
+  cancel?: AbortSignal;
 }
 
 export type StatelessOutcome =
@@ -101,7 +103,14 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
         return { kind: 'response', status: 200, response: success(message.id, complete({ ...page.result, ttlMs: core.listTtlMs, cacheScope: 'private' })) };
       }
       case 'tools/call': {
-        const result = await core.callTool({ params, principal: ctx.principal, defaultRunId: randomUUID(), protocolVersion: STATELESS_REVISION, client: clientOf(message) });
+        const result = await core.callTool({
+          params,
+          principal: ctx.principal,
+          defaultRunId: randomUUID(),
+          protocolVersion: STATELESS_REVISION,
+          client: clientOf(message),
+          ...(ctx.cancel ? { cancel: ctx.cancel } : {}),
+        });
         return { kind: 'response', status: 200, response: success(message.id, complete(result as Record<string, unknown>)) };
       }
       case 'subscriptions/listen': {

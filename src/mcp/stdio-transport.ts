@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Principal } from '../domain/types.ts';
-import { checkEnvelope, failure, parseFrame, PARSE_ERROR, type JsonRpcOutbound, type JsonRpcResponse } from './jsonrpc.ts';
+import { checkEnvelope, failure, isPlainObject, isRequest, parseFrame, PARSE_ERROR, type JsonRpcOutbound, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
 import { openListen, type Listen } from './listen.ts';
 import type { ServerCore } from './server-core.ts';
 import { StatefulSession } from './stateful-session.ts';
@@ -32,18 +32,38 @@ export interface StdioConnection {
 export const serveStdio = (o: StdioOptions): StdioConnection => {
   const send = (m: JsonRpcOutbound | JsonRpcResponse[]): void => o.write(`${JSON.stringify(m)}\n`);
   const session = new StatefulSession(o.core, { id: o.connectionId, principal: o.principal, transport: 'stdio', notify: send });
-  const listens = new Set<Listen>();
+  // Stateless work on this pipe, by request id: `notifications/cancelled` ends a listen or aborts a call.
+  const listens = new Map<RequestId, Listen>();
+  const calls = new Map<RequestId, AbortController>();
   const pending = new Set<Promise<void>>();
 
-  const route = async (raw: unknown): Promise<void> => {
-    if (!Array.isArray(raw) && isStatelessMessage(raw)) {
-      const env = checkEnvelope(raw);
-      if (!env.ok) return send(env.response);
-      const out = await handleStateless(o.core, env.message, { principal: o.principal });
+  const cancelStateless = (raw: unknown): void => {
+    if (!isPlainObject(raw) || raw.method !== 'notifications/cancelled' || !isPlainObject(raw.params)) return;
+    const id = raw.params.requestId;
+    if (typeof id !== 'string' && typeof id !== 'number') return;
+    listens.get(id)?.close();
+    listens.delete(id);
+    calls.get(id)?.abort();
+  };
+
+  const statelessRoute = async (raw: unknown): Promise<void> => {
+    const env = checkEnvelope(raw);
+    if (!env.ok) return send(env.response);
+    const id = isRequest(env.message) ? env.message.id : undefined;
+    const ac = new AbortController();
+    if (id !== undefined) calls.set(id, ac);
+    try {
+      const out = await handleStateless(o.core, env.message, { principal: o.principal, cancel: ac.signal });
       if (out.kind === 'response') send(out.response);
-      else if (out.kind === 'listen') listens.add(openListen(o.core, o.principal, out.request, out.toolsListChanged, send));
-      return;
+      else if (out.kind === 'listen') listens.set(out.request.id, openListen(o.core, o.principal, out.request, out.toolsListChanged, send));
+    } finally {
+      if (id !== undefined && calls.get(id) === ac) calls.delete(id);
     }
+  };
+
+  const route = async (raw: unknown): Promise<void> => {
+    cancelStateless(raw);
+    if (!Array.isArray(raw) && isStatelessMessage(raw)) return statelessRoute(raw);
     const answer = await session.handleFrame(raw);
     if (answer !== null) send(answer);
   };
@@ -88,7 +108,7 @@ export const serveStdio = (o: StdioOptions): StdioConnection => {
   });
   const finish = () => {
     void Promise.allSettled([...pending]).then(() => {
-      for (const l of listens) l.close();
+      for (const l of listens.values()) l.close();
       session.close();
       resolveClosed();
     });

@@ -15,7 +15,7 @@ describe('estate serve --stdio transport', () => {
     tmp = makeTempStore();
     const file = tmp.file('echo.json', toolDefinition());
     expect((await runCli(['publish', file, '--store', tmp.store])).code).toBe(0);
-    srv = await startStdioServer(['--store', tmp.store, '--handlers', 'test/fixtures/handlers/test-handlers.ts']);
+    srv = await startStdioServer(['--store', tmp.store, '--handlers', 'test/fixtures/handlers/test-handlers.ts'], { env: { ESTATE_LOG_LEVEL: 'debug' } });
     await srv.initialize();
   });
   afterAll(async () => {
@@ -58,6 +58,18 @@ describe('estate serve --stdio transport', () => {
     expect((await runCli(['publish', file, '--store', tmp.store])).code).toBe(0);
     const note = await srv.next((m) => m.method === 'notifications/tools/list_changed' && m.params !== undefined, 15_000);
     expect(note).toEqual({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-9' } } });
+  });
+
+  it('notifications/cancelled ends a listen: a later change is not announced on it', async () => {
+    const announced = () => srv.lines.seen.filter((l) => l.includes('"io.modelcontextprotocol/subscriptionId":"sub-9"') && l.includes('list_changed')).length;
+    const before = announced();
+    srv.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'sub-9' } });
+    await srv.request('ping', undefined, 'after-cancel');
+    const file = tmp.file('echo3.json', toolDefinition({ name: 'test.echo3', handler: 'test.echo' }));
+    expect((await runCli(['publish', file, '--store', tmp.store])).code).toBe(0);
+    await srv.logs.next((l) => l.msg === 'catalogue updated' && Array.isArray(l.tools) && l.tools.includes('test.echo3'), 15_000);
+    await srv.request('ping', undefined, 'after-publish');
+    expect(announced()).toBe(before);
   });
 
   it('ends cleanly when stdin closes', async () => {
