@@ -90,33 +90,50 @@ done
 grep -q '"estate serve ready"' "$SERVER_LOG" || { log "estate serve was not ready in 60 s:"; cat "$SERVER_LOG" >&2; exit 1; }
 log "estate serve ready at $URL"
 
-# Counts from the suite's own result files: a scenario passes when none of its checks is a FAILURE.
+# Counts from the suite's own result files: a scenario passes when none of its checks is a FAILURE (or a WARNING, which
+# the 2026 requirement set scores as a failure too). With a requirement set, scenarios it does not score (extensions,
+# pending) are counted apart.
 summarise() {
-  node - "$1" "$2" <<'EOF'
+  node - "$@" <<'EOF'
 const fs = require('node:fs');
 const path = require('node:path');
-const [dir, label] = process.argv.slice(2);
+const [dir, label, requirements] = process.argv.slice(2);
+let notScored = new Set();
+if (requirements) {
+  const doc = require('yaml').parse(fs.readFileSync(requirements, 'utf8'));
+  notScored = new Set((doc.not_scored ?? []).filter((e) => e.leg === 'server').map((e) => e.scenario));
+}
 const scenarios = [];
 const walk = (d) => {
   for (const e of fs.readdirSync(d, { withFileTypes: true })) {
     const p = path.join(d, e.name);
     if (e.isDirectory()) walk(p);
-    else if (e.name === 'checks.json') scenarios.push({ name: path.basename(d), checks: JSON.parse(fs.readFileSync(p, 'utf8')) });
+    else if (e.name === 'checks.json') {
+      const name = path.basename(d).replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT.*$/, '');
+      scenarios.push({ name, checks: JSON.parse(fs.readFileSync(p, 'utf8')) });
+    }
   }
 };
 if (fs.existsSync(dir)) walk(dir);
-let passed = 0, checks = 0, checksOk = 0;
-const failed = [];
-for (const s of scenarios) {
-  // The suite scores a WARNING in a required scenario as a failure too, so it is counted as one here.
-  const bad = s.checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
-  checks += s.checks.filter((c) => ['SUCCESS', 'FAILURE', 'WARNING'].includes(c.status)).length;
-  checksOk += s.checks.filter((c) => c.status === 'SUCCESS').length;
-  if (bad.length === 0) passed++;
-  else failed.push(`${s.name.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT.*$/, '')} (${bad.map((c) => `${c.id}${c.status === 'WARNING' ? ' [warning]' : ''}`).join(', ')})`);
+const tally = (list) => {
+  let passed = 0, checks = 0, checksOk = 0;
+  const failed = [];
+  for (const s of list) {
+    const bad = s.checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
+    checks += s.checks.filter((c) => ['SUCCESS', 'FAILURE', 'WARNING'].includes(c.status)).length;
+    checksOk += s.checks.filter((c) => c.status === 'SUCCESS').length;
+    if (bad.length === 0) passed++;
+    else failed.push(`${s.name} (${bad.map((c) => `${c.id}${c.status === 'WARNING' ? ' [warning]' : ''}`).join(', ')})`);
+  }
+  return { passed, total: list.length, checks, checksOk, failed };
+};
+const scored = tally(scenarios.filter((s) => !notScored.has(s.name)));
+console.log(`CONFORMANCE ${label}: ${scored.passed}/${scored.total} scenarios passed, ${scored.checksOk}/${scored.checks} checks passed`);
+for (const f of scored.failed) console.log(`  not passed: ${f}`);
+if (notScored.size > 0) {
+  const extra = tally(scenarios.filter((s) => notScored.has(s.name)));
+  console.log(`  not scored by the requirement set (extensions, pending): ${extra.passed}/${extra.total} scenarios passed, ${extra.checksOk}/${extra.checks} checks`);
 }
-console.log(`CONFORMANCE ${label}: ${passed}/${scenarios.length} scenarios passed, ${checksOk}/${checks} checks passed`);
-for (const f of failed) console.log(`  not passed: ${f}`);
 EOF
 }
 
@@ -136,7 +153,9 @@ for s in $SUITES; do
   code=$?
   set -e
   tail -n 40 "$WORK/suite-$s.out" >&2
-  summarise "$OUT/$s" "$s suite (@modelcontextprotocol/conformance@$version)"
+  reqs=""
+  if [[ "$s" == 2026 ]]; then reqs="$pkg/requirements/2026-07-28.yaml"; fi
+  summarise "$OUT/$s" "$s suite (@modelcontextprotocol/conformance@$version)" $reqs
   echo "  suite exit code: $code"
   if [[ $code -ne 0 ]]; then status=1; fi
   if ! kill -0 "$SERVER_PID" 2>/dev/null; then log "estate serve died during the $s suite:"; tail -n 50 "$SERVER_LOG" >&2; status=1; break; fi
