@@ -191,7 +191,7 @@ describe('estate serve --http with authorization', () => {
   });
 });
 
-describe('estate serve --http configuration with authorization', () => {
+describe('estate serve --http configuration with authorization', { timeout: 120_000 }, () => {
   it('principal flags are refused with authorization configured (exit 2)', async () => {
     const r = await runCli(['serve', '--http', '--port', '0', '--store', 'memory:', '--auth-issuer', 'https://idp.example', '--auth-jwks-url', 'https://idp.example/jwks', '--auth-audience', AUDIENCE, '--tenant', 'acme']);
     expect(r.code).toBe(2);
