@@ -156,6 +156,8 @@ for s in $SUITES; do
   reqs=""
   if [[ "$s" == 2026 ]]; then reqs="$pkg/requirements/2026-07-28.yaml"; fi
   summarise "$OUT/$s" "$s suite (@modelcontextprotocol/conformance@$version)" $reqs
+  # The suite's own verdict on the baseline: unexpected failures, and entries that now pass (stale).
+  sed 's/\x1b\[[0-9;]*m//g' "$WORK/suite-$s.out" | awk '/Unexpected failures|Stale baseline|stale/{f=1} f&&/^$/{f=0} f{print "  " $0}'
   echo "  suite exit code: $code"
   if [[ $code -ne 0 ]]; then status=1; fi
   if ! kill -0 "$SERVER_PID" 2>/dev/null; then log "estate serve died during the $s suite:"; tail -n 50 "$SERVER_LOG" >&2; status=1; break; fi
