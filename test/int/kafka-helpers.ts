@@ -3,9 +3,11 @@
  * real PostgreSQL. The rule (DESIGN.md): a test that cannot reach its server FAILS when CI=true and is skipped with a
  * loud reason anywhere else.
  */
-import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { existsSync, openSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { beforeAll, describe, it } from 'vitest';
@@ -114,25 +116,10 @@ export async function produceRaw(brokers: string[], topic: string, messages: { k
   }
 }
 
-// ───────────────────────────── stopping and restarting the broker ─────────────────────────────
+// ───────────────────────────── a private broker for outage tests ─────────────────────────────
 
 const REPO = new URL('../../', import.meta.url).pathname;
-const PID_FILE = join(REPO, '.cache', 'kafka', 'kafka.pid');
-
-interface BrokerCommand {
-  argv: string[];
-  cwd: string;
-}
-
-const brokerPid = (): number | null => {
-  if (!existsSync(PID_FILE)) return null;
-  const pid = Number(readFileSync(PID_FILE, 'utf8').trim());
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka') ? pid : null;
-  } catch {
-    return null;
-  }
-};
+const LIBS = join(REPO, '.cache', 'kafka', 'libs');
 
 const alive = (pid: number): boolean => {
   try {
@@ -143,38 +130,66 @@ const alive = (pid: number): boolean => {
   }
 };
 
-/**
- * Stop the broker that `npm run services:up` started (its pid is in .cache/kafka/kafka.pid) and return how to start it
- * again with its data intact — the way a real broker restart keeps its log, unlike a fresh `services:up`.
- */
-export async function stopBroker(): Promise<BrokerCommand> {
-  const pid = brokerPid();
-  if (pid === null) throw new Error(`no Kafka broker started by npm run services:up (${PID_FILE}); cannot run the outage test`);
-  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a.length > 0);
-  const cwd = readlinkSync(`/proc/${pid}/cwd`);
-  process.kill(pid, 'SIGTERM');
-  const deadline = Date.now() + 30_000;
-  while (alive(pid)) {
-    if (Date.now() > deadline) process.kill(pid, 'SIGKILL');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return { argv, cwd };
+export interface PrivateBroker {
+  brokers: string[];
+  /** SIGTERM the broker and wait until it has exited (its data stays). */
+  stop(): Promise<void>;
+  /** Start it again on the same ports and data, and wait until it answers (group coordinator included). */
+  start(): Promise<void>;
+  /** Stop it and delete its data. */
+  destroy(): Promise<void>;
 }
 
-/** Start the broker again with the same command line, detached (it must outlive the test), and wait until it answers. */
-export async function startBroker(cmd: BrokerCommand, brokers: string[]): Promise<void> {
-  const logFd = openSync(join(REPO, '.cache', 'kafka', 'logs', 'stdout.log'), 'a');
-  const [bin, ...args] = cmd.argv;
-  const child = spawn(bin as string, args, { cwd: cmd.cwd, detached: true, stdio: ['ignore', logFd, logFd] });
-  child.unref();
-  writeFileSync(PID_FILE, `${String(child.pid)}\n`);
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if ((await probeKafka(brokers)) === null) {
-      // The group coordinator may still be loading __consumer_offsets; ask for a group until it answers.
+/** Why a private broker cannot be started here, or null. */
+export const privateBrokerUnavailable = (): string | null =>
+  existsSync(LIBS) ? null : `no Kafka jars in ${LIBS} (npm run services:up downloads them)`;
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+
+/**
+ * A broker of our own, from the jars `npm run services:up` cached, on free ports with its own data directory. The
+ * outage tests stop and restart THIS one: stopping the shared broker would break other suites running at the same
+ * time, and a concurrent `services:up` would start a fresh one (wiping its data) while ours was down.
+ */
+export async function startPrivateBroker(): Promise<PrivateBroker> {
+  const why = privateBrokerUnavailable();
+  if (why) throw new Error(why);
+  const dir = mkdtempSync(join(tmpdir(), 'estate-kafka-'));
+  const [port, controllerPort] = [await freePort(), await freePort()];
+  const props = readFileSync(join(REPO, 'scripts', 'kafka', 'server.properties'), 'utf8')
+    .replaceAll('@DATA_DIR@', join(dir, 'data'))
+    .replaceAll('127.0.0.1:9092', `127.0.0.1:${port}`)
+    .replaceAll('127.0.0.1:9093', `127.0.0.1:${controllerPort}`);
+  const propsFile = join(dir, 'server.properties');
+  writeFileSync(propsFile, props);
+  const java = ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', '-Djava.awt.headless=true', `-Dlog4j.configuration=file:${join(REPO, 'scripts', 'kafka', 'log4j.properties')}`, `-Dkafka.logs.dir=${dir}`, '-cp', `${LIBS}/*`];
+  // A cluster id is 16 random bytes, URL-safe base64 without padding.
+  const clusterId = randomBytes(16).toString('base64url');
+  execFileSync('java', [...java, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], { stdio: 'ignore' });
+  const brokers = [`127.0.0.1:${port}`];
+  let pid: number | null = null;
+
+  const start = async (): Promise<void> => {
+    const log = openSync(join(dir, 'stdout.log'), 'a');
+    const child = spawn('java', [...java, 'kafka.Kafka', propsFile], { detached: true, stdio: ['ignore', log, log] });
+    child.unref();
+    pid = child.pid ?? null;
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      if (pid === null || !alive(pid)) throw new Error(`private Kafka broker exited; see ${dir}/stdout.log`);
       const admin = quietKafka(brokers).admin();
       try {
         await admin.connect();
+        await admin.listTopics();
+        // The group coordinator may still be loading __consumer_offsets; ask for a group until it answers.
         await admin.describeGroups(['estate-test-ready']);
         return;
       } catch {
@@ -182,8 +197,31 @@ export async function startBroker(cmd: BrokerCommand, brokers: string[]): Promis
       } finally {
         await admin.disconnect().catch(() => undefined);
       }
+      if (Date.now() > deadline) throw new Error(`private Kafka broker did not answer within 90 s; see ${dir}/stdout.log`);
+      await new Promise((r) => setTimeout(r, 500));
     }
-    if (Date.now() > deadline) throw new Error('Kafka did not come back within 90 s; see .cache/kafka/logs');
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  };
+
+  const stop = async (): Promise<void> => {
+    if (pid === null) return;
+    const p = pid;
+    pid = null;
+    process.kill(p, 'SIGTERM');
+    const deadline = Date.now() + 30_000;
+    while (alive(p)) {
+      if (Date.now() > deadline) process.kill(p, 'SIGKILL');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+
+  await start();
+  return {
+    brokers,
+    stop,
+    start,
+    destroy: async () => {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -1,0 +1,99 @@
+/**
+ * Fault tests on the real broker: Kafka stopped while 50 publishes happen. Every publish succeeds (the store is the
+ * source of truth; Kafka is not on the publish path), and once the broker is back the relay sends what it missed from
+ * its checkpoint and both replicas — which do not tail the store — receive every change. The broker stopped is a
+ * private one started for this file (same jars, its own ports and data): stopping the shared broker would break the
+ * suites running beside this one. It is restarted with its data, as a real broker restart keeps it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
+import { CommandHandler } from '../../src/app/command-handler.ts';
+import type { EventStore, Subscription } from '../../src/app/ports.ts';
+import { startKafkaChangeFeed } from '../../src/bus/kafka-change-feed.ts';
+import { createPostgresEventStore } from '../../src/store/postgres-event-store.ts';
+import { aDefinition } from '../fixtures/builders.ts';
+import { privateBrokerUnavailable, readTopic, requireServices, startPrivateBroker, uniqueTopic, type PrivateBroker } from './kafka-helpers.ts';
+import { dropSchema, uniqueSchema } from './pg-helpers.ts';
+
+const services = await requireServices('Kafka outage: no change lost');
+
+const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+const waitFor = async (what: string, check: () => boolean, timeoutMs: number): Promise<void> => {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+interface Replica {
+  store: EventStore;
+  reader: CatalogueReader;
+  feed: Subscription;
+  updates: string[];
+}
+
+if (services) {
+  describe('Kafka outage: no change lost', () => {
+    const { pgUrl } = services;
+    let broker: PrivateBroker;
+    let brokers: string[];
+    const schema = uniqueSchema('kafka_faults');
+    const topic = uniqueTopic('faults');
+    const replicas: Replica[] = [];
+    let writer: EventStore;
+
+    const startReplica = async (): Promise<Replica> => {
+      const store = await createPostgresEventStore({ connectionString: pgUrl, schema, pollIntervalMs: 20 });
+      const reader = new CatalogueReader(store);
+      const updates: string[] = [];
+      reader.onUpdate((u) => updates.push(...u.tools));
+      const feed = await startKafkaChangeFeed({ url: `kafka://${brokers.join(',')}`, topic, store, reader, log: quiet, relayTtlMs: 2000 });
+      return { store, reader, feed, updates };
+    };
+
+    beforeAll(async () => {
+      const why = privateBrokerUnavailable();
+      if (why !== null) throw new Error(`${why}: cannot start a broker of our own to stop`);
+      broker = await startPrivateBroker();
+      brokers = broker.brokers;
+      writer = await createPostgresEventStore({ connectionString: pgUrl, schema });
+      replicas.push(await startReplica(), await startReplica());
+    });
+    afterAll(async () => {
+      for (const r of replicas) {
+        await r.feed.close().catch(() => undefined);
+        await r.store.close();
+      }
+      await writer?.close();
+      await dropSchema(pgUrl, schema);
+      await broker?.destroy();
+    }, 60_000);
+
+    it('a change published before the outage reaches both replicas through the topic', async () => {
+      await new CommandHandler({ store: writer }).publish(aDefinition({ name: 'before.outage', version: '1.0.0' }), 'test');
+      await waitFor('both replicas to see before.outage', () => replicas.every((r) => r.reader.catalogue.tool('before.outage')), 30_000);
+    });
+
+    it('50 publishes while Kafka is down all succeed, and every change reaches both replicas after it returns', async () => {
+      await broker.stop();
+      const names = Array.from({ length: 50 }, (_, i) => `outage.t${String(i).padStart(2, '0')}`);
+      try {
+        const commands = new CommandHandler({ store: writer });
+        for (const name of names) {
+          const outcome = await commands.publish(aDefinition({ name, version: '1.0.0' }), 'test');
+          expect(outcome.result).toBe('published');
+        }
+        // Nothing can have reached the replicas: they only learn of changes through the (stopped) broker.
+        for (const r of replicas) expect(names.filter((n) => r.reader.catalogue.tool(n))).toEqual([]);
+      } finally {
+        await broker.start();
+      }
+      await waitFor('both replicas to see all 50 changes', () => replicas.every((r) => names.every((n) => r.reader.catalogue.tool(n))), 120_000);
+      for (const r of replicas) expect(new Set(r.updates)).toEqual(new Set(['before.outage', ...names]));
+      const onTopic = await readTopic(brokers, topic, 51);
+      expect(new Set(onTopic.map((m) => m.key))).toEqual(new Set(['before.outage', ...names]));
+    }, 240_000);
+  });
+}
