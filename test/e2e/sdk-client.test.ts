@@ -34,13 +34,13 @@ for (const kind of ['stdio', 'http'] as const satisfies readonly Kind[]) {
       let store: TempStore;
       let http: HttpServer | undefined;
       let client: Client;
+      let transport: Transport;
 
       beforeAll(async () => {
         store = makeTempStore('estate-sdk-');
         await publish(store, lookupV1);
         await Promise.all([publish(store, lookupV11), ...hiddenTools.map((d) => publish(store, d))]);
         const serveArgs = ['--store', store.store, '--handlers', FIXTURES, ...PRINCIPAL_FLAGS];
-        let transport: Transport;
         if (kind === 'stdio') {
           transport = new StdioClientTransport({
             command: process.execPath,
@@ -69,6 +69,8 @@ for (const kind of ['stdio', 'http'] as const satisfies readonly Kind[]) {
       it('negotiates the revision and advertises tools', () => {
         expect(client.getNegotiatedProtocolVersion()).toBe(revision);
         expect(client.getServerCapabilities()?.tools).toBeDefined();
+        // 2026-07-28 is stateless: no session; a 2025 client over HTTP gets one.
+        if (transport instanceof StreamableHTTPClientTransport) expect(transport.sessionId !== undefined).toBe(revision === '2025-11-25');
       });
 
       it("lists the principal's view only: the newest visible version, no access fields", async () => {
@@ -85,7 +87,13 @@ for (const kind of ['stdio', 'http'] as const satisfies readonly Kind[]) {
         expect(r.isError ?? false).toBe(false);
         expect(textOf(r)).toBe('PMT-771: HELD, 250000 AED (served by payments.lookup@1.1.0)');
         expect(r._meta?.['io.estate/version']).toBe('1.1.0');
-        expect(typeof r._meta?.['io.estate/runId']).toBe('string');
+        const runId = r._meta?.['io.estate/runId'];
+        expect(typeof runId).toBe('string');
+        // The call record is committed before the result is returned, so another process sees it at once.
+        const calls = await runCli(['calls', String(runId), '--store', store.store, '--json']);
+        expect(calls.code, calls.stderr).toBe(0);
+        const recorded = (JSON.parse(calls.stdout) as { calls: { tool: string; version: string; outcome: string }[] }).calls;
+        expect(recorded.filter((c) => c.tool === 'payments.lookup' && c.version === '1.1.0' && c.outcome === 'ok').length).toBeGreaterThanOrEqual(1);
       });
 
       it('answers the traced example with exactly the two sorted error lines, as an isError result', async () => {
