@@ -114,7 +114,7 @@ export const registerServeCommand = (program: Command): void => {
       .option('--stdio', 'serve one session over stdin/stdout (newline-delimited JSON)')
       .option('--http', 'serve Streamable HTTP at /mcp')
       .addOption(new Option('--port <port>', 'HTTP port (0 = any free port; the bound URL is logged)').default('8080'))
-      .addOption(new Option('--host <host>', 'HTTP bind address (loopback only for now)').default('127.0.0.1'))
+      .addOption(new Option('--host <host>', 'HTTP bind address (loopback only, unless authorization is configured with --auth-*)').default('127.0.0.1'))
       .option('--handlers <module>', 'ES module exporting { [handlerName]: async (args, ctx) => CallToolResult }')
       .option('--demo', 'publish the demo payments estate (idempotent) and serve it')
       .option('--allowed-hosts <names>', 'Host header names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
