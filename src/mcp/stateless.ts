@@ -53,11 +53,14 @@ const fail = (id: JsonRpcRequest['id'], e: McpError): StatelessOutcome => ({
 export const checkStatelessRequest = (req: JsonRpcRequest, ctx: StatelessContext): McpError | null => {
   const meta = isPlainObject(req.params?._meta) ? req.params._meta : {};
   for (const key of [PROTOCOL_VERSION_META, CLIENT_CAPABILITIES_META]) if (!(key in meta)) return missingMeta(key);
-  const requested = meta[PROTOCOL_VERSION_META];
+  const declared = meta[PROTOCOL_VERSION_META];
+  // Over HTTP the revision a request asks for is its MCP-Protocol-Version header (the header routes it here); a body
+  // that disagrees with a supported header is a header mismatch, not an unsupported revision.
+  const version = ctx.headers?.('mcp-protocol-version');
+  const requested = version ?? declared;
   if (requested !== STATELESS_REVISION) return unsupportedRevision(requested, [STATELESS_REVISION]);
   if (ctx.headers) {
-    const version = ctx.headers('mcp-protocol-version');
-    if (version !== requested) return headerMismatch('MCP-Protocol-Version', version === undefined ? 'is missing' : `'${version}' does not match the body`);
+    if (version !== declared) return headerMismatch('MCP-Protocol-Version', version === undefined ? 'is missing' : `'${version}' does not match the body`);
     const method = ctx.headers('mcp-method');
     if (method !== req.method) return headerMismatch('Mcp-Method', method === undefined ? 'is missing' : `'${method}' does not match the body`);
     if (req.method === 'tools/call') {

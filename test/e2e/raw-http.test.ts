@@ -91,7 +91,7 @@ describe('estate serve --http, raw requests', () => {
     expect(r1.status).toBe(400);
     expect(r1.json()).toMatchObject({ id: 1, error: { code: -32602 } });
     const wrongRev = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2030-01-01' } } });
-    const r2 = await send(srv.url, { body: wrongRev, headers: statelessHeaders('tools/list') });
+    const r2 = await send(srv.url, { body: wrongRev, headers: statelessHeaders('tools/list', { 'mcp-protocol-version': '2030-01-01' }) });
     expect(r2.status).toBe(400);
     expect(r2.json()).toEqual({
       jsonrpc: '2.0',
@@ -101,6 +101,10 @@ describe('estate serve --http, raw requests', () => {
   });
 
   it('stateless: headers missing or not matching the body → -32020', async () => {
+    const bodyDisagrees = JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2030-01-01' } } });
+    const r = await send(srv.url, { body: bodyDisagrees, headers: statelessHeaders('tools/list') });
+    expect(r.status).toBe(400);
+    expect(r.json()).toMatchObject({ id: 3, error: { code: -32020 } });
     const missingMethod = await send(srv.url, { body: stateless('tools/list'), headers: { ...JSON_HEADERS, 'mcp-protocol-version': '2026-07-28' } });
     expect(missingMethod.status).toBe(400);
     expect(missingMethod.json()).toMatchObject({ error: { code: -32020 } });

@@ -111,7 +111,13 @@ describe('stateless path (2026-07-28)', () => {
     expect(oldRev).toMatchObject({ response: { error: { code: -32022, data: { supported: ['2026-07-28'], requested: '2025-11-25' } } } });
     // revision is checked before headers: a bad revision with bad headers is still -32022
     const both = await handleStateless(h.core, req('tools/list', { _meta: { ...meta, 'io.modelcontextprotocol/protocolVersion': '1999-01-01' } }), { principal, headers: () => undefined });
-    expect(both).toMatchObject({ response: { error: { code: -32022 } } });
+    expect(both).toMatchObject({ response: { error: { code: -32022, data: { requested: '1999-01-01' } } } });
+    // over HTTP the header names the revision asked for: a supported header with a different body is a mismatch
+    const v999 = { _meta: { ...meta, 'io.modelcontextprotocol/protocolVersion': 'v999.0.0' } };
+    const supportedHeader = await handleStateless(h.core, req('tools/list', v999), { principal, headers: (n) => ({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' })[n] });
+    expect(supportedHeader).toMatchObject({ status: 400, response: { error: { code: -32020 } } });
+    const unsupportedHeader = await handleStateless(h.core, req('tools/list', { _meta: meta }), { principal, headers: (n) => ({ 'mcp-protocol-version': 'v999.0.0', 'mcp-method': 'tools/list' })[n] });
+    expect(unsupportedHeader).toMatchObject({ status: 400, response: { error: { code: -32022, data: { requested: 'v999.0.0' } } } });
     const headers: Record<string, string> = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'other.tool' };
     const mismatch = await handleStateless(h.core, req('tools/call', { name: 'payments.lookup', arguments: {}, _meta: meta }), { principal, headers: (n) => headers[n] });
     expect(mismatch).toMatchObject({ response: { error: { code: -32020 } } });
