@@ -3,6 +3,7 @@
  * served on loopback: each request's principal comes from its token; bad tokens are refused with the right status and
  * challenge and learn nothing of the catalogue; views of two tenants never mix; a session belongs to its opener.
  */
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestIssuer, type MintOptions, type TestIssuer } from '../fixtures/jwks.ts';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
@@ -141,6 +142,21 @@ describe('estate serve --http with authorization', () => {
     const calls = await runCli(['calls', runId, '--json', '--store', tmp.store]);
     expect(calls.code).toBe(0);
     expect(JSON.parse(calls.stdout)).toMatchObject({ runId, calls: [{ tool: 'payments.lookup', subject: 'agent-acme', tenant: 'acme', outcome: 'ok' }] });
+  });
+
+  it.each(['2025-11-25', '2026-07-28'])('the official MCP client (%s) with a Bearer token lists its principal\'s view; without one it cannot connect', async (revision) => {
+    const connect = async (headers: Record<string, string>) => {
+      const client = new Client({ name: 'auth-e2e', version: '1.0.0' }, revision === '2026-07-28' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {});
+      await client.connect(new StreamableHTTPClientTransport(new URL(srv.url), { requestInit: { headers } }));
+      return client;
+    };
+    const client = await connect({ authorization: `Bearer ${await idp.mint(globex)}` });
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['fx.rates', 'payments.lookup', 'reports.statement']);
+    } finally {
+      await client.close();
+    }
+    await expect(connect({})).rejects.toThrow();
   });
 
   it('a session belongs to the subject that opened it: another subject\'s token gets 404 like an unknown session', async () => {
