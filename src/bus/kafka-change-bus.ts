@@ -67,8 +67,17 @@ export const ensureTopic = async (kafka: Kafka, topic: string, numPartitions = 3
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const existing = await admin.listTopics();
-    if (!existing.includes(topic)) await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions, replicationFactor: -1 }] });
+    // Replicas starting together race to create it; a slow broker may time a creation out and still complete it.
+    for (let attempt = 1; ; attempt++) {
+      if ((await admin.listTopics()).includes(topic)) return;
+      try {
+        await admin.createTopics({ waitForLeaders: true, timeout: 15_000, topics: [{ topic, numPartitions, replicationFactor: -1 }] });
+        return;
+      } catch (e) {
+        if (attempt >= 5) throw e;
+        await new Promise((r) => setTimeout(r, 300 * attempt));
+      }
+    }
   } finally {
     await admin.disconnect();
   }
