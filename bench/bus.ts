@@ -1,0 +1,268 @@
+/**
+ * The Kafka change bus, end to end, on the real broker and the real PostgreSQL (loopback only, bounded):
+ * - publish → `notifications/tools/list_changed` at a 2026-07-28 `subscriptions/listen` client of ANOTHER replica
+ *   (two `estate serve --http --bus kafka://...` processes; the publish is a command on the store from this process),
+ *   p50 and p99 over 200 publishes, beside the floor: a raw kafkajs produce → consume on the same broker with the
+ *   same consumer settings;
+ * - publish throughput on PostgreSQL (the guard, the optimistic append) beside a raw INSERT of the same rows.
+ * Needs `npm run services:up`; throws when PostgreSQL or Kafka is unreachable.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import { CommandHandler } from '../src/app/command-handler.ts';
+import { createPostgresEventStore } from '../src/store/postgres-event-store.ts';
+import type { ToolDefinition } from '../src/domain/types.ts';
+import { percentile, type BenchRow } from './lib.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PG = process.env.ESTATE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/estate_test';
+const BROKERS = (process.env.ESTATE_TEST_KAFKA ?? '127.0.0.1:9092').split(',');
+const LATENCY_N = Number(process.env.BENCH_BUS_PUBLISHES ?? 200);
+const THROUGHPUT_N = Number(process.env.BENCH_BUS_THROUGHPUT ?? 500);
+const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+
+const definition = (name: string): ToolDefinition => ({
+  name,
+  version: '1.0.0',
+  title: 'Bench tool',
+  description: 'A tool published by the bus benchmark.',
+  inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false },
+  access: { requiredScopes: [], tenants: [], classification: 'public' },
+  sideEffect: 'none',
+  handler: 'test.echo',
+  timeoutMs: 30_000,
+});
+
+const kafka = () => new Kafka({ clientId: 'estate-bench', brokers: BROKERS, logLevel: logLevel.NOTHING, connectionTimeout: 2000, retry: { retries: 2 } });
+
+const reachable = async (): Promise<void> => {
+  const client = new pg.Client({ connectionString: PG, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+  } catch (e) {
+    throw new Error(`bus bench needs PostgreSQL at ${PG} (${e instanceof Error ? e.message : String(e)}); run npm run services:up`);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  const admin = kafka().admin();
+  try {
+    await admin.connect();
+    await admin.listTopics();
+  } catch (e) {
+    throw new Error(`bus bench needs Kafka at ${BROKERS.join(',')} (${e instanceof Error ? e.message : String(e)}); run npm run services:up`);
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+};
+
+const sql = async (url: string, text: string): Promise<void> => {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(text);
+  } finally {
+    await c.end();
+  }
+};
+
+const serve = (args: string[], env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(ROOT, 'bin', 'estate.js'), 'serve', '--http', '--port', '0', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ESTATE_LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error('estate serve did not become ready in 60 s')), 60_000);
+    child.stderr?.on('data', (c: Buffer) => {
+      buf += c.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        try {
+          const l = JSON.parse(line) as { msg?: string; url?: string };
+          if (l.msg === 'estate serve ready' && l.url) {
+            clearTimeout(timer);
+            resolve({ child, url: l.url });
+          }
+        } catch {
+          // not a log line
+        }
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`estate serve exited (${String(code)}) before ready`)));
+  });
+
+/** Opens a listen stream; `next()` resolves at the next list_changed. */
+const listen = async (url: string): Promise<{ next(): Promise<void>; close(): void }> => {
+  const abort = new AbortController();
+  const res = await fetch(url, {
+    method: 'POST',
+    signal: abort.signal,
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 'bench', method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: META } }),
+  });
+  if (!res.body) throw new Error(`listen: HTTP ${res.status}`);
+  let pending = 0;
+  const slot: { waiter: (() => void) | null } = { waiter: null };
+  let acknowledged!: () => void;
+  const ack = new Promise<void>((r) => (acknowledged = r));
+  void (async () => {
+    const decoder = new TextDecoder();
+    let buf = '';
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buf += decoder.decode(chunk, { stream: true });
+        let end: number;
+        while ((end = buf.indexOf('\n\n')) >= 0) {
+          const event = buf.slice(0, end);
+          buf = buf.slice(end + 2);
+          if (event.includes('notifications/subscriptions/acknowledged')) acknowledged();
+          if (!event.includes('notifications/tools/list_changed')) continue;
+          const w = slot.waiter;
+          slot.waiter = null;
+          if (w) w();
+          else pending++;
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })();
+  await ack;
+  return {
+    next: () =>
+      pending > 0
+        ? Promise.resolve(void pending--)
+        : new Promise<void>((resolve, reject) => {
+            const t = setTimeout(() => reject(new Error('no list_changed within 20 s')), 20_000);
+            slot.waiter = () => {
+              clearTimeout(t);
+              resolve();
+            };
+          }),
+    close: () => abort.abort(),
+  };
+};
+
+const acrossReplicas = async (): Promise<number[]> => {
+  const database = `estate_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const u = new URL(PG);
+  u.pathname = `/${database}`;
+  const storeUrl = u.toString();
+  await sql(PG, `CREATE DATABASE ${database}`);
+  const env = { ESTATE_TOPIC: `estate.bench.${randomUUID().slice(0, 8)}` };
+  const args = ['--store', storeUrl, '--bus', `kafka://${BROKERS.join(',')}`, '--handlers', 'test/fixtures/handlers/test-handlers.ts'];
+  const replicas: ChildProcess[] = [];
+  const store = await createPostgresEventStore({ connectionString: storeUrl });
+  try {
+    const a = await serve(args, env);
+    replicas.push(a.child);
+    const b = await serve(args, env);
+    replicas.push(b.child);
+    const client = await listen(b.url);
+    const commands = new CommandHandler({ store });
+    const out: number[] = [];
+    for (let i = 0; i < LATENCY_N + 10; i++) {
+      const t0 = performance.now();
+      await commands.publish(definition(`bench.latency.t${i}`), 'bench');
+      await client.next();
+      if (i >= 10) out.push(performance.now() - t0); // the first few warm the JIT and the relay's producer
+    }
+    client.close();
+    return out;
+  } finally {
+    for (const r of replicas) r.kill('SIGTERM');
+    await Promise.all(replicas.map((r) => new Promise((res) => (r.exitCode !== null ? res(null) : r.once('exit', res)))));
+    await store.close();
+    await sql(PG, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  }
+};
+
+const rawKafkaFloor = async (): Promise<number[]> => {
+  const k = kafka();
+  const topic = `estate.bench.floor.${randomUUID().slice(0, 8)}`;
+  const admin = k.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3 }] });
+  const groupId = `estate-bench-${randomUUID()}`;
+  const consumer = k.consumer({ groupId, maxWaitTimeInMs: 50, minBytes: 1 });
+  const producer = k.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await Promise.all([consumer.connect(), producer.connect()]);
+  let waiter: (() => void) | null = null;
+  const joined = new Promise<void>((r) => consumer.on(consumer.events.GROUP_JOIN, () => r()));
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    eachMessage: () => {
+      const w = waiter;
+      waiter = null;
+      w?.();
+      return Promise.resolve();
+    },
+  });
+  await joined;
+  const out: number[] = [];
+  try {
+    for (let i = 0; i < LATENCY_N + 10; i++) {
+      const got = new Promise<void>((r) => (waiter = r));
+      const t0 = performance.now();
+      await producer.send({ topic, acks: -1, messages: [{ key: `bench.t${i}`, value: JSON.stringify({ i }) }] });
+      await got;
+      if (i >= 10) out.push(performance.now() - t0);
+    }
+  } finally {
+    await producer.disconnect();
+    await consumer.disconnect();
+    await admin.deleteGroups([groupId]).catch(() => undefined);
+    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await admin.disconnect();
+  }
+  return out;
+};
+
+const publishThroughput = async (): Promise<{ estate: number; raw: number }> => {
+  const schema = `bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const store = await createPostgresEventStore({ connectionString: PG, schema });
+  const client = new pg.Client({ connectionString: PG });
+  await client.connect();
+  try {
+    const commands = new CommandHandler({ store });
+    await commands.publish(definition('bench.warmup'), 'bench');
+    let t0 = performance.now();
+    for (let i = 0; i < THROUGHPUT_N; i++) await commands.publish(definition(`bench.tput.t${i}`), 'bench');
+    const estate = THROUGHPUT_N / ((performance.now() - t0) / 1000);
+    // The same rows, written the plainest way: one autocommitted INSERT per event.
+    const rows = await store.readAll({ streamPrefix: 'tool-bench.tput.', limit: THROUGHPUT_N });
+    await client.query(`CREATE TABLE "${schema}".raw_events (stream_id text NOT NULL, revision bigint NOT NULL, type text NOT NULL, data jsonb NOT NULL, PRIMARY KEY (stream_id, revision))`);
+    t0 = performance.now();
+    for (const r of rows) {
+      await client.query(`INSERT INTO "${schema}".raw_events (stream_id, revision, type, data) VALUES ($1, $2, $3, $4)`, [r.streamId, r.revision, r.type, JSON.stringify(r.data)]);
+    }
+    const raw = rows.length / ((performance.now() - t0) / 1000);
+    return { estate, raw };
+  } finally {
+    await store.close();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  }
+};
+
+const round = (n: number, digits = 1): number => Math.round(n * 10 ** digits) / 10 ** digits;
+
+export async function run(): Promise<BenchRow[]> {
+  await reachable();
+  const floor = await rawKafkaFloor();
+  const estate = await acrossReplicas();
+  const tput = await publishThroughput();
+  const notes = `${LATENCY_N} publishes, one at a time; two estate serve --http replicas, client on the one that did not publish`;
+  return [
+    { bench: 'bus', case: 'publish → list_changed at a client of another replica, p50', unit: 'ms', estate: round(percentile(estate, 50)), peerName: 'raw kafkajs produce → consume', peer: round(percentile(floor, 50)), notes },
+    { bench: 'bus', case: 'publish → list_changed at a client of another replica, p99', unit: 'ms', estate: round(percentile(estate, 99)), peerName: 'raw kafkajs produce → consume', peer: round(percentile(floor, 99)), notes },
+    { bench: 'bus', case: 'publish throughput on PostgreSQL', unit: 'publishes/s', estate: round(tput.estate, 0), peerName: 'raw INSERT of the same rows', peer: round(tput.raw, 0), notes: `${THROUGHPUT_N} publishes, sequential; Estate = read stream + guard + optimistic append` },
+  ];
+}
