@@ -10,7 +10,7 @@
  * (`--handlers bench/mcp.ts`) and the SDK server's entry point (`--sdk-server`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -315,43 +315,66 @@ const floor = (f: Figures): { list: number; call: number } => {
   };
 };
 
+const startEstate = async (store: string, children: ChildProcess[]): Promise<string> => {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'estate.js'), 'serve', '--http', '--port', '0', '--store', store, '--handlers', THIS_FILE], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ESTATE_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(child);
+  const ready = await waitForJsonLine(child, 'stderr', (v) => v.msg === 'estate serve ready', 'estate serve');
+  // Past the ready line only warnings matter; drain so the pipe never blocks the server.
+  child.stderr?.resume();
+  return String(ready.url);
+};
+
+/** tmpfs, where fsync costs nothing: the same server without the disk, to show what the durable call record costs. */
+const SHM = '/dev/shm';
+
 export async function run(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'estate-bench-mcp-'));
+  const shmDir = existsSync(SHM) ? mkdtempSync(join(SHM, 'estate-bench-mcp-')) : undefined;
   const store = `sqlite:${join(dir, 'bench.db')}`;
   const children: ChildProcess[] = [];
   try {
     await publishAll(store);
-    const estateChild = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'estate.js'), 'serve', '--http', '--port', '0', '--store', store, '--handlers', THIS_FILE], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, ESTATE_LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    children.push(estateChild);
-    const estateReady = await waitForJsonLine(estateChild, 'stderr', (v) => v.msg === 'estate serve ready', 'estate serve');
-    // Past the ready line only warnings matter; drain so the pipe never blocks the server.
-    estateChild.stderr?.resume();
+    if (shmDir) for (const f of readdirSync(dir)) copyFileSync(join(dir, f), join(shmDir, f));
+    const estateUrl = await startEstate(store, children);
     const sdkChild = spawn(process.execPath, ['--import', 'tsx', THIS_FILE, '--sdk-server'], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(sdkChild);
     const sdkReady = await waitForJsonLine(sdkChild, 'stdout', (v) => typeof v.url === 'string', 'SDK McpServer');
 
-    const estate = await measure(String(estateReady.url));
+    const estate = await measure(estateUrl);
     const sdk = await measure(String(sdkReady.url));
+    const shm = shmDir ? await measure(await startEstate(`sqlite:${join(shmDir, 'bench.db')}`, children)) : undefined;
     const fl = floor(estate);
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
     const peerName = 'SDK v2 McpServer (Zod, same transport)';
     const common = `${TOOL_COUNT} tools, Streamable HTTP on loopback, one ${PROTOCOL} session each`;
-    return [
+    const rows: BenchRow[] = [
       { bench: 'mcp', case: 'tools/list, full list (all pages), p50', unit: 'µs', estate: estate.listP50, peerName, peer: sdk.listP50, notes: `${common}; Estate ${estate.listTools} tools in pages of ≤500, SDK ${sdk.listTools} in one; Estate/SDK ${ratio(estate.listP50, sdk.listP50)}` },
       { bench: 'mcp', case: 'tools/list, full list (all pages), p99', unit: 'µs', estate: estate.listP99, peerName, peer: sdk.listP99, notes: `${LIST_ITERATIONS} sequential lists; Estate/SDK ${ratio(estate.listP99, sdk.listP99)}` },
       { bench: 'mcp', case: 'tools/call, valid arguments, p50', unit: 'µs', estate: estate.callP50, peerName, peer: sdk.callP50, notes: `${CALL_LATENCY_ITERATIONS} sequential calls; Estate validates with Ajv and commits a call record (SQLite, synchronous=FULL) before answering, the SDK records nothing; Estate/SDK ${ratio(estate.callP50, sdk.callP50)}` },
       { bench: 'mcp', case: 'tools/call, valid arguments, p99', unit: 'µs', estate: estate.callP99, peerName, peer: sdk.callP99, notes: `Estate/SDK ${ratio(estate.callP99, sdk.callP99)}` },
       { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight`, unit: 'calls/s', estate: estate.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `${CALL_THROUGHPUT_REQUESTS} calls; Estate/SDK ${ratio(estate.callsPerSecond, sdk.callsPerSecond)}` },
-      { bench: 'mcp', case: 'floor: JSON.parse+stringify of one tools/call exchange, p50', unit: 'µs', estate: estate.callP50, peerName: 'JSON floor', peer: fl.call, notes: `request + response (${estate.callResponse.length} B), both directions, in-process` },
-      { bench: 'mcp', case: 'floor: JSON.parse+stringify of one tools/list page, p50', unit: 'µs', estate: estate.listP50, peerName: 'JSON floor', peer: fl.list, notes: `one page of Estate's list (${Math.round(estate.listResponse.length / 1024)} KiB), both directions` },
     ];
+    if (shm) {
+      const note = 'Estate with its SQLite store on tmpfs (fsync free): the serving path without the durable write';
+      rows.push(
+        { bench: 'mcp', case: 'tools/call p50, Estate store on tmpfs', unit: 'µs', estate: shm.callP50, peerName, peer: sdk.callP50, notes: `${note}; Estate/SDK ${ratio(shm.callP50, sdk.callP50)}` },
+        { bench: 'mcp', case: 'tools/call p99, Estate store on tmpfs', unit: 'µs', estate: shm.callP99, peerName, peer: sdk.callP99, notes: `Estate/SDK ${ratio(shm.callP99, sdk.callP99)}` },
+        { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight, Estate store on tmpfs`, unit: 'calls/s', estate: shm.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `Estate/SDK ${ratio(shm.callsPerSecond, sdk.callsPerSecond)}` },
+      );
+    }
+    rows.push(
+      { bench: 'mcp', case: 'floor: JSON.parse+stringify of one tools/call exchange, p50', unit: 'µs', estate: estate.callP50, peerName: 'JSON floor', peer: fl.call, notes: `request + response (${estate.callResponse.length} B), both directions, in-process` },
+      { bench: 'mcp', case: 'floor: JSON.parse+stringify of one tools/list page, p50', unit: 'µs', estate: estate.listP50, peerName: 'JSON floor', peer: fl.list, notes: `one page of Estate's list (${Math.round(estate.listResponse.length / 1024)} KiB), both directions; Estate's figure is the full list (2 pages)` },
+    );
+    return rows;
   } finally {
     await Promise.all(children.map(stop));
     rmSync(dir, { recursive: true, force: true });
+    if (shmDir) rmSync(shmDir, { recursive: true, force: true });
   }
 }
 
