@@ -1,0 +1,81 @@
+/**
+ * KafkaChangeBus on the real broker: a bus started after messages were produced does not replay them (the store
+ * catch-up covers those), every message produced after start() is delivered, and malformed messages — not JSON,
+ * the wrong shape, an unknown event — are logged and skipped without stopping the consumer.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CatalogueChange } from '../../src/app/ports.ts';
+import { decodeChange, encodeChange } from '../../src/bus/change-message.ts';
+import { KafkaChangeBus, KafkaChangePublisher } from '../../src/bus/kafka-change-bus.ts';
+import { produceRaw, requireServices, uniqueTopic } from './kafka-helpers.ts';
+
+const services = await requireServices('KafkaChangeBus on the real broker');
+
+const change = (tool: string, position: string): CatalogueChange => ({
+  type: 'catalogue.changed',
+  position,
+  tool,
+  version: '1.0.0',
+  event: 'ToolVersionPublished',
+  at: '2026-11-30T00:00:00.000Z',
+});
+
+describe('change message codec', () => {
+  it('round-trips the SPEC §4 message with its field order', () => {
+    const c = change('payments.lookup', '42');
+    expect(encodeChange(c)).toBe(
+      '{"type":"catalogue.changed","position":"42","tool":"payments.lookup","version":"1.0.0","event":"ToolVersionPublished","at":"2026-11-30T00:00:00.000Z"}',
+    );
+    expect(decodeChange(Buffer.from(encodeChange(c)))).toEqual({ ok: true, change: c });
+  });
+
+  it.each([
+    ['not JSON', '{nope'],
+    ['an array', '[]'],
+    ['a wrong type', JSON.stringify({ ...change('a', '1'), type: 'other' })],
+    ['an unknown event', JSON.stringify({ ...change('a', '1'), event: 'ToolCalled' })],
+    ['a missing position', JSON.stringify({ ...change('a', '1'), position: undefined })],
+  ])('refuses %s', (_what, value) => {
+    expect(decodeChange(value).ok).toBe(false);
+  });
+
+  it('refuses an empty (tombstone) message', () => {
+    expect(decodeChange(null)).toEqual({ ok: false, reason: 'empty message' });
+  });
+});
+
+if (services) {
+  describe('KafkaChangeBus on the real broker', () => {
+    const { brokers } = services;
+    const topic = uniqueTopic('bus');
+    const warnings: string[] = [];
+    const log = { debug: () => undefined, info: () => undefined, warn: (_o: object, msg?: string) => warnings.push(msg ?? ''), error: () => undefined };
+    const received: CatalogueChange[] = [];
+    let bus: KafkaChangeBus;
+    const publisher = new KafkaChangePublisher({ brokers, topic });
+
+    beforeAll(async () => {
+      await publisher.publish([change('before.start', 'p0')]);
+      bus = new KafkaChangeBus({ brokers, topic, log });
+      await bus.start((cs) => {
+        received.push(...cs);
+      });
+    });
+    afterAll(async () => {
+      await bus?.stop();
+      await publisher.close();
+    });
+
+    it('delivers what is produced after start, not before, and skips malformed messages', async () => {
+      await produceRaw(brokers, topic, [
+        { key: 'x', value: '{not json' },
+        { key: 'x', value: JSON.stringify({ type: 'catalogue.changed', position: 'p?', tool: 'x' }) },
+      ]);
+      await publisher.publish([change('after.start', 'p1'), change('after.start', 'p2')]);
+      const deadline = Date.now() + 20_000;
+      while (received.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(received.map((c) => c.position)).toEqual(['p1', 'p2']);
+      expect(warnings.filter((w) => w.includes('malformed message skipped'))).toHaveLength(2);
+    });
+  });
+}
