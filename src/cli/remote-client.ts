@@ -7,7 +7,8 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { Option, type Command } from 'commander';
 import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
-import { parseDefinitionText } from '../domain/tool-definition.ts';
+import { createSchemaCompiler } from '../domain/schema-compiler.ts';
+import { parseDefinitionText, validateDefinition } from '../domain/tool-definition.ts';
 import type { Reason } from '../domain/types.ts';
 import { EXIT } from './exit.ts';
 import { fail, printJson, type GlobalOptions } from './run.ts';
@@ -97,6 +98,19 @@ const edgeRefusal = (status: number, json: unknown): RemoteError => {
 
 const KIND_OF_STATUS: Record<number, DomainErrorKind> = { 400: 'usage', 404: 'not-found', 422: 'guard' };
 
+/** The server would answer 400 for a body that is not an object; the local verb calls that a broken rule (exit 3). */
+const notAnObject = (file: string, raw: unknown): DomainError | undefined => {
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) return undefined;
+  try {
+    // The object check comes before anything is compiled, so this costs nothing but gives the local verb's words.
+    validateDefinition(raw, createSchemaCompiler());
+  } catch (e) {
+    if (e instanceof DomainError) return new DomainError(e.kind, e.code, `${file}: ${e.message}`);
+    throw e;
+  }
+  return undefined;
+};
+
 const readDefinitionBody = async (file: string): Promise<unknown> => {
   let text: string;
   try {
@@ -106,7 +120,10 @@ const readDefinitionBody = async (file: string): Promise<unknown> => {
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : String(code ?? e);
     throw new DomainError('usage', 'unreadable-file', `cannot read ${file}: ${why}`);
   }
-  return parseDefinitionText(text, file, extname(file).toLowerCase() === '.json' ? 'json' : 'yaml');
+  const raw = parseDefinitionText(text, file, extname(file).toLowerCase() === '.json' ? 'json' : 'yaml');
+  const refused = notAnObject(file, raw);
+  if (refused) throw refused;
+  return raw;
 };
 
 const publishOrCheck = async (verb: 'publish' | 'check', base: string, file: string, opts: RemoteOptions): Promise<number> => {
@@ -116,9 +133,9 @@ const publishOrCheck = async (verb: 'publish' | 'check', base: string, file: str
   } catch (e) {
     if (!(e instanceof DomainError) || !opts.json) throw e;
     // As the local verb does: the publish/check JSON shape, carrying the error.
-    console.error(`estate: error: ${e.message}`);
+    console.error(`estate: ${e.kind === 'usage' ? 'error' : 'refused'}: ${e.message}`);
     printJson({ result: 'refused', name: null, version: null, level: null, reasons: [], error: { code: e.code, message: e.message } });
-    return EXIT.usage;
+    return e.kind === 'usage' ? EXIT.usage : EXIT.refused;
   }
   const { status, json } = await post(`${base}/v1/${verb === 'publish' ? 'tools' : 'check'}`, body);
   const v = json as VerdictBody | undefined;

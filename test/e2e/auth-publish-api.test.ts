@@ -200,6 +200,12 @@ describe('the publishing API (/v1) with tokens', { timeout: 120_000 }, () => {
       const remoteBad = await remote(['publish', badName, '--json'], ci);
       expect(remoteBad.code).toBe(localBad.code);
       expect(JSON.parse(remoteBad.stdout)).toEqual(JSON.parse(localBad.stdout));
+
+      const scalar = tmp.file('scalar.yaml', 'just a string\n');
+      const localScalar = await runCli(['publish', scalar, '--json', '--store', tmp.store]);
+      const remoteScalar = await remote(['publish', scalar, '--json'], ci);
+      expect(remoteScalar.code).toBe(localScalar.code);
+      expect(JSON.parse(remoteScalar.stdout)).toEqual(JSON.parse(localScalar.stdout));
     });
 
     it('check, deprecate and retire', async () => {
