@@ -7,8 +7,9 @@
  *   POST /v1/tools/{name}/versions/{version}/deprecate       {reason} → 200 | 404 | 422
  *   POST /v1/tools/{name}/versions/{version}/retire          {reason} → 200 | 404 | 422
  *
- * Order: token (401) → content type (415) → size (413) → body (400) → scope (403) → command. A caller without a valid
- * token or the scope learns nothing about the catalogue. The publisher recorded is the token's subject.
+ * Order: token (401) → content type (415) → size (413) → scope (403) → body (400) → command; a publish is checked
+ * against the namespace scopes once its body has named the tool. A caller without a valid token or the scope learns
+ * nothing about the catalogue (an unknown tool is a 403 too). The publisher recorded is the token's subject.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
