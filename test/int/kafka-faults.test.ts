@@ -15,7 +15,14 @@ import { aDefinition } from '../fixtures/builders.ts';
 import { privateBrokerUnavailable, readTopic, requireServices, startPrivateBroker, uniqueTopic, type PrivateBroker } from './kafka-helpers.ts';
 import { dropSchema, uniqueSchema } from './pg-helpers.ts';
 
-const services = await requireServices('Kafka outage: no change lost');
+const found = await requireServices('Kafka outage: no change lost');
+// The outage is staged on a broker of our own, from the jars services:up caches; without them, the same rule applies.
+const noBroker = found ? privateBrokerUnavailable() : null;
+if (noBroker !== null && process.env.CI !== 'true') {
+  console.warn(`\n*** ${noBroker}: skipping the Kafka outage tests; run npm run services:up ***\n`);
+  describe.skip('Kafka outage: no change lost', () => it('needs the Kafka jars', () => undefined));
+}
+const services = noBroker !== null && process.env.CI !== 'true' ? null : found;
 
 const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
