@@ -13,7 +13,7 @@ say() { echo "services-down: $*" >&2; }
 if [ -f "$PID_FILE" ]; then
   pid="$(cat "$PID_FILE")"
   # Never signal a stranger that inherited a recycled pid.
-  if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka'; then
+  if { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q 'kafka\.Kafka'; then
     say "stopping Kafka (pid $pid)"
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done

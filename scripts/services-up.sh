@@ -35,6 +35,13 @@ need_command() {
   fi
 }
 
+# Two `up`s at once (parallel CI steps, two shells) would both start a broker on the same data directory.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/services.lock"
+if command -v flock >/dev/null 2>&1; then
+  flock -w 300 9 || die "another services-up has held $CACHE/services.lock for 5 minutes"
+fi
+
 # ───────────────────────────── PostgreSQL ─────────────────────────────
 
 need_command psql postgresql-client
@@ -45,7 +52,7 @@ if ! pg_isready -q -h "$PG_HOST" -p "$PG_PORT"; then
   command -v pg_ctlcluster >/dev/null 2>&1 || die "PostgreSQL is down and pg_ctlcluster is missing (apt-get install postgresql)"
   PG_VERSION="$(ls /etc/postgresql | sort -V | tail -n1)"
   [ -n "$PG_VERSION" ] || die "no cluster under /etc/postgresql"
-  pg_ctlcluster --skip-systemctl-redirect "$PG_VERSION" main start >/dev/null 2>&1 \
+  pg_ctlcluster --skip-systemctl-redirect "$PG_VERSION" main start >/dev/null 2>&1 9>&- \
     || die "pg_ctlcluster $PG_VERSION main start failed"
   mark_started "postgres $PG_VERSION"
   for _ in $(seq 1 "$WAIT_SECONDS"); do pg_isready -q -h "$PG_HOST" -p "$PG_PORT" && break; sleep 1; done
@@ -71,11 +78,11 @@ fi
 
 # ───────────────────────────── Kafka ─────────────────────────────
 
-kafka_ready() { node "$ROOT/scripts/kafka/wait-ready.mjs" "$KAFKA_HOST:$KAFKA_PORT" "$1"; }
+kafka_ready() { node "$ROOT/scripts/kafka/wait-ready.mjs" "$KAFKA_HOST:$KAFKA_PORT" "$1" 9>&-; }
 
 # A pid file can outlive its process and the pid be reused: it counts only if that process is our broker.
 pid_alive() {
-  [ -f "$KAFKA_DIR/kafka.pid" ] && tr '\0' ' ' <"/proc/$(cat "$KAFKA_DIR/kafka.pid")/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka'
+  [ -f "$KAFKA_DIR/kafka.pid" ] && { tr '\0' ' ' <"/proc/$(cat "$KAFKA_DIR/kafka.pid")/cmdline"; } 2>/dev/null | grep -q 'kafka\.Kafka'
 }
 
 if port_open "$KAFKA_HOST" "$KAFKA_PORT"; then
@@ -95,7 +102,7 @@ else
     mkdir -p "$KAFKA_DIR"
     if ! mvn -q -B -Dstyle.color=never -f "$ROOT/scripts/kafka/pom.xml" \
       org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$LIBS.partial" >"$KAFKA_DIR/maven.log" 2>&1; then
+      -DincludeScope=runtime -DoutputDirectory="$LIBS.partial" >"$KAFKA_DIR/maven.log" 2>&1 9>&-; then
       cat "$KAFKA_DIR/maven.log" >&2
       die "Maven could not fetch the Kafka jars"
     fi
@@ -110,26 +117,32 @@ else
 
   JAVA_OPTS=(-Xms512m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true
     "-Dlog4j.configuration=file:$ROOT/scripts/kafka/log4j.properties" "-Dkafka.logs.dir=$KAFKA_DIR/logs")
-  CLUSTER_ID="$(java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool random-uuid 2>>"$KAFKA_DIR/logs/storage.log")" \
+  CLUSTER_ID="$(java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool random-uuid 2>>"$KAFKA_DIR/logs/storage.log" 9>&-)" \
     || die "StorageTool random-uuid failed; see $KAFKA_DIR/logs/storage.log"
   java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format -t "$CLUSTER_ID" \
-    -c "$KAFKA_DIR/server.properties" >>"$KAFKA_DIR/logs/storage.log" 2>&1 \
+    -c "$KAFKA_DIR/server.properties" >>"$KAFKA_DIR/logs/storage.log" 2>&1 9>&- \
     || die "StorageTool format failed; see $KAFKA_DIR/logs/storage.log"
 
-  # setsid + nohup: the broker must outlive `npm run`, and its own process group lets `down` stop it cleanly.
+  # setsid + nohup: the broker must outlive `npm run`. 9>&-: it must not inherit (and hold forever) our lock.
   setsid nohup java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.Kafka "$KAFKA_DIR/server.properties" \
-    >"$KAFKA_DIR/logs/stdout.log" 2>&1 </dev/null &
+    >"$KAFKA_DIR/logs/stdout.log" 2>&1 </dev/null 9>&- &
   echo $! >"$KAFKA_DIR/kafka.pid"
   mark_started kafka
 
+  # A broker that never became ready is stopped, so the next `up` starts clean instead of trusting it.
+  stop_failed_start() {
+    kill -TERM "$(cat "$KAFKA_DIR/kafka.pid")" 2>/dev/null || true
+    rm -f "$KAFKA_DIR/kafka.pid"
+  }
   deadline=$((SECONDS + WAIT_SECONDS))
   until port_open "$KAFKA_HOST" "$KAFKA_PORT"; do
-    pid_alive || die "Kafka exited during start-up; see $KAFKA_DIR/logs/stdout.log and server.log"
-    [ "$SECONDS" -lt "$deadline" ] || die "Kafka did not listen on $KAFKA_PORT within ${WAIT_SECONDS}s; see $KAFKA_DIR/logs/server.log"
+    pid_alive || { rm -f "$KAFKA_DIR/kafka.pid"; die "Kafka exited during start-up; see $KAFKA_DIR/logs/stdout.log and server.log"; }
+    [ "$SECONDS" -lt "$deadline" ] \
+      || { stop_failed_start; die "Kafka did not listen on $KAFKA_PORT within ${WAIT_SECONDS}s; see $KAFKA_DIR/logs/server.log"; }
     sleep 0.5
   done
   kafka_ready "$((deadline - SECONDS > 5 ? deadline - SECONDS : 5))" \
-    || die "Kafka listens but does not answer metadata requests; see $KAFKA_DIR/logs/server.log"
+    || { stop_failed_start; die "Kafka listens but does not answer metadata requests; see $KAFKA_DIR/logs/server.log"; }
 fi
 
 echo "ESTATE_TEST_PG=postgres://$PG_USER@$PG_HOST:$PG_PORT/$PG_DB"
