@@ -339,10 +339,11 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
 
     async readStream(streamId, options = {}) {
       await ensureReady();
+      // ORDER BY the table's bigint column: a bare `revision` would name the text alias and sort '10' before '9'.
       const { rows } = await pool.query<EventRow>(
         `SELECT transaction_id::text AS xid, seq::text AS seq, stream_id, revision::text AS revision, type,
                 data::text AS data, recorded_at
-         FROM ${s}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision`,
+         FROM ${s}.events e WHERE e.stream_id = $1 AND e.revision >= $2 ORDER BY e.revision`,
         [streamId, Math.max(0, options.fromRevision ?? 0)],
       );
       return rows.map(toStored);

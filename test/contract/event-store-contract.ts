@@ -166,6 +166,16 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         expect(events.map((e) => e.position)).toEqual([...first.positions, ...second.positions]);
       });
 
+      it('keeps revision order past ten events, one append at a time with exact revisions', async () => {
+        // Revisions as numbers, not text: '10' must come after '9' (a stream with 12 versions once looped on conflicts).
+        const id = stream('long');
+        for (let i = 0; i < 12; i++) await store.append(id, [ev('E', { i })], { expectedRevision: i === 0 ? 'no_stream' : i - 1 });
+        const events = await store.readStream(id);
+        expect(events.map((e) => e.revision)).toEqual(Array.from({ length: 12 }, (_, i) => i));
+        expect(events.map((e) => (e.data as { i: number }).i)).toEqual(Array.from({ length: 12 }, (_, i) => i));
+        expect((await store.readStream(id, { fromRevision: 9 })).map((e) => e.revision)).toEqual([9, 10, 11]);
+      });
+
       it('reads an unknown stream as empty', async () => {
         expect(await store.readStream(stream('never-written'))).toEqual([]);
       });

@@ -8,12 +8,12 @@ import { validateDefinition } from '../../src/domain/tool-definition.ts';
 import { openEstate } from '../../src/main.ts';
 import { raceDefinition } from './publish-race-definitions.ts';
 
-const [storeUrl, workerId, countText] = process.argv.slice(2);
+const [storeUrl, workerId, countText, toolName] = process.argv.slice(2);
 const count = Number(countText);
 const estate = await openEstate(loadConfig({ store: storeUrl as string, by: `worker-${workerId}` }));
 try {
   for (let v = 1; v <= count; v++) {
-    const def = validateDefinition(raceDefinition(v, workerId as string), estate.compiler);
+    const def = validateDefinition(raceDefinition(v, workerId as string, toolName), estate.compiler);
     try {
       const r = await estate.commands.publish(def, `worker-${workerId}`);
       process.stdout.write(`${JSON.stringify({ worker: workerId, version: def.version, result: r.result, code: r.error?.code ?? null, position: r.position ?? null })}\n`);

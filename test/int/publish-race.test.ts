@@ -1,6 +1,6 @@
 /**
- * Concurrent publishers of one tool in separate processes on one SQLite file: exactly one wins each version, no event
- * is lost or duplicated, and the invariants hold when the log is replayed.
+ * Concurrent publishers of one tool in separate processes on one store (a SQLite file; the real PostgreSQL): exactly
+ * one wins each version, no event is lost or duplicated, and the invariants hold when the log is replayed.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { decodeCatalogueEvent } from '../../src/app/event-codec.ts';
 import { loadConfig } from '../../src/config.ts';
 import { toolStream } from '../../src/domain/events.ts';
 import { openEstate } from '../../src/main.ts';
+import { requirePostgres } from './pg-helpers.ts';
 import { raceDefinition } from './publish-race-definitions.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -39,11 +40,15 @@ interface Attempt {
 const WORKERS = 8;
 const VERSIONS = 12;
 
-describe('8 processes publishing the same tool on one SQLite file', () => {
+const raceSuite = (label: string, storeFor: (file: string) => string): void =>
+describe(`8 processes publishing the same tool on ${label}`, () => {
+  // A name no earlier run used, so a shared database (PostgreSQL) needs no cleaning.
+  const toolBase = `race${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}.tool`;
+  const tool = toolBase;
   it('one winner per version, every win is exactly one event, nothing lost or duplicated, invariants hold on replay', { timeout: 120_000 }, async () => {
-    const store = `sqlite:${join(dir, 'race.db')}`;
+    const store = storeFor('race.db');
     const results = await Promise.all(
-      Array.from({ length: WORKERS }, (_, w) => run(['--import', 'tsx', 'test/int/publish-race-worker.ts', store, String(w), String(VERSIONS)])),
+      Array.from({ length: WORKERS }, (_, w) => run(['--import', 'tsx', 'test/int/publish-race-worker.ts', store, String(w), String(VERSIONS), tool])),
     );
     for (const r of results) expect(r.code, r.stderr).toBe(0);
     const attempts: Attempt[] = results.flatMap((r) => r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Attempt));
@@ -62,7 +67,7 @@ describe('8 processes publishing the same tool on one SQLite file', () => {
 
     const estate = await openEstate(loadConfig({ store }));
     try {
-      const stream = await estate.store.readStream(toolStream('race.tool'));
+      const stream = await estate.store.readStream(toolStream(tool));
       // Exactly the winners' events, once each, in a gap-free stream.
       expect(stream.map((s) => s.revision)).toEqual(stream.map((_, i) => i));
       expect(stream.map((s) => s.position).sort()).toEqual(wins.map((w) => w.position).sort());
@@ -79,19 +84,20 @@ describe('8 processes publishing the same tool on one SQLite file', () => {
       // Replay: a fresh read model from the log agrees with the winners; latest is the last winner.
       const reader = estate.reader();
       await reader.catchUp();
-      const versions = reader.catalogue.versions('race.tool').map((v) => v.version);
+      const versions = reader.catalogue.versions(tool).map((v) => v.version);
       expect(versions).toEqual([...winsByVersion.keys()].sort((a, b) => Number(a.split('.')[1]) - Number(b.split('.')[1])));
-      expect(reader.catalogue.latest('race.tool')?.version).toBe(versions[versions.length - 1]);
+      expect(reader.catalogue.latest(tool)?.version).toBe(versions[versions.length - 1]);
     } finally {
       await estate.close();
     }
   });
 
   it('the CLI: 8 `estate publish` processes with different content for 1.0.0 — exactly one exits 0, the rest exit 3 naming immutability', { timeout: 120_000 }, async () => {
-    const store = `sqlite:${join(dir, 'cli-race.db')}`;
+    const store = storeFor('cli-race.db');
+    const tool = `cli${toolBase}`;
     const files = Array.from({ length: WORKERS }, (_, w) => {
-      const file = join(dir, `def-${w}.json`);
-      writeFileSync(file, JSON.stringify({ ...raceDefinition(0, String(w)), version: '1.0.0' }));
+      const file = join(dir, `${tool}-def-${w}.json`);
+      writeFileSync(file, JSON.stringify({ ...raceDefinition(0, String(w), tool), version: '1.0.0' }));
       return file;
     });
     const results = await Promise.all(files.map((f) => run(['bin/estate.js', 'publish', f, '--json', '--store', store])));
@@ -100,7 +106,11 @@ describe('8 processes publishing the same tool on one SQLite file', () => {
     for (const r of results.filter((x) => x.code === 3)) {
       expect(JSON.parse(r.stdout)).toMatchObject({ result: 'refused', error: { code: 'immutable' } });
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
-      expect(r.stderr).toMatch(/^estate: refused: immutability: race\.tool@1\.0\.0/);
+      expect(r.stderr).toMatch(new RegExp(`^estate: refused: immutability: ${tool.replace('.', '\\.')}@1\\.0\\.0`));
     }
   });
 });
+
+raceSuite('one SQLite file', (file) => `sqlite:${join(dir, file)}`);
+const pgUrl = await requirePostgres('publish race on PostgreSQL');
+if (pgUrl) raceSuite('PostgreSQL', () => pgUrl);
