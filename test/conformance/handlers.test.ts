@@ -17,8 +17,9 @@ const TOOLS_DIR = fileURLToPath(new URL('./tools/', import.meta.url));
 const definitionFiles = readdirSync(TOOLS_DIR).filter((f) => f.endsWith('.yaml'));
 const definitions = definitionFiles.map((f) => parse(readFileSync(join(TOOLS_DIR, f), 'utf8')) as { name: string; handler: string });
 
-const ctx = (signal: AbortSignal = new AbortController().signal): HandlerContext & { logged: string[] } => {
+const ctx = (signal: AbortSignal = new AbortController().signal): HandlerContext & { logged: string[]; progressed: number[] } => {
   const logged: string[] = [];
+  const progressed: number[] = [];
   const log = (msg: string) => void logged.push(msg);
   return {
     principal: { tenant: 'default', scopes: [], clearance: 'public' } as unknown as HandlerContext['principal'],
@@ -26,7 +27,9 @@ const ctx = (signal: AbortSignal = new AbortController().signal): HandlerContext
     tool: { name: 't', version: '1.0.0', schemaHash: 'h' },
     signal,
     log: { debug: log, info: log, warn: log, error: log },
+    progress: (p: number) => void progressed.push(p),
     logged,
+    progressed,
   };
 };
 
@@ -87,6 +90,12 @@ describe('conformance fixture handlers', () => {
     const c = ctx();
     await call('test_tool_with_logging', {}, c);
     expect(c.logged).toEqual(['Tool execution started', 'Tool processing data', 'Tool execution completed']);
+  });
+
+  it('test_tool_with_progress reports 0, 50 and 100 in order', async () => {
+    const c = ctx();
+    await call('test_tool_with_progress', {}, c);
+    expect(c.progressed).toEqual([0, 50, 100]);
   });
 
   it('a slow fixture stops when its signal aborts', async () => {

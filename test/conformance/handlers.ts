@@ -4,9 +4,9 @@
  * the CLI by scripts/conformance.sh, so the suite exercises Estate's normal path: catalogue -> discovery -> validate ->
  * handler -> call record.
  *
- * Only what a handler can do through Estate's handler context (SPEC §6: principal, runId, tool, signal, log) is here.
- * Sampling and elicitation need a server-to-client request channel the context does not offer, so those fixtures are
- * not published (see the expected-failures files).
+ * Only what a handler can do through Estate's handler context (SPEC §6: principal, runId, tool, signal, log, and
+ * progress) is here. Sampling and elicitation need a server-to-client request channel the context does not offer, so
+ * those fixtures are not published (see the expected-failures files).
  */
 import type { CallToolResult, HandlerContext, HandlerMap } from '../../src/handlers/types.ts';
 
@@ -127,10 +127,13 @@ export const handlers: HandlerMap = {
     throw new Error('This tool intentionally returns an error for testing');
   },
 
-  // Estate's handler context has no progress channel; the delays are kept so that the call takes the time it claims.
+  // ctx.progress reaches the client only when the request carried a progressToken; otherwise it is a no-op.
   test_tool_with_progress: async (_args, ctx: HandlerContext) => {
+    ctx.progress?.(0, 100);
     await pause(50, ctx.signal);
+    ctx.progress?.(50, 100);
     await pause(50, ctx.signal);
+    ctx.progress?.(100, 100);
     return text('Progress tool completed');
   },
 
