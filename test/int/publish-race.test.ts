@@ -40,7 +40,7 @@ interface Attempt {
 const WORKERS = 8;
 const VERSIONS = 12;
 
-const raceSuite = (label: string, storeFor: (file: string) => string): void =>
+const raceSuite = (label: string, storeFor: (file: string) => string): void => {
 describe(`8 processes publishing the same tool on ${label}`, () => {
   // A name no earlier run used, so a shared database (PostgreSQL) needs no cleaning.
   const toolBase = `race${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}.tool`;
@@ -110,6 +110,8 @@ describe(`8 processes publishing the same tool on ${label}`, () => {
     }
   });
 });
+
+};
 
 raceSuite('one SQLite file', (file) => `sqlite:${join(dir, file)}`);
 const pgUrl = await requirePostgres('publish race on PostgreSQL');
