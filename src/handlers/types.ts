@@ -30,7 +30,10 @@ export interface HandlerContext {
   tool: { name: string; version: string; schemaHash: string };
   /** Aborted on timeout or `notifications/cancelled`. */
   signal: AbortSignal;
+  /** Server log (stderr); also sent to the client as `notifications/message` when it asked for a log level. */
   log: HandlerLog;
+  /** Report progress to the client if the request carried a `progressToken`; a no-op otherwise. Always set by Estate. */
+  progress?(progress: number, total?: number, message?: string): void;
 }
 
 export type ToolHandler = (args: Record<string, unknown>, ctx: HandlerContext) => Promise<CallToolResult> | CallToolResult;

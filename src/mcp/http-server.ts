@@ -14,11 +14,11 @@ import type { EdgeCaller, HttpEdge } from '../auth/http-edge.ts';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { hostAllowed, isJsonContentType, originAllowed, readBody } from './http-guards.ts';
 import { HttpSessions, KEEP_ALIVE_MS } from './http-sessions.ts';
-import { checkEnvelope, failure, INVALID_REQUEST, isRequest, parseFrame, success, type JsonRpcCall, type JsonRpcRequest } from './jsonrpc.ts';
+import { checkEnvelope, failure, INVALID_REQUEST, isRequest, parseFrame, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
 import { openListen } from './listen.ts';
 import { STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
-import { handleStateless, isStatelessMessage } from './stateless.ts';
+import { checkStatelessRequest, handleStateless, isStatelessMessage, mayNotify, type StatelessContext } from './stateless.ts';
 
 export interface HttpServeOptions {
   core: ServerCore;
@@ -69,7 +69,11 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
     res.on('close', () => {
       if (!res.writableFinished) gaveUp.abort();
     });
-    const out = await handleStateless(core, env.message, { principal: principalOf(req), headers: (n) => header(req, n), cancel: gaveUp.signal });
+    const ctx: StatelessContext = { principal: principalOf(req), headers: (n) => header(req, n), cancel: gaveUp.signal };
+    if (isRequest(env.message) && mayNotify(env.message) && checkStatelessRequest(env.message, ctx) === null) {
+      return streamStateless(req, res, raw, ctx);
+    }
+    const out = await handleStateless(core, env.message, ctx);
     if (out.kind === 'none') {
       res.writeHead(202).end();
       return;
@@ -93,6 +97,21 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
         void transport.send(n as JSONRPCMessage, { relatedRequestId: request.id }).catch(() => undefined);
       });
     };
+    await transport.start();
+    await transport.handleRequest(req, res, raw);
+  };
+
+  /** A tools/call that asked for progress or log messages: answered as an event stream by a per-request SDK transport. */
+  const streamStateless = async (req: IncomingMessage, res: ServerResponse, raw: unknown, ctx: StatelessContext): Promise<void> => {
+    const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
+    transport.onmessage = (m) => {
+      const request = m as unknown as JsonRpcRequest;
+      const notify = (n: JsonRpcNotification) => void transport.send(n as JSONRPCMessage, { relatedRequestId: request.id }).catch(() => undefined);
+      void handleStateless(core, request, { ...ctx, notify })
+        .then((out) => (out.kind === 'response' ? transport.send(out.response as JSONRPCMessage) : undefined))
+        .catch((e: unknown) => core.log.error({ err: e }, 'stateless stream failed'));
+    };
+    res.on('close', () => void transport.close().catch(() => undefined));
     await transport.start();
     await transport.handleRequest(req, res, raw);
   };

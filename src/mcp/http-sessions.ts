@@ -54,7 +54,8 @@ export class HttpSessions {
     const id = randomUUID();
     const transport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
-      enableJsonResponse: true,
+      // SSE responses: a tools/call can carry progress and log notifications before its result.
+      enableJsonResponse: false,
       eventStore: createReplayStore(),
       keepAliveMs: KEEP_ALIVE_MS,
       supportedProtocolVersions: [...STATEFUL_REVISIONS, STATELESS_REVISION],
@@ -67,6 +68,10 @@ export class HttpSessions {
       notify: (n: JsonRpcNotification) => {
         // On the GET stream (stored for replay); dropped by the SDK if no stream is open.
         void transport.send(n as JSONRPCMessage).catch((e: unknown) => this.core.log.debug({ err: e, session: id }, 'notification not delivered'));
+      },
+      notifyRequest: (n: JsonRpcNotification, requestId) => {
+        // On the request's own SSE response.
+        void transport.send(n as JSONRPCMessage, { relatedRequestId: requestId }).catch((e: unknown) => this.core.log.debug({ err: e, session: id }, 'notification not delivered'));
       },
     });
     const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0, ...(owner !== undefined ? { owner } : {}) };

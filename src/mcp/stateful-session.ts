@@ -10,6 +10,7 @@
  */
 import type { Principal } from '../domain/types.ts';
 import type { ViewWatcher } from './change-notifier.ts';
+import { isMcpLogLevel } from './client-channel.ts';
 import { batchRefused, invalidParams, McpError, methodNotFound, notInitialized, toJsonRpcError } from './error-map.ts';
 import {
   checkEnvelope,
@@ -34,14 +35,16 @@ export interface SessionOptions {
   transport: 'stdio' | 'http';
   /** Server-initiated messages (list_changed). */
   notify(message: JsonRpcNotification): void;
+  /** Messages about one request (progress, log messages), on that request's stream; default: `notify`. */
+  notifyRequest?(message: JsonRpcNotification, requestId: RequestId): void;
 }
-
-const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
 export class StatefulSession {
   revision: string | undefined;
   client: { name: string; version: string } | null = null;
   private initialized = false;
+  /** Set by logging/setLevel: handlers' log messages at or above it are sent to the client. */
+  private logLevel: string | undefined;
   /** name → version, from the last tools/list (all its pages): unpinned calls use it. */
   private listed = new Map<string, string>();
   private listing: { includeDeprecated: boolean; revision: number } | null = null;
@@ -122,7 +125,8 @@ export class StatefulSession {
       case 'ping':
         return {};
       case 'logging/setLevel':
-        if (!LOG_LEVELS.includes(params.level as string)) throw invalidParams('Invalid params: unknown log level');
+        if (!isMcpLogLevel(params.level)) throw invalidParams('Invalid params: unknown log level');
+        this.logLevel = params.level;
         return {};
       case 'tools/list':
         return this.listTools(params);
@@ -190,6 +194,8 @@ export class StatefulSession {
         client: this.client,
         listed: this.listed,
         cancel: ac.signal,
+        notify: (n) => (this.options.notifyRequest ? this.options.notifyRequest(n, id) : this.options.notify(n)),
+        ...(this.logLevel !== undefined ? { logLevel: this.logLevel } : {}),
       });
       return result as Record<string, unknown>;
     } finally {

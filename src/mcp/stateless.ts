@@ -7,7 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../domain/types.ts';
 import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
-import { isPlainObject, isRequest, success, type JsonRpcCall, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
+import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
+import { isPlainObject, isRequest, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
 import { SERVER_INFO, type ServerCore } from './server-core.ts';
 
@@ -24,7 +25,15 @@ export interface StatelessContext {
   headers?: (name: string) => string | undefined;
   /** Aborted when the client gives up on the request (HTTP disconnect, `notifications/cancelled` on stdio). */
   cancel?: AbortSignal;
+  /** The request's channel for progress and log notifications, where the transport can carry them. */
+  notify?: (n: JsonRpcNotification) => void;
 }
+
+/** Whether a request may produce notifications before its answer (so HTTP answers it as an event stream). */
+export const mayNotify = (req: JsonRpcRequest): boolean => {
+  const meta = isPlainObject(req.params?._meta) ? req.params._meta : {};
+  return req.method === 'tools/call' && (meta.progressToken !== undefined || isMcpLogLevel(meta[LOG_LEVEL_META]));
+};
 
 export type StatelessOutcome =
   | { kind: 'none' }
@@ -106,6 +115,7 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
         return { kind: 'response', status: 200, response: success(message.id, complete({ ...page.result, ttlMs: core.listTtlMs, cacheScope: 'private' })) };
       }
       case 'tools/call': {
+        const logLevel = isPlainObject(params._meta) ? params._meta[LOG_LEVEL_META] : undefined;
         const result = await core.callTool({
           params,
           principal: ctx.principal,
@@ -113,6 +123,8 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
           protocolVersion: STATELESS_REVISION,
           client: clientOf(message),
           ...(ctx.cancel ? { cancel: ctx.cancel } : {}),
+          ...(ctx.notify ? { notify: ctx.notify } : {}),
+          ...(isMcpLogLevel(logLevel) ? { logLevel } : {}),
         });
         return { kind: 'response', status: 200, response: success(message.id, complete(result as Record<string, unknown>)) };
       }

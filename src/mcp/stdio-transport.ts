@@ -53,7 +53,7 @@ export const serveStdio = (o: StdioOptions): StdioConnection => {
     const ac = new AbortController();
     if (id !== undefined) calls.set(id, ac);
     try {
-      const out = await handleStateless(o.core, env.message, { principal: o.principal, cancel: ac.signal });
+      const out = await handleStateless(o.core, env.message, { principal: o.principal, cancel: ac.signal, notify: send });
       if (out.kind === 'response') send(out.response);
       else if (out.kind === 'listen') listens.set(out.request.id, openListen(o.core, o.principal, out.request, out.toolsListChanged, send));
     } finally {

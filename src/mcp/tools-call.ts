@@ -13,7 +13,8 @@ import type { CallToolResult, HandlerLog, HandlerMap } from '../handlers/types.t
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
 import type { CompiledSchemaCache } from './compiled-schemas.ts';
 import { errorResult, invalidParams, unknownTool } from './error-map.ts';
-import { isPlainObject } from './jsonrpc.ts';
+import { progressReporter, teeLog, type ClientChannel } from './client-channel.ts';
+import { isPlainObject, type JsonRpcNotification } from './jsonrpc.ts';
 import { resolveCallable } from './resolve-tool.ts';
 import { runHandler } from './run-handler.ts';
 import { DEPRECATED_META, deprecationNotice, RUN_ID_META, VERSION_META } from './tool-projection.ts';
@@ -39,6 +40,10 @@ export interface ToolCallRequest {
   /** The session's last listing: name → version. */
   listed?: ReadonlyMap<string, string>;
   cancel?: AbortSignal;
+  /** The request's channel to the client (progress, log messages); absent where none can be delivered. */
+  notify?: (n: JsonRpcNotification) => void;
+  /** The log level the client asked for, if any. */
+  logLevel?: string;
 }
 
 const validationResult = (errors: readonly ValidationError[]): CallToolResult => errorResult(formatErrors([...errors]));
@@ -90,12 +95,18 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
     repairs = r.changes;
   }
 
+  const progressToken = meta.progressToken;
+  const channel: ClientChannel | undefined = req.notify && {
+    notify: req.notify,
+    ...(req.logLevel !== undefined ? { logLevel: req.logLevel } : {}),
+    ...(typeof progressToken === 'string' || typeof progressToken === 'number' ? { progressToken } : {}),
+  };
   const started = now();
   const tool = { name: v.name, version: v.version, schemaHash: v.schemaHash };
   const run = await runHandler({
     handler,
     args: args as Record<string, unknown>,
-    context: { principal, runId, tool, log: deps.handlerLog({ runId, tool: v.name, version: v.version }) },
+    context: { principal, runId, tool, log: teeLog(deps.handlerLog({ runId, tool: v.name, version: v.version }), channel, v.name), progress: progressReporter(channel) },
     sideEffect: v.definition.sideEffect,
     timeoutMs: v.definition.timeoutMs,
     ...(req.cancel ? { cancel: req.cancel } : {}),

@@ -320,3 +320,18 @@ export const openSse = async (url: string, options: { method?: 'GET' | 'POST'; h
     req.end(options.body);
   });
 };
+
+/**
+ * A POST answer as JSON-RPC, whether the server sent it as JSON or as an event stream (2025 sessions answer with
+ * SSE so that progress and log notifications can precede the result): the response, and what came before it.
+ */
+export const parseMcpBody = (contentType: string | undefined, body: string): { response: Record<string, unknown> | null; notifications: Record<string, unknown>[] } => {
+  if (!(contentType ?? '').includes('text/event-stream')) return { response: body ? (JSON.parse(body) as Record<string, unknown>) : null, notifications: [] };
+  const messages = body
+    .split('\n')
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => l.slice(5).trim())
+    .filter((d) => d.length > 0)
+    .map((d) => JSON.parse(d) as Record<string, unknown>);
+  return { response: messages.find((m) => 'id' in m && ('result' in m || 'error' in m)) ?? null, notifications: messages.filter((m) => !('id' in m)) };
+};

@@ -4,7 +4,7 @@
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempStore, openSse, runCli, startHttpServer, toolDefinition, type HttpServer, type TempStore } from './helpers.ts';
+import { makeTempStore, openSse, parseMcpBody, runCli, startHttpServer, toolDefinition, type HttpServer, type TempStore } from './helpers.ts';
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
@@ -13,7 +13,7 @@ const post = (url: string, body: unknown, headers: Record<string, string> = {}):
     const req = request(url, { method: 'POST', headers: { ...JSON_HEADERS, ...headers } }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, json: text ? (JSON.parse(text) as Record<string, unknown>) : null }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, json: parseMcpBody(res.headers['content-type'], text).response }));
     });
     req.on('error', reject);
     req.end(JSON.stringify(body));
@@ -35,7 +35,9 @@ describe('HTTP event streams', () => {
 
   beforeAll(async () => {
     tmp = makeTempStore();
-    srv = await startHttpServer(['--demo', '--store', tmp.store], { env: { ESTATE_LOG_LEVEL: 'debug' } });
+    const file = tmp.file('progress.json', toolDefinition({ name: 'test.progress', handler: 'test.progress', inputSchema: { type: 'object' } }));
+    expect((await runCli(['publish', file, '--store', tmp.store])).code).toBe(0);
+    srv = await startHttpServer(['--demo', '--handlers', 'test/fixtures/handlers/test-handlers.ts', '--store', tmp.store], { env: { ESTATE_LOG_LEVEL: 'debug' } });
   });
   afterAll(async () => {
     await srv?.stop();
@@ -86,5 +88,46 @@ describe('HTTP event streams', () => {
     const note = JSON.parse((await listen.events.next(undefined, 15_000, 'list_changed')).data) as Record<string, unknown>;
     expect(note).toEqual({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } } });
     listen.close();
+  });
+
+  it('a session tools/call carries its progress and log notifications on its own event stream, before the result', async () => {
+    const init = await post(srv.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const h = { 'mcp-session-id': init.headers['mcp-session-id'] as string, 'mcp-protocol-version': '2025-11-25' };
+    await post(srv.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, h);
+    await post(srv.url, { jsonrpc: '2.0', id: 2, method: 'logging/setLevel', params: { level: 'info' } }, h);
+    const stream = await openSse(srv.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...h },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'test.progress', arguments: {}, _meta: { progressToken: 'p-1' } } }),
+    });
+    const frames: Record<string, unknown>[] = [];
+    for (;;) {
+      const ev = await stream.events.next(undefined, 10_000, 'frame');
+      const m = JSON.parse(ev.data) as Record<string, unknown>;
+      frames.push(m);
+      if (m.id === 3) break;
+    }
+    expect(frames.map((f) => f.method ?? 'result')).toEqual(['notifications/progress', 'notifications/progress', 'notifications/progress', 'notifications/message', 'result']);
+    expect(frames.slice(0, 3).map((f) => (f.params as { progress: number }).progress)).toEqual([0, 50, 100]);
+    expect(frames[3]?.params).toEqual({ level: 'info', logger: 'test.progress', data: 'progress handler finished' });
+  });
+
+  it('a stateless tools/call with a progressToken is answered as an event stream with its progress first', async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, progressToken: 9 };
+    const stream = await openSse(srv.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'test.progress' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'sp', method: 'tools/call', params: { name: 'test.progress', arguments: {}, _meta: meta } }),
+    });
+    expect(stream.headers['content-type']).toContain('text/event-stream');
+    const frames: Record<string, unknown>[] = [];
+    for (;;) {
+      const m = JSON.parse((await stream.events.next(undefined, 10_000, 'frame')).data) as Record<string, unknown>;
+      frames.push(m);
+      if (m.id === 'sp') break;
+    }
+    // no log level named: no log message
+    expect(frames.map((f) => f.method ?? 'result')).toEqual(['notifications/progress', 'notifications/progress', 'notifications/progress', 'result']);
+    expect(frames[3]?.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'progressed' }] });
   });
 });

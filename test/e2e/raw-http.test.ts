@@ -5,7 +5,7 @@
  */
 import { request } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempStore, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+import { makeTempStore, parseMcpBody, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 interface Reply {
   status: number;
@@ -19,7 +19,9 @@ const send = (url: string, o: { method?: string; body?: string | Buffer; headers
     const req = request(url, { method: o.method ?? 'POST', headers: o.headers ?? {} }, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) as Record<string, unknown> }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => parseMcpBody(res.headers['content-type'], body).response ?? {} }),
+      );
     });
     req.on('error', (e: NodeJS.ErrnoException) => {
       // A server may answer 413 and close before the whole body is written; the answer has already arrived then.
