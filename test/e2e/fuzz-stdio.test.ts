@@ -40,10 +40,15 @@ const METHODS = [
 ];
 const NOTIFICATIONS = ['notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/roots/list_changed', 'notifications/message'];
 
-const stateless = fc.record({
-  'io.modelcontextprotocol/protocolVersion': fc.constantFrom('2026-07-28', '2025-11-25', 'v999', ''),
-  'io.modelcontextprotocol/clientCapabilities': fc.oneof(fc.constant({}), fc.jsonValue()),
-});
+const stateless = fc.record(
+  {
+    'io.modelcontextprotocol/protocolVersion': fc.constantFrom('2026-07-28', '2025-11-25', 'v999', ''),
+    'io.modelcontextprotocol/clientCapabilities': fc.oneof(fc.constant({}), fc.jsonValue()),
+    'io.modelcontextprotocol/logLevel': fc.oneof(fc.constantFrom('debug', 'info', 'error', 'bogus'), fc.jsonValue()),
+    progressToken: fc.oneof(fc.string(), fc.integer(), fc.jsonValue()),
+  },
+  { requiredKeys: ['io.modelcontextprotocol/protocolVersion', 'io.modelcontextprotocol/clientCapabilities'] },
+);
 
 const toolArgs = fc.oneof(
   fc.record({ reference: fc.oneof(fc.constant('PMT-771'), fc.string()), include_legs: fc.oneof(fc.boolean(), fc.string()) }, { requiredKeys: [] }),
@@ -53,7 +58,13 @@ const toolArgs = fc.oneof(
 
 const params = fc.oneof(
   { weight: 3, arbitrary: fc.constant(undefined) },
-  { weight: 3, arbitrary: fc.record({ name: fc.constantFrom('payments.lookup', 'no.such', ''), arguments: toolArgs }, { requiredKeys: [] }) },
+  {
+    weight: 3,
+    arbitrary: fc.record(
+      { name: fc.constantFrom('payments.lookup', 'no.such', ''), arguments: toolArgs, _meta: fc.record({ progressToken: fc.oneof(fc.string(), fc.integer(), fc.jsonValue()) }, { requiredKeys: [] }) },
+      { requiredKeys: [] },
+    ),
+  },
   { weight: 2, arbitrary: fc.record({ protocolVersion: fc.constantFrom('2025-11-25', '2025-03-26', '2024-11-05', '1999-01-01'), capabilities: fc.jsonValue(), clientInfo: fc.jsonValue() }, { requiredKeys: [] }) },
   { weight: 2, arbitrary: fc.record({ _meta: stateless, name: fc.constant('payments.lookup'), arguments: toolArgs, cursor: fc.string() }, { requiredKeys: ['_meta'] }) },
   { weight: 2, arbitrary: fc.jsonValue() },
@@ -75,6 +86,16 @@ const message = (i: number): fc.Arbitrary<Sent> =>
         const id = stringId ? `r${i}` : i;
         const msg = { jsonrpc: '2.0', id, method: useKnown ? known : random, ...(p === undefined ? {} : { params: p }) };
         return { line: JSON.stringify(msg), id };
+      }),
+    },
+    // A valid call that makes the server talk back unasked: progress for its token, log messages once a level is set.
+    {
+      weight: 6,
+      arbitrary: fc.tuple(fc.boolean(), fc.constantFrom('debug', 'info', 'error')).map(([setLevel, level]) => {
+        const msg = setLevel
+          ? { jsonrpc: '2.0', id: i, method: 'logging/setLevel', params: { level } }
+          : { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'payments.lookup', arguments: { reference: `PMT-${100 + i}` }, _meta: { progressToken: `p${i}` } } };
+        return { line: JSON.stringify(msg), id: i };
       }),
     },
     // A well-formed notification: never answered.
@@ -205,6 +226,7 @@ describe('fuzz: 10,000 random messages into one estate serve --stdio', () => {
     const echoIds = new Set<unknown>(sent.filter((s) => s.echo !== undefined).map((s) => s.echo));
     const counts = new Map<unknown, number>();
     let nullIds = 0;
+    let notifications = 0;
     const bad: string[] = [];
     for (const line of server.lines.seen) {
       let m: unknown;
@@ -221,7 +243,10 @@ describe('fuzz: 10,000 random messages into one estate serve --stdio', () => {
       }
       for (const r of Array.isArray(m) ? m : [m]) {
         const o = r as Record<string, unknown>;
-        if (!('id' in o)) continue;
+        if (!('id' in o)) {
+          notifications++;
+          continue;
+        }
         if (o.id === null) nullIds++;
         else if (echoIds.has(o.id) && !requestIds.has(o.id)) continue;
         else if (!requestIds.has(o.id) && !String(o.id).startsWith('b')) bad.push(`a response to an id never sent: ${line.slice(0, 200)}`);
@@ -235,7 +260,7 @@ describe('fuzz: 10,000 random messages into one estate serve --stdio', () => {
     // are owed only to lines whose id is unreadable, so they can never outnumber those lines.
     const unreadable = sent.filter((s) => s.id === undefined && !s.notification).length;
     expect(nullIds, context).toBeLessThanOrEqual(unreadable);
-    console.log(`fuzz (${context}): ${sent.length} messages, ${server.lines.seen.length} stdout lines, ${counts.size} ids answered, ${nullIds} null-id errors`);
+    console.log(`fuzz (${context}): ${sent.length} messages, ${server.lines.seen.length} stdout lines, ${counts.size} ids answered, ${nullIds} null-id errors, ${notifications} server notifications`);
   }, 120_000);
 
   it('answers nothing to well-formed notifications alone', async () => {

@@ -57,8 +57,12 @@ export const statusTool = {
 const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
 
 export const handlers = {
-  'payments.lookup': (args: Record<string, unknown>, ctx: HandlerContext) =>
-    text(`${String(args.reference)}: HELD, 250000 AED (served by ${ctx.tool.name}@${ctx.tool.version})`),
+  // Logs and reports progress on every call, so the fuzz suites also see what the server sends the client unasked.
+  'payments.lookup': (args: Record<string, unknown>, ctx: HandlerContext) => {
+    ctx.log.info('looking up a payment', { reference: String(args.reference).slice(0, 40) });
+    ctx.progress?.(1, 1);
+    return text(`${String(args.reference)}: HELD, 250000 AED (served by ${ctx.tool.name}@${ctx.tool.version})`);
+  },
   'payments.refund': () => text('refunded'),
 };
 
