@@ -31,7 +31,7 @@ const reflected = (reader: CatalogueReader, c: CatalogueChange): boolean => {
  * Start the bus, then catch up from the store (in that order: anything announced after the bus started is delivered,
  * anything before is in the store). Resolves once the reader is current.
  */
-export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: BusFollowerLog): Promise<Subscription> => {
+export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: BusFollowerLog, retryMs = 5000): Promise<Subscription> => {
   const seen = new Set<string>();
   let markReady!: () => void;
   const ready = new Promise<void>((r) => (markReady = r));
@@ -56,11 +56,40 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: B
     if (missing.length > 0) log?.warn({ positions: missing }, 'bus: announced changes not found in the store; the next announcement will catch up');
   };
 
-  await bus.start(onChange);
+  let closed = false;
+  let retrying: Promise<void> | null = null;
+  try {
+    await bus.start(onChange);
+  } catch (error) {
+    // Kafka down while this replica starts: serve what the store holds now rather than not at all, and keep trying.
+    // Nothing is announced meanwhile anyway (the relay cannot publish either); once the bus is up, one more catch-up
+    // covers whatever was committed in between.
+    log?.warn({ err: error, retryInMs: retryMs }, 'change bus: unavailable at start; serving the catalogue as the store has it and retrying');
+    retrying = (async () => {
+      while (!closed) {
+        await new Promise((r) => setTimeout(r, retryMs));
+        if (closed) return;
+        try {
+          await bus.start(onChange);
+          await reader.catchUp();
+          log?.warn({}, 'change bus: connected after all; following the topic');
+          return;
+        } catch (e) {
+          log?.debug({ err: e }, 'change bus: still unavailable');
+        }
+      }
+    })();
+  }
   try {
     await reader.catchUp();
   } finally {
     markReady();
   }
-  return { close: () => bus.stop() };
+  return {
+    close: async () => {
+      closed = true;
+      await retrying;
+      await bus.stop();
+    },
+  };
 };

@@ -125,7 +125,18 @@ export class KafkaChangeBus implements ChangeBus {
       // A broker outage outlasts any retry budget; the consumer must come back by itself when the broker does.
       retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 10, restartOnFailure: () => Promise.resolve(true) },
     });
-    this.consumer = consumer;
+    try {
+      await this.run(consumer, onChange);
+      this.consumer = consumer;
+    } catch (e) {
+      // A half-started consumer would keep retrying in the background; the caller may call start() again.
+      await consumer.disconnect().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async run(consumer: Consumer, onChange: (changes: CatalogueChange[]) => Promise<void> | void): Promise<void> {
+    const { topic } = this.options;
     const joined = new Promise<void>((resolve) => {
       const off = consumer.on(consumer.events.GROUP_JOIN, () => {
         off();

@@ -12,7 +12,7 @@ import type { EventStore, Subscription } from '../../src/app/ports.ts';
 import { startKafkaChangeFeed } from '../../src/bus/kafka-change-feed.ts';
 import { createPostgresEventStore } from '../../src/store/postgres-event-store.ts';
 import { aDefinition } from '../fixtures/builders.ts';
-import { privateBrokerUnavailable, readTopic, requireServices, startPrivateBroker, uniqueTopic, type PrivateBroker } from './kafka-helpers.ts';
+import { privateBrokerUnavailable, readTopicUntil, requireServices, startPrivateBroker, uniqueTopic, type PrivateBroker } from './kafka-helpers.ts';
 import { dropSchema, uniqueSchema } from './pg-helpers.ts';
 
 const found = await requireServices('Kafka outage: no change lost');
@@ -99,8 +99,22 @@ if (services) {
       }
       await waitFor('both replicas to see all 50 changes', () => replicas.every((r) => names.every((n) => r.reader.catalogue.tool(n))), 120_000);
       for (const r of replicas) expect(new Set(r.updates)).toEqual(new Set(['before.outage', ...names]));
-      const onTopic = await readTopic(brokers, topic, 51);
+      const onTopic = await readTopicUntil(brokers, topic, (m) => new Set(m.map((x) => x.key)).size >= 51);
       expect(new Set(onTopic.map((m) => m.key))).toEqual(new Set(['before.outage', ...names]));
+    }, 240_000);
+
+    it('a replica started while Kafka is down serves the store as it is, and follows the topic once Kafka returns', async () => {
+      await broker.stop();
+      let late: Replica;
+      try {
+        late = await startReplica();
+        replicas.push(late);
+        expect(late.reader.catalogue.tool('outage.t49')).toBeDefined();
+      } finally {
+        await broker.start();
+      }
+      await new CommandHandler({ store: writer }).publish(aDefinition({ name: 'after.outage', version: '1.0.0' }), 'test');
+      await waitFor('every replica to see after.outage', () => replicas.every((r) => r.reader.catalogue.tool('after.outage')), 120_000);
     }, 240_000);
   });
 }

@@ -76,33 +76,50 @@ export interface TopicMessage {
   offset: string;
 }
 
-/** Every message on the topic, from the beginning, once at least `count` have been read (or the deadline passed). */
-export async function readTopic(brokers: string[], topic: string, count: number, timeoutMs = 30_000): Promise<TopicMessage[]> {
+/** Every message on the topic now: read from the beginning up to the end offsets it had when the call began. */
+export async function readTopic(brokers: string[], topic: string, timeoutMs = 30_000): Promise<TopicMessage[]> {
   const kafka = quietKafka(brokers, 'estate-test-reader');
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.high)]));
   const groupId = `estate-test-reader-${randomUUID()}`;
   const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100 });
   const out: TopicMessage[] = [];
+  const next = new Map([...ends].map(([p]) => [p, 0n]));
+  const atEnd = () => [...ends].every(([p, high]) => (next.get(p) ?? 0n) >= high);
   let done!: () => void;
-  const enough = new Promise<void>((r) => (done = r));
-  await consumer.connect();
+  const finished = new Promise<void>((r) => (done = r));
+  if (atEnd()) done();
   try {
+    await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
       eachMessage: ({ message, partition }) => {
         out.push({ key: message.key?.toString() ?? null, value: message.value?.toString() ?? '', partition, offset: message.offset });
-        if (out.length >= count) done();
+        next.set(partition, BigInt(message.offset) + 1n);
+        if (atEnd()) done();
         return Promise.resolve();
       },
     });
-    await Promise.race([enough, new Promise((r) => setTimeout(r, timeoutMs))]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`read only ${out.length} messages of ${topic} in ${timeoutMs} ms`)), timeoutMs)));
+    await Promise.race([finished, late]).finally(() => clearTimeout(timer));
   } finally {
     await consumer.disconnect();
-    const admin = kafka.admin();
-    await admin.connect();
     await admin.deleteGroups([groupId]).catch(() => undefined);
     await admin.disconnect();
   }
   return out;
+}
+
+/** Read the topic again and again until `enough` holds (the producer may still be at work). */
+export async function readTopicUntil(brokers: string[], topic: string, enough: (m: TopicMessage[]) => boolean, timeoutMs = 60_000): Promise<TopicMessage[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const msgs = await readTopic(brokers, topic);
+    if (enough(msgs) || Date.now() > deadline) return msgs;
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 /** Produce raw values to the topic (for malformed-message tests). */
