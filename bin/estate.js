@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 // The `estate` command. It runs the compiled build in dist/ when that build is at least as new as every source file
 // (npm install/ci builds it through `prepare`), and the TypeScript sources through tsx otherwise, so an edit is never
-// shadowed by a stale build. tsx is registered either way: a --handlers module may be TypeScript.
+// shadowed by a stale build.
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { register } from 'tsx/esm/api';
 
 const root = new URL('..', import.meta.url);
 const stamp = new URL('dist/.built', root);
@@ -23,6 +22,9 @@ const buildIsFresh = () => {
   return built >= newestSource(new URL('src/', root)) && built >= newestSource(new URL('projections/', root));
 };
 
-register();
-if (buildIsFresh()) await import('../dist/src/cli/main.js');
-else await import('../src/cli/main.ts');
+if (buildIsFresh()) {
+  await import('../dist/src/cli/main.js');
+} else {
+  (await import('tsx/esm/api')).register();
+  await import('../src/cli/main.ts');
+}

@@ -1,16 +1,9 @@
-/** The `estate serve` side of authorization: its flags, and the edge they configure (or none). */
-import { Option, type Command } from 'commander';
+/** The `estate serve` side of authorization: the edge its flags (./flags.ts) configure, or none. */
 import type { Logger } from 'pino';
 import { DomainError } from '../domain/errors.ts';
 import type { Estate } from '../main.ts';
 import { loadAuthConfig, type AuthFlags } from './config.ts';
 import { createHttpEdge, type HttpEdge } from './http-edge.ts';
-
-export const addAuthFlags = (cmd: Command): Command =>
-  cmd
-    .addOption(new Option('--auth-issuer <url>', 'HTTP: accept JWT access tokens from this issuer (env ESTATE_AUTH_ISSUER)'))
-    .addOption(new Option('--auth-jwks-url <url>', 'HTTP: the issuer\'s JSON Web Key Set (env ESTATE_AUTH_JWKS_URL)'))
-    .addOption(new Option('--auth-audience <url>', 'HTTP: this server\'s resource URL, the audience tokens must name (env ESTATE_AUTH_AUDIENCE)'));
 
 interface ServeAuthFlags extends AuthFlags {
   http?: boolean;

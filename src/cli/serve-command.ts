@@ -1,110 +1,11 @@
-/** `estate serve --stdio | --http`: compose the MCP server (src/mcp) from an opened estate and run it until stopped. */
-import { randomUUID } from 'node:crypto';
-import { Command, Option } from 'commander';
-import { createCallRecorder } from '../app/call-recorder.ts';
-import { DomainError } from '../domain/errors.ts';
-import { demoHandlers, seedDemoEstate } from '../handlers/demo.ts';
-import { loadHandlerModule, mergeHandlerMaps } from '../handlers/load-module.ts';
-import type { HandlerMap } from '../handlers/types.ts';
-import { LOOPBACK_NAMES } from '../mcp/http-guards.ts';
-import { startHttpServer } from '../mcp/http-server.ts';
-import { createLogger } from '../mcp/logger.ts';
-import { isOfferedBy, ServerCore } from '../mcp/server-core.ts';
-import { serveStdio } from '../mcp/stdio-transport.ts';
-import { takeStdout } from '../mcp/stdout-guard.ts';
-import type { Estate } from '../main.ts';
-import { addPrincipalFlags, principalFromFlags, type PrincipalFlags } from './catalogue-commands.ts';
-import { withEstate, type GlobalOptions } from './run.ts';
-import type { AuthFlags } from '../auth/config.ts';
-import { addAuthFlags, httpEdgeFor } from '../auth/serve-options.ts';
-
-interface ServeFlags extends PrincipalFlags, AuthFlags {
-  stdio?: boolean;
-  http?: boolean;
-  port: string;
-  host: string;
-  handlers?: string;
-  demo?: boolean;
-  allowedHosts?: string;
-  allowedOrigins?: string;
-}
-
-const list = (s: string | undefined, fallback: readonly string[]): string[] =>
-  s === undefined ? [...fallback] : s.split(',').map((x) => x.trim().toLowerCase()).filter((x) => x.length > 0);
-
-const untilSignal = (): Promise<string> =>
-  new Promise((resolve) => {
-    const on = (sig: string) => () => resolve(sig);
-    process.once('SIGTERM', on('SIGTERM'));
-    process.once('SIGINT', on('SIGINT'));
-  });
-
-const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFlags): Promise<number | void> => {
-  if (Boolean(flags.stdio) === Boolean(flags.http)) throw new DomainError('usage', 'serve-transport', 'serve: choose exactly one of --stdio or --http');
-  const port = Number(flags.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new DomainError('usage', 'serve-port', `serve: --port ${flags.port} is not a port number`);
-  // On stdio, stdout is the protocol: take it before anything (a handler module's top level included) can print.
-  const writeFrame = flags.stdio ? takeStdout() : null;
-  const log = createLogger(estate.config.logLevel);
-  const edge = httpEdgeFor(estate, flags, log);
-
-  const maps: HandlerMap[] = [];
-  if (flags.demo) maps.push(demoHandlers);
-  if (flags.handlers) maps.push(await loadHandlerModule(flags.handlers));
-  const handlers = mergeHandlerMaps(...maps);
-  if (flags.demo) {
-    const seeded = await seedDemoEstate(estate);
-    log.info(seeded, 'demo estate published');
-  }
-  if (Object.keys(handlers).length === 0) log.warn('no handlers bound (--handlers <module> or --demo): no tool will be offered');
-
-  const principal = principalFromFlags(flags);
-  const reader = estate.reader({ isOffered: isOfferedBy(handlers) });
-  // --bus local: catch up and tail the store; --bus kafka://...: relay candidate + topic consumer (src/main.ts).
-  const following = await estate.followChanges(reader, log);
-  const core = new ServerCore({
-    reader,
-    handlers,
-    compiler: estate.compiler,
-    recorder: createCallRecorder(estate.store),
-    log,
-    pageSize: estate.config.pageSize,
-    listTtlMs: estate.config.listTtlMs,
-  });
-  // After the notifier's own listener, so this line follows any notification the update caused.
-  reader.onUpdate((u) => log.debug({ position: u.position, tools: u.tools, viewChanges: u.viewChanges.length }, 'catalogue updated'));
-  try {
-    if (writeFrame) {
-      const connectionId = randomUUID();
-      const conn = serveStdio({ core, principal, connectionId, input: process.stdin, write: writeFrame });
-      log.info({ transport: 'stdio', connectionId, principal, store: estate.store.kind, tools: reader.catalogue.size }, 'estate serve ready');
-      await Promise.race([conn.closed, untilSignal()]);
-      conn.close();
-      await conn.closed;
-    } else {
-      if (!edge && flags.host !== '127.0.0.1' && flags.host !== 'localhost' && flags.host !== '::1') {
-        throw new DomainError('usage', 'serve-host', 'serve: until HTTP authorization lands, --http binds loopback only (127.0.0.1, localhost or ::1)');
-      }
-      const http = await startHttpServer({
-        core,
-        principal,
-        host: flags.host,
-        port,
-        allowedHosts: list(flags.allowedHosts, LOOPBACK_NAMES),
-        allowedOrigins: list(flags.allowedOrigins, LOOPBACK_NAMES),
-        ...(edge ? { edge } : {}),
-      });
-      if (!edge) log.warn({ principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
-      log.info({ transport: 'http', url: http.url, principal, store: estate.store.kind, tools: reader.catalogue.size }, 'estate serve ready');
-      const sig = await untilSignal();
-      log.info({ signal: sig }, 'stopping');
-      await http.close();
-    }
-  } finally {
-    await core.close();
-    await following.close();
-  }
-};
+/**
+ * Registers `estate serve`. The server itself (src/cli/serve.ts and everything under src/mcp) is loaded only when the
+ * verb runs, so the other verbs start without it.
+ */
+import { Option, type Command } from 'commander';
+import { addAuthFlags } from '../auth/flags.ts';
+import { addPrincipalFlags } from './catalogue-commands.ts';
+import { withEstate } from './run.ts';
 
 export const registerServeCommand = (program: Command): void => {
   addAuthFlags(addPrincipalFlags(
@@ -119,5 +20,7 @@ export const registerServeCommand = (program: Command): void => {
       .option('--demo', 'publish the demo payments estate (idempotent) and serve it')
       .option('--allowed-hosts <names>', 'Host header names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
       .option('--allowed-origins <names>', 'Origin host names accepted, comma-separated (default: localhost,127.0.0.1,[::1])'),
-  )).action(withEstate(serve));
+  )).action(
+    withEstate(async (estate, opts, flags: import('./serve.ts').ServeFlags) => (await import('./serve.ts')).serve(estate, opts, flags)),
+  );
 };

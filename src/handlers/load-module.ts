@@ -10,6 +10,8 @@ const isHandlerMap = (v: unknown): v is Record<string, ToolHandler> =>
 export const loadHandlerModule = async (specifier: string, cwd: string = process.cwd()): Promise<HandlerMap> => {
   let mod: Record<string, unknown>;
   try {
+    // A TypeScript handler module needs tsx's loader; a compiled estate does not register it otherwise.
+    if (/\.[cm]?tsx?$/.test(specifier)) (await import('tsx/esm/api')).register();
     mod = (await import(pathToFileURL(resolve(cwd, specifier)).href)) as Record<string, unknown>;
   } catch (e) {
     throw new DomainError('usage', 'handlers-unreadable', `--handlers ${specifier}: ${e instanceof Error ? e.message : String(e)}`);
