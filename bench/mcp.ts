@@ -4,7 +4,8 @@
  * Schema 2020-12 definitions published through the command handler; SDK: the same shapes as Zod schemas) with the same
  * in-process handler. Both are driven identically from this process over Streamable HTTP on loopback, as one
  * 2025-11-25 session each (initialize, then POSTs carrying Mcp-Session-Id). The floor is JSON.parse + JSON.stringify of
- * the same request and response messages: what any JSON-RPC server pays at least.
+ * the same request and response messages: what any JSON-RPC server pays at least. Two Estate-side variants show where
+ * its time goes: the store on tmpfs (no fsync for the call record) and the 2026-07-28 stateless path (no session).
  *
  * Runnable alone: `node --import tsx bench/mcp.ts`. The same file is also the servers' handler module
  * (`--handlers bench/mcp.ts`) and the SDK server's entry point (`--sdk-server`).
@@ -167,6 +168,25 @@ const openSession = async (url: string): Promise<Session> => {
   };
 };
 
+/** Estate's 2026-07-28 path: no session; every request carries its revision in `_meta` and the routing headers. */
+const openStateless = async (url: string): Promise<Session> => {
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+  return {
+    async post(message) {
+      const params: Record<string, unknown> = { ...((message.params as Record<string, unknown> | undefined) ?? {}), _meta: meta };
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': String(message.method),
+        ...(message.method === 'tools/call' ? { 'mcp-name': String(params.name) } : {}),
+      };
+      const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ ...message, params }) });
+      return readResponse(res, message.id);
+    },
+  };
+};
+
 let nextId = 1;
 const callMessage = (i: number) => ({ jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { name: toolName(i % TOOL_COUNT), arguments: VALID_ARGS } });
 
@@ -227,8 +247,8 @@ interface Figures {
   listResponse: string;
 }
 
-export const measure = async (url: string): Promise<Figures> => {
-  const s = await openSession(url);
+export const measure = async (url: string, open: (url: string) => Promise<Session> = openSession): Promise<Figures> => {
+  const s = await open(url);
   const first = await listAll(s);
   for (let i = 0; i < 5; i++) await listAll(s);
   const list = await timeAsync(LIST_ITERATIONS, () => listAll(s));
@@ -347,6 +367,7 @@ export async function run(): Promise<BenchRow[]> {
     const estate = await measure(estateUrl);
     const sdk = await measure(String(sdkReady.url));
     const shm = shmDir ? await measure(await startEstate(`sqlite:${join(shmDir, 'bench.db')}`, children)) : undefined;
+    const stateless = await measure(estateUrl, openStateless);
     const fl = floor(estate);
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
     const peerName = 'SDK v2 McpServer (Zod, same transport)';
@@ -366,6 +387,13 @@ export async function run(): Promise<BenchRow[]> {
         { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight, Estate store on tmpfs`, unit: 'calls/s', estate: shm.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `Estate/SDK ${ratio(shm.callsPerSecond, sdk.callsPerSecond)}` },
       );
     }
+    const peerless = 'Estate only: the SDK McpServer has no equivalent stateless server to compare with on this transport';
+    rows.push(
+      { bench: 'mcp', case: 'tools/list full list p50, Estate 2026-07-28 stateless', unit: 'µs', estate: stateless.listP50, notes: `${peerless}; vs its 2025 session ${ratio(stateless.listP50, estate.listP50)}` },
+      { bench: 'mcp', case: 'tools/call p50, Estate 2026-07-28 stateless', unit: 'µs', estate: stateless.callP50, notes: `disk store; vs its 2025 session ${ratio(stateless.callP50, estate.callP50)}` },
+      { bench: 'mcp', case: 'tools/call p99, Estate 2026-07-28 stateless', unit: 'µs', estate: stateless.callP99, notes: `vs its 2025 session ${ratio(stateless.callP99, estate.callP99)}` },
+      { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight, Estate 2026-07-28 stateless`, unit: 'calls/s', estate: stateless.callsPerSecond, notes: `vs its 2025 session ${ratio(stateless.callsPerSecond, estate.callsPerSecond)}` },
+    );
     rows.push(
       { bench: 'mcp', case: 'floor: JSON.parse+stringify of one tools/call exchange, p50', unit: 'µs', estate: estate.callP50, peerName: 'JSON floor', peer: fl.call, notes: `request + response (${estate.callResponse.length} B), both directions, in-process` },
       { bench: 'mcp', case: 'floor: JSON.parse+stringify of one tools/list page, p50', unit: 'µs', estate: estate.listP50, peerName: 'JSON floor', peer: fl.list, notes: `one page of Estate's list (${Math.round(estate.listResponse.length / 1024)} KiB), both directions; Estate's figure is the full list (2 pages)` },
