@@ -6,7 +6,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestIssuer, type MintOptions, type TestIssuer } from '../fixtures/jwks.ts';
-import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+import { makeTempStore, parseMcpBody, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const AUDIENCE = 'https://estate.test/mcp';
 const METADATA_URL = 'https://estate.test/.well-known/oauth-protected-resource/mcp';
@@ -31,7 +31,8 @@ const call = async (url: string, init: { method?: string; body?: unknown; header
     ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
   });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
+  // A stateful session may answer a POST as an event stream: read the response out of it either way.
+  return { status: res.status, headers: res.headers, text, json: () => parseMcpBody(res.headers.get('content-type') ?? undefined, text).response ?? {} };
 };
 
 const statelessList = (url: string, token?: string) =>
