@@ -43,6 +43,7 @@ import {
   toStoredEvent,
   toStreamState,
 } from './kurrentdb-mapping.ts';
+import { OpenSubscriptions } from './tail-subscription.ts';
 
 export interface KurrentDbEventStoreOptions {
   /** `kurrentdb://host:2113?tls=false`, `esdb://...`, or any other form the client accepts. */
@@ -60,7 +61,7 @@ const SUBSCRIPTION_BATCH = 500;
 export function createKurrentDbEventStore(options: KurrentDbEventStoreOptions): EventStore {
   const client = options.client ?? KurrentDBClient.connectionString(toKurrentConnectionString(options.connectionString));
   const retryDelayMs = options.retryDelayMs ?? 250;
-  const subscriptions = new Set<Subscription>();
+  const subscriptions = new OpenSubscriptions();
   let closed = false;
 
   const assertOpen = (): void => {
@@ -228,13 +229,7 @@ export function createKurrentDbEventStore(options: KurrentDbEventStoreOptions): 
   function subscribe(subscribeOptions: SubscribeOptions): Subscription {
     assertOpen();
     const subscription = subscribeToAll(client, subscribeOptions, retryDelayMs);
-    subscriptions.add(subscription);
-    return {
-      async close() {
-        subscriptions.delete(subscription);
-        await subscription.close();
-      },
-    };
+    return subscriptions.track(subscription);
   }
 
   return {
@@ -250,7 +245,7 @@ export function createKurrentDbEventStore(options: KurrentDbEventStoreOptions): 
     async close() {
       if (closed) return;
       closed = true;
-      await Promise.all([...subscriptions].map((s) => s.close()));
+      await subscriptions.closeAll();
       await client.dispose();
     },
   };

@@ -13,7 +13,7 @@ import type {
   Subscription,
 } from '../app/ports.ts';
 import { checkExpectedRevision } from './expected-revision.ts';
-import { tailSubscription } from './tail-subscription.ts';
+import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
 interface Row {
   streamId: string;
@@ -30,7 +30,7 @@ export function createMemoryEventStore(): EventStore {
   const rows: Row[] = [];
   const streams = new Map<string, number[]>();
   const listeners = new Set<() => void>();
-  const subscriptions = new Set<Subscription>();
+  const subscriptions = new OpenSubscriptions();
   let closed = false;
 
   const assertOpen = (): void => {
@@ -115,18 +115,12 @@ export function createMemoryEventStore(): EventStore {
           return () => listeners.delete(wake);
         },
       });
-      subscriptions.add(subscription);
-      return {
-        async close() {
-          subscriptions.delete(subscription);
-          await subscription.close();
-        },
-      };
+      return subscriptions.track(subscription);
     },
 
     async close() {
       if (closed) return;
-      await Promise.all([...subscriptions].map((s) => s.close()));
+      await subscriptions.closeAll();
       closed = true;
     },
   };

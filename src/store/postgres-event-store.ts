@@ -24,7 +24,7 @@ import {
   type Subscription,
 } from '../app/ports.ts';
 import { checkExpectedRevision } from './expected-revision.ts';
-import { tailSubscription } from './tail-subscription.ts';
+import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
 export interface PostgresEventStoreOptions {
   connectionString: string;
@@ -121,7 +121,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
   pool.on('error', () => undefined);
 
   const listeners = new Set<() => void>();
-  const subscriptions = new Set<Subscription>();
+  const subscriptions = new OpenSubscriptions();
   let closed = false;
 
   const objects = [`${s}.streams`, `${s}.events`, `${s}.events_global_order`];
@@ -320,13 +320,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
         return () => listeners.delete(wake);
       },
     });
-    subscriptions.add(subscription);
-    return {
-      async close() {
-        subscriptions.delete(subscription);
-        await subscription.close();
-      },
-    };
+    return subscriptions.track(subscription);
   }
 
   return {
@@ -354,7 +348,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
 
     async close() {
       if (closed) return;
-      await Promise.all([...subscriptions].map((sub) => sub.close()));
+      await subscriptions.closeAll();
       closed = true;
       await pool.end();
     },

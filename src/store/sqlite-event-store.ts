@@ -17,7 +17,7 @@ import {
   type Subscription,
 } from '../app/ports.ts';
 import { checkExpectedRevision } from './expected-revision.ts';
-import { tailSubscription } from './tail-subscription.ts';
+import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
 export interface SqliteEventStoreOptions {
   /** The database file; its directory is created if missing. */
@@ -106,7 +106,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   const listeners = localAppendListeners.get(file) ?? new Set<() => void>();
   localAppendListeners.set(file, listeners);
   const ownListeners = new Set<() => void>();
-  const subscriptions = new Set<Subscription>();
+  const subscriptions = new OpenSubscriptions();
   let closed = false;
 
   function appendAll(requests: AppendRequest[]): AppendResult[] {
@@ -162,19 +162,13 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
           };
         },
       });
-      subscriptions.add(subscription);
-      return {
-        async close() {
-          subscriptions.delete(subscription);
-          await subscription.close();
-        },
-      };
+      return subscriptions.track(subscription);
     },
 
     async close() {
       if (closed) return;
       closed = true;
-      await Promise.all([...subscriptions].map((s) => s.close()));
+      await subscriptions.closeAll();
       for (const wake of ownListeners) listeners.delete(wake);
       if (listeners.size === 0) localAppendListeners.delete(file);
       db.close();

@@ -94,3 +94,22 @@ export function tailSubscription(options: TailOptions): Subscription {
     },
   };
 }
+
+/** The subscriptions a store has open, so that closing the store ends them all; each forgets itself when closed. */
+export class OpenSubscriptions {
+  private readonly open = new Set<Subscription>();
+
+  track(subscription: Subscription): Subscription {
+    this.open.add(subscription);
+    return {
+      close: async () => {
+        this.open.delete(subscription);
+        await subscription.close();
+      },
+    };
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.open].map((s) => s.close()));
+  }
+}
