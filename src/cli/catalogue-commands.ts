@@ -1,12 +1,12 @@
 /** The catalogue verbs: publish, check, deprecate, retire, list, show, history, diff, calls, replay. */
 import { Command, Option } from 'commander';
 import { decodeToolCalled } from '../app/event-codec.ts';
+import { definitionErrorJson, verdictJson } from '../app/results-json.ts';
 import { parseAsOf, replayAsOf } from '../app/replay.ts';
 import { makePrincipal } from '../domain/access.ts';
 import { classifyDefinition } from '../domain/classify.ts';
 import { DomainError } from '../domain/errors.ts';
 import { runStream } from '../domain/events.ts';
-import type { PublishVerdict } from '../domain/guard.ts';
 import { CLASSIFICATIONS, type Reason, type ToolDefinition } from '../domain/types.ts';
 import type { Estate } from '../main.ts';
 import { callRecords } from '../../projections/calls.ts';
@@ -31,20 +31,6 @@ const parseRef = (ref: string, needVersion: boolean): { name: string; version?: 
 
 const reasonLines = (reasons: readonly Reason[]): string => reasons.map((r) => `  ${r.level.padEnd(5)} ${r.path}: ${r.rule} — ${r.detail}`).join('\n');
 const reasonsInline = (reasons: readonly Reason[]): string => reasons.map((r) => `${r.level} ${r.rule} at ${r.path}`).join('; ');
-
-export const verdictJson = (v: PublishVerdict, result: string, position?: string) => ({
-  result,
-  name: v.name,
-  version: v.version,
-  level: v.level,
-  reasons: v.reasons,
-  ...(v.baseline !== undefined ? { baseline: v.baseline } : {}),
-  ...(position !== undefined ? { position } : {}),
-  ...(v.error ? { error: { code: v.error.code, message: v.error.message } } : {}),
-});
-
-/** For a definition that does not even parse: the publish/check JSON shape with the error. */
-export const definitionErrorJson = (e: DomainError) => ({ result: 'refused', name: null, version: null, level: null, reasons: [], error: { code: e.code, message: e.message } });
 
 const readOrReport = async (estate: Estate, file: string, opts: GlobalOptions): Promise<ToolDefinition> => {
   try {

@@ -17,10 +17,3 @@ export const exitCodeOf = (e: unknown): number => {
       return EXIT.refused;
   }
 };
-
-export const errorJson = (e: unknown): { error: { code: string; message: string; reasons?: unknown } } => {
-  if (e instanceof DomainError) {
-    return { error: { code: e.code, message: e.message, ...(e.reasons ? { reasons: e.reasons } : {}) } };
-  }
-  return { error: { code: 'internal', message: e instanceof Error ? e.message : String(e) } };
-};

@@ -6,7 +6,8 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
 import { DomainError } from '../domain/errors.ts';
 import { openEstate, type Estate } from '../main.ts';
-import { errorJson, EXIT, exitCodeOf } from './exit.ts';
+import { errorJson } from '../app/results-json.ts';
+import { EXIT, exitCodeOf } from './exit.ts';
 
 export interface GlobalOptions {
   json?: boolean;

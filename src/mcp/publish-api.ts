@@ -17,9 +17,8 @@ import type { CommandHandler } from '../app/command-handler.ts';
 import { covers, holdsAny, LIFECYCLE_SCOPE, PUBLISH_SCOPE, scopeNeededFor } from '../auth/api-scopes.ts';
 import type { Authenticator, Caller } from '../auth/authenticator.ts';
 import { wwwAuthenticate } from '../auth/resource-metadata.ts';
-import { definitionErrorJson, verdictJson } from '../cli/catalogue-commands.ts';
-import { errorJson, EXIT, exitCodeOf } from '../cli/exit.ts';
-import { DomainError } from '../domain/errors.ts';
+import { definitionErrorJson, errorJson, verdictJson } from '../app/results-json.ts';
+import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
 import { parseDefinitionText, validateDefinition } from '../domain/tool-definition.ts';
 import type { ToolDefinition } from '../domain/types.ts';
@@ -42,7 +41,15 @@ const sendJson = (res: ServerResponse, status: number, body: unknown, headers: R
   res.end(text);
 };
 
-const STATUS_OF_EXIT: Record<number, number> = { [EXIT.ok]: 200, [EXIT.usage]: 400, [EXIT.refused]: 422, [EXIT.notFound]: 404 };
+/** The HTTP status of a broken rule: the same classes as the CLI's exit codes (2 → 400, 3 → 422, 4 → 404). */
+const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
+  usage: 400,
+  'invalid-definition': 422,
+  guard: 422,
+  lifecycle: 422,
+  conflict: 422,
+  'not-found': 404,
+};
 
 /** Reads a JSON body, answering 415/413 itself; undefined when it has answered. */
 const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<string | undefined> => {
@@ -69,7 +76,7 @@ export const createPublishApi = (o: PublishApiOptions) => {
 
   /** A thrown error, answered as the CLI would print it with --json. */
   const failed = (res: ServerResponse, e: unknown, context: Record<string, unknown>): void => {
-    if (e instanceof DomainError) return sendJson(res, STATUS_OF_EXIT[exitCodeOf(e)] ?? 500, errorJson(e));
+    if (e instanceof DomainError) return sendJson(res, STATUS_OF_KIND[e.kind], errorJson(e));
     o.log.error({ err: e, ...context }, 'publishing API request failed');
     sendJson(res, 500, { error: { code: 'internal', message: 'Internal error' } });
   };
