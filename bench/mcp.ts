@@ -66,7 +66,8 @@ const definition = (i: number) => ({
 // ---------------------------------------------------------------------------------------------------------------
 // The SDK v2 peer, run as its own process so neither server shares an event loop with the load generator.
 
-const runSdkServer = async (): Promise<void> => {
+/** `sse`: answer POSTs as event streams, the response mode Estate's sessions use (so progress can precede a result). */
+const runSdkServer = async (sse: boolean): Promise<void> => {
   const { McpServer } = await import('@modelcontextprotocol/server');
   const { NodeStreamableHTTPServerTransport } = await import('@modelcontextprotocol/node');
   const { z } = await import('zod');
@@ -109,7 +110,7 @@ const runSdkServer = async (): Promise<void> => {
       if (!transport) {
         const t = new NodeStreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
-          enableJsonResponse: true,
+          enableJsonResponse: !sse,
           onsessioninitialized: (id) => void sessions.set(id, t),
         });
         await build().connect(t);
@@ -365,17 +366,22 @@ export async function run(): Promise<BenchRow[]> {
     await publishAll(store);
     if (shmDir) for (const f of readdirSync(dir)) copyFileSync(join(dir, f), join(shmDir, f));
     const estateUrl = await startEstate(store, children);
-    const sdkChild = spawn(process.execPath, ['--import', 'tsx', THIS_FILE, '--sdk-server'], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(sdkChild);
-    const sdkReady = await waitForJsonLine(sdkChild, 'stdout', (v) => typeof v.url === 'string', 'SDK McpServer');
+    const startSdk = async (sse: boolean): Promise<string> => {
+      const child = spawn(process.execPath, ['--import', 'tsx', THIS_FILE, '--sdk-server', ...(sse ? ['--sse'] : [])], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+      children.push(child);
+      return String((await waitForJsonLine(child, 'stdout', (v) => typeof v.url === 'string', 'SDK McpServer')).url);
+    };
+    const sdkReady = { url: await startSdk(false) };
+    const sdkSseUrl = await startSdk(true);
 
     const estate = await measure(estateUrl);
     const sdk = await measure(String(sdkReady.url));
+    const sdkSse = await measure(sdkSseUrl);
     const shm = shmDir ? await measure(await startEstate(`sqlite:${join(shmDir, 'bench.db')}`, children)) : undefined;
     const stateless = await measure(estateUrl, openStateless);
     const fl = floor(estate);
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
-    const peerName = 'SDK v2 McpServer (Zod, same transport)';
+    const peerName = 'SDK v2 McpServer (Zod, same transport, JSON responses)';
     const common = `${TOOL_COUNT} tools, Streamable HTTP on loopback, one ${PROTOCOL} session each`;
     const rows: BenchRow[] = [
       { bench: 'mcp', case: 'tools/list, full list (all pages), p50', unit: 'µs', estate: estate.listP50, peerName, peer: sdk.listP50, notes: `${common}; Estate ${estate.listTools} tools in pages of ≤500, SDK ${sdk.listTools} in one; Estate/SDK ${ratio(estate.listP50, sdk.listP50)}` },
@@ -385,6 +391,11 @@ export async function run(): Promise<BenchRow[]> {
       { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight`, unit: 'calls/s', estate: estate.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `${CALL_THROUGHPUT_REQUESTS} calls; Estate/SDK ${ratio(estate.callsPerSecond, sdk.callsPerSecond)}` },
       { bench: 'mcp', case: 'tools/call, first call of each tool (cold), p50', unit: 'µs', estate: estate.coldP50, peerName, peer: sdk.coldP50, notes: `${TOOL_COUNT} calls, one per tool, before the loops above; Estate compiles a validator on a version's first call; Estate/SDK ${ratio(estate.coldP50, sdk.coldP50)}` },
     ];
+    const ssePeer = 'SDK v2 McpServer answering as event streams (Estate\'s response mode)';
+    rows.push(
+      { bench: 'mcp', case: 'tools/call, valid arguments, p50, both answering as event streams', unit: 'µs', estate: estate.callP50, peerName: ssePeer, peer: sdkSse.callP50, notes: `the SDK peer with enableJsonResponse false; Estate/SDK ${ratio(estate.callP50, sdkSse.callP50)}` },
+      { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight, both answering as event streams`, unit: 'calls/s', estate: estate.callsPerSecond, peerName: ssePeer, peer: sdkSse.callsPerSecond, notes: `Estate/SDK ${ratio(estate.callsPerSecond, sdkSse.callsPerSecond)}` },
+    );
     if (shm) {
       const note = 'Estate with its SQLite store on tmpfs (fsync free): the serving path without the durable write';
       rows.push(
@@ -414,7 +425,7 @@ export async function run(): Promise<BenchRow[]> {
 
 const invokedDirectly = process.argv[1] !== undefined && resolve(process.argv[1]) === THIS_FILE;
 if (invokedDirectly && process.argv.includes('--sdk-server')) {
-  await runSdkServer();
+  await runSdkServer(process.argv.includes('--sse'));
 } else if (invokedDirectly) {
   const rows = await run();
   console.table(rows.map((r) => ({ case: r.case, unit: r.unit, estate: Math.round(r.estate * 10) / 10, peer: r.peer === undefined ? '' : Math.round(r.peer * 10) / 10, peerName: r.peerName ?? '' })));

@@ -85,15 +85,8 @@ pid_alive() {
   [ -f "$KAFKA_DIR/kafka.pid" ] && { tr '\0' ' ' <"/proc/$(cat "$KAFKA_DIR/kafka.pid")/cmdline"; } 2>/dev/null | grep -q 'kafka\.Kafka'
 }
 
-if port_open "$KAFKA_HOST" "$KAFKA_PORT"; then
-  kafka_ready "$WAIT_SECONDS" || die "something answers on $KAFKA_HOST:$KAFKA_PORT but it is not a working Kafka broker"
-elif pid_alive; then
-  # Our broker from an earlier `up` is still starting: wait for it rather than start a second one.
-  say "waiting for the Kafka broker already starting (pid $(cat "$KAFKA_DIR/kafka.pid"))"
-  kafka_ready "$WAIT_SECONDS" || die "Kafka did not become ready; see $KAFKA_DIR/logs/server.log"
-else
-  need_command java openjdk-17-jre-headless
-
+# The jars are fetched even when a broker already runs: the fault tests start private brokers from them.
+fetch_kafka_jars() {
   if ! compgen -G "$LIBS/kafka_2.13-*.jar" >/dev/null; then
     need_command mvn maven
     say "downloading Kafka jars from Maven Central into .cache/kafka/libs"
@@ -109,7 +102,17 @@ else
     # Rename only when complete, so an interrupted download is never mistaken for a cache.
     rm -rf "$LIBS" && mv "$LIBS.partial" "$LIBS"
   fi
+}
+fetch_kafka_jars
 
+if port_open "$KAFKA_HOST" "$KAFKA_PORT"; then
+  kafka_ready "$WAIT_SECONDS" || die "something answers on $KAFKA_HOST:$KAFKA_PORT but it is not a working Kafka broker"
+elif pid_alive; then
+  # Our broker from an earlier `up` is still starting: wait for it rather than start a second one.
+  say "waiting for the Kafka broker already starting (pid $(cat "$KAFKA_DIR/kafka.pid"))"
+  kafka_ready "$WAIT_SECONDS" || die "Kafka did not become ready; see $KAFKA_DIR/logs/server.log"
+else
+  need_command java openjdk-17-jre-headless
   say "starting Kafka on $KAFKA_HOST:$KAFKA_PORT"
   rm -rf "$KAFKA_DIR/data" "$KAFKA_DIR/logs"
   mkdir -p "$KAFKA_DIR/data" "$KAFKA_DIR/logs"
