@@ -202,7 +202,8 @@ export const startStdioServer = async (args: string[], options: ServeOptions = {
   splitLines(child.stderr as NodeJS.ReadableStream, (l) => logs.push(parseLogLine(l)));
   splitLines(child.stdout as NodeJS.ReadableStream, (l) => lines.push(l));
   const ready = await waitReady(child, logs, options.readyTimeoutMs ?? 30_000);
-  let nextId = 1000;
+  // Far above the ids tests choose themselves (the fuzz test numbers its 10,000 messages from 0), so they never collide.
+  let nextId = 1_000_000;
   const send = (message: unknown): void => {
     child.stdin?.write(`${typeof message === 'string' ? message : JSON.stringify(message)}\n`);
   };
