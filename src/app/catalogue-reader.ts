@@ -70,17 +70,22 @@ export class CatalogueReader {
     });
   }
 
-  /** Page through the log; views are recomputed once at the end, not per page, and one update is announced. */
+  /**
+   * Page through the log. A page of live-sized changes is applied and announced at once (state and announcement never
+   * drift apart across an await); large pages (a replay) fold without touching the views, which are recomputed once at
+   * the end and announced then.
+   */
   private async readForward(): Promise<number> {
     let total = 0;
-    const tools: string[] = [];
+    const deferred: string[] = [];
     for (;;) {
       const page = await this.store.readAll({ after: this.catalogue.position, limit: this.pageSize, streamPrefix: TOOL_STREAM_PREFIX });
       if (page.length === 0) break;
-      tools.push(...this.fold(page, false).tools);
       total += page.length;
+      if (page.length > BULK_THRESHOLD) deferred.push(...this.fold(page, false).tools);
+      else this.applyBatch(page);
     }
-    if (tools.length > 0) this.announce(tools, this.discovery.viewCount > 0 ? this.discovery.refreshAll() : []);
+    if (deferred.length > 0) this.announce(deferred, this.discovery.viewCount > 0 ? this.discovery.refreshAll() : []);
     return total;
   }
 
