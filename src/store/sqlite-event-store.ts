@@ -81,6 +81,13 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     )
     .raw(true);
 
+  const headPositionStmt = db.prepare<[], { head: number | null }>('SELECT MAX(position) AS head FROM events');
+  const readPrefixUpToStmt = db
+    .prepare<[number, number, number, string, number], RawRow>(
+      `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`,
+    )
+    .raw(true);
+
   const appendTx = db.transaction((requests: AppendRequest[]): AppendResult[] => {
     const recordedAt = new Date().toISOString();
     return requests.map(({ streamId, events, expectedRevision }) => {
@@ -149,9 +156,23 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     readAll: (options) => settle(() => readAll(options)),
 
     subscribe(options: SubscribeOptions): Subscription {
+      // A filtered tail must not rescan what it already found nothing in: a server's catalogue subscription would
+      // otherwise re-read every call record since the last catalogue change on each wake-up (one per call). Writers
+      // are serialised and positions assigned in commit order, so nothing can later appear at or below the head
+      // read here. The cursor moves only on EMPTY pages: a delivered page may be offered again, so it stays readable.
+      const prefix = options.streamPrefix;
+      let skipTo = 0;
+      const readPage = (after: string | null): StoredEvent[] => {
+        if (prefix === undefined || prefix === '') return readAll({ after });
+        const from = Math.max(parsePosition(after), skipTo);
+        const head = headPositionStmt.get()?.head ?? 0;
+        const rows = readPrefixUpToStmt.all(from, head, prefix.length, prefix, DEFAULT_LIMIT);
+        if (rows.length === 0) skipTo = head;
+        return rows.map(toStored);
+      };
       const subscription = tailSubscription({
         subscribe: options,
-        readPage: (after) => settle(() => readAll({ after, streamPrefix: options.streamPrefix })),
+        readPage: (after) => settle(() => readPage(after)),
         pollIntervalMs,
         onLocalAppend(wake) {
           listeners.add(wake);
