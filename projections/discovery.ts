@@ -163,6 +163,7 @@ export class DiscoveryIndex {
   }
 }
 
+/** Index of `name` in a view's name-sorted entries, or where it would go. */
 const lowerBound = (entries: readonly CatalogueVersion[], name: string): number => {
   let lo = 0;
   let hi = entries.length;
@@ -172,4 +173,10 @@ const lowerBound = (entries: readonly CatalogueVersion[], name: string): number 
     else hi = mid;
   }
   return lo;
+};
+
+/** The entry a view holds for `name`, if any (binary search: entries are sorted by name). */
+export const findInView = (entries: readonly CatalogueVersion[], name: string): CatalogueVersion | undefined => {
+  const hit = entries[lowerBound(entries, name)];
+  return hit && hit.name === name ? hit : undefined;
 };

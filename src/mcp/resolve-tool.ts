@@ -7,6 +7,7 @@ import { isVisible } from '../domain/access.ts';
 import type { Principal } from '../domain/types.ts';
 import type { CatalogueReader } from '../app/catalogue-reader.ts';
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import { findInView } from '../../projections/discovery.ts';
 import { unknownTool } from './error-map.ts';
 
 export interface ResolveRequest {
@@ -30,19 +31,7 @@ export const resolveCallable = (
     throw unknownTool(req.name);
   }
   const entries = reader.discovery.view(req.principal, false).entries;
-  const v = findByName(entries, req.name);
+  const v = findInView(entries, req.name);
   if (!v) throw unknownTool(req.name);
   return v;
-};
-
-const findByName = (entries: readonly CatalogueVersion[], name: string): CatalogueVersion | undefined => {
-  let lo = 0;
-  let hi = entries.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((entries[mid] as CatalogueVersion).name < name) lo = mid + 1;
-    else hi = mid;
-  }
-  const hit = entries[lo];
-  return hit && hit.name === name ? hit : undefined;
 };
