@@ -43,6 +43,21 @@ describe('the ten invariants', () => {
     expect((await h.calls('inv-2')).map((c) => [c.tool, c.version, c.outcome])).toEqual([['payments.lookup', '1.0.0', 'ok']]);
   });
 
+  it('2b. the call record names the version, its schema hash, and the hash of the arguments AS RECEIVED (before repair)', async () => {
+    const h = await makeHarness([lookup], handlers);
+    const s = h.session(reader);
+    await s.initialize();
+    const received = { reference: 'PMT-771', include_legs: 'true', urgent: true };
+    const r = resultOf(await s.request('tools/call', { name: 'payments.lookup', arguments: received, _meta: { 'io.estate/runId': 'inv-2b' } }));
+    expect(r.isError).toBeFalsy();
+    const [call] = await h.calls('inv-2b');
+    expect(call).toMatchObject({ tool: 'payments.lookup', version: '1.0.0', schemaHash: canonicalHash(lookup.inputSchema), argsHash: canonicalHash(received), repaired: true, outcome: 'ok' });
+    expect(call?.repairs).toEqual([
+      { path: '$.urgent', action: 'dropped' },
+      { path: '$.include_legs', action: 'coerced' },
+    ]);
+  });
+
   it('3. an unentitled tool and a nonexistent tool produce the same error', async () => {
     const h = await makeHarness([lookup], handlers);
     const outsider = h.session(makePrincipal({ tenant: 'globex', scopes: ['payments.read'], clearance: 'confidential' }));
