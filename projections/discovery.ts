@@ -155,12 +155,6 @@ export class DiscoveryIndex {
     }
     return changes;
   }
-
-  /** Drop every cached view (e.g. the set of bound handlers changed); they are rebuilt on next use. */
-  clear(): void {
-    this.views.clear();
-    this.held.clear();
-  }
 }
 
 /** Index of `name` in a view's name-sorted entries, or where it would go. */

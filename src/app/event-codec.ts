@@ -3,7 +3,7 @@
  * versions of Estate (or written by hand) must not crash a replica with a malformed row.
  */
 import { z } from 'zod';
-import { CATALOGUE_EVENT_TYPES, type CatalogueEvent, type ToolCalled } from '../domain/events.ts';
+import type { CatalogueEvent, ToolCalled } from '../domain/events.ts';
 import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject } from '../domain/types.ts';
 import type { StoredEvent } from './ports.ts';
 
@@ -71,8 +71,6 @@ const firstIssue = (e: z.ZodError): string => {
   const i = e.issues[0];
   return i ? `${i.path.join('.') || '(root)'}: ${i.message}` : 'invalid';
 };
-
-export const isCatalogueEventType = (type: string): type is CatalogueEvent['type'] => (CATALOGUE_EVENT_TYPES as readonly string[]).includes(type);
 
 /** Decode a stored catalogue event; returns null for event types that are not catalogue events. */
 export const decodeCatalogueEvent = (stored: StoredEvent): CatalogueEvent | null => {

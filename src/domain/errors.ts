@@ -29,5 +29,3 @@ export class DomainError extends Error {
 
 export const invalidDefinition = (code: string, message: string): DomainError =>
   new DomainError('invalid-definition', code, message);
-
-export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;

@@ -7,7 +7,6 @@ import type { Classified, ToolDefinition } from './types.ts';
 export const toolStream = (name: string): string => `tool-${name}`;
 export const runStream = (runId: string): string => `run-${runId}`;
 export const TOOL_STREAM_PREFIX = 'tool-';
-export const RUN_STREAM_PREFIX = 'run-';
 
 export interface ToolVersionPublished {
   type: 'ToolVersionPublished';
@@ -38,7 +37,6 @@ export interface ToolVersionRetired {
 }
 
 export type CatalogueEvent = ToolVersionPublished | ToolVersionDeprecated | ToolVersionRetired;
-export const CATALOGUE_EVENT_TYPES = ['ToolVersionPublished', 'ToolVersionDeprecated', 'ToolVersionRetired'] as const;
 
 export type CallOutcome = 'ok' | 'tool_error' | 'output_invalid' | 'timeout' | 'cancelled';
 

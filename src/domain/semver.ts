@@ -22,6 +22,3 @@ export const parseVersion = (text: string): Version | null => {
 };
 
 export const compareVersions = (a: string, b: string): number => semver.compare(a, b);
-
-/** Newest first. */
-export const sortVersionsDesc = (versions: readonly string[]): string[] => [...versions].sort((a, b) => semver.rcompare(a, b));
