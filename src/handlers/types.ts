@@ -34,6 +34,49 @@ export interface HandlerContext {
   log: HandlerLog;
   /** Report progress to the client if the request carried a `progressToken`; a no-op otherwise. Always set by Estate. */
   progress?(progress: number, total?: number, message?: string): void;
+  /**
+   * Ask the client's user for input (`elicitation/create`), on 2025 stateful sessions whose client declared the
+   * `elicitation` capability. Rejects (an Error a handler may turn into an `isError` result) when the client did not
+   * declare it, on a stateless 2026-07-28 request, when the call is cancelled or times out, and when the client answers
+   * with an error. Always set by Estate.
+   */
+  elicit?(params: ElicitParams): Promise<ElicitResult>;
+  /** Ask the client's model for a completion (`sampling/createMessage`); refused as `elicit` is, for `sampling`. */
+  sample?(params: SampleParams): Promise<SampleResult>;
+}
+
+/** `elicitation/create` params: the message shown to the user and a flat object schema of what to ask for. */
+export interface ElicitParams {
+  message: string;
+  requestedSchema: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface ElicitResult {
+  action: 'accept' | 'decline' | 'cancel';
+  content?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface SamplingMessage {
+  role: 'user' | 'assistant';
+  content: ContentBlock | ContentBlock[];
+  [key: string]: unknown;
+}
+
+/** `sampling/createMessage` params. */
+export interface SampleParams {
+  messages: SamplingMessage[];
+  maxTokens: number;
+  [key: string]: unknown;
+}
+
+export interface SampleResult {
+  role: 'user' | 'assistant';
+  content: ContentBlock | ContentBlock[];
+  model: string;
+  stopReason?: string;
+  [key: string]: unknown;
 }
 
 export type ToolHandler = (args: Record<string, unknown>, ctx: HandlerContext) => Promise<CallToolResult> | CallToolResult;

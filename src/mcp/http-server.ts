@@ -14,7 +14,7 @@ import type { EdgeCaller, HttpEdge } from '../auth/http-edge.ts';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { hostAllowed, isJsonContentType, originAllowed, readBody } from './http-guards.ts';
 import { HttpSessions, KEEP_ALIVE_MS } from './http-sessions.ts';
-import { checkEnvelope, failure, INVALID_REQUEST, isRequest, parseFrame, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
+import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
 import { openListen } from './listen.ts';
 import { STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
@@ -145,6 +145,12 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
       }
       const status = !Array.isArray(answer) && 'error' in answer ? httpStatusOf(answer.error.code) : 200;
       return sendJson(res, status, answer, { 'mcp-session-id': s.id });
+    }
+    if (isResponseEnvelope(raw)) {
+      // The client answering our elicitation/sampling request: accepted like a notification, whatever it settled.
+      s.session.acceptResponse(raw);
+      res.writeHead(202, { 'mcp-session-id': s.id }).end();
+      return;
     }
     const env = checkEnvelope(raw);
     if (!env.ok) return sendJson(res, 400, env.response, { 'mcp-session-id': s.id });

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Principal } from '../domain/types.ts';
-import { isRequest, type JsonRpcCall, type JsonRpcNotification } from './jsonrpc.ts';
+import { isRequest, isResponseEnvelope, type JsonRpcCall, type JsonRpcNotification } from './jsonrpc.ts';
 import { STATEFUL_REVISIONS, STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
 import { createReplayStore } from './sse-replay-store.ts';
@@ -73,9 +73,15 @@ export class HttpSessions {
         // On the request's own SSE response.
         void transport.send(n as JSONRPCMessage, { relatedRequestId: requestId }).catch((e: unknown) => this.core.log.debug({ err: e, session: id }, 'notification not delivered'));
       },
+      // Elicitation/sampling requests on the tools/call's SSE response; a failure to send rejects the handler's wait.
+      sendToClient: (m, requestId) => transport.send(m as JSONRPCMessage, { relatedRequestId: requestId }),
     });
     const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0, ...(owner !== undefined ? { owner } : {}) };
     transport.onmessage = (message) => {
+      if (isResponseEnvelope(message)) {
+        session.acceptResponse(message);
+        return;
+      }
       const call = message as unknown as JsonRpcCall;
       void session.handle(call).then(
         (answer) => {

@@ -39,7 +39,7 @@ export interface JsonRpcFailure {
 }
 
 export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
-export type JsonRpcOutbound = JsonRpcResponse | JsonRpcNotification;
+export type JsonRpcOutbound = JsonRpcResponse | JsonRpcNotification | JsonRpcRequest;
 
 export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
@@ -71,8 +71,9 @@ export const readableId = (raw: unknown): RequestId | null => (isPlainObject(raw
 export type EnvelopeCheck = { ok: true; message: JsonRpcCall } | { ok: false; response: JsonRpcFailure };
 
 /**
- * Gate 1. Responses the client sends us (to requests we never make) are not calls: they are refused like any other
- * envelope without a method, which keeps the pipeline to one kind of inbound message.
+ * Gate 1. A response the client sends us is not a call: a stateful session takes it out before this gate
+ * (`isResponseEnvelope`: it answers one of our elicitation/sampling requests and is never answered itself); anything
+ * else without a method is refused here.
  */
 export const checkEnvelope = (raw: unknown): EnvelopeCheck => {
   const bad = (why: string): EnvelopeCheck => ({ ok: false, response: failure(readableId(raw), INVALID_REQUEST, `Invalid Request: ${why}`) });
@@ -82,6 +83,19 @@ export const checkEnvelope = (raw: unknown): EnvelopeCheck => {
   if ('id' in raw && !isId(raw.id)) return bad('id must be a string or a number');
   if ('params' in raw && raw.params !== undefined && !isPlainObject(raw.params)) return bad('params must be an object');
   return { ok: true, message: raw as unknown as JsonRpcCall };
+};
+
+/**
+ * A well-formed JSON-RPC response: no method, a string or number id, and exactly one of `result` (an object) and
+ * `error` (integer code, string message). A null id is not one: it answers nothing we could have sent.
+ */
+export const isResponseEnvelope = (raw: unknown): raw is JsonRpcResponse => {
+  if (!isPlainObject(raw) || raw.jsonrpc !== '2.0' || 'method' in raw || !isId(raw.id)) return false;
+  const hasResult = 'result' in raw;
+  if (hasResult === 'error' in raw) return false;
+  if (hasResult) return isPlainObject(raw.result);
+  const e = raw.error;
+  return isPlainObject(e) && Number.isInteger(e.code) && typeof e.message === 'string';
 };
 
 export const isRequest = (m: JsonRpcCall): m is JsonRpcRequest => 'id' in m && m.id !== undefined;

@@ -6,6 +6,7 @@
 import { RETRYABLE, type SideEffect } from '../domain/types.ts';
 import type { CallOutcome } from '../domain/events.ts';
 import type { CallToolResult, HandlerContext, ToolHandler } from '../handlers/types.ts';
+import { ClientRequestError } from './client-requests.ts';
 import { errorResult } from './error-map.ts';
 
 export const MAX_RETRIES = 2;
@@ -24,6 +25,8 @@ export interface RunOptions {
   timeoutMs: number;
   /** Aborted when the client cancels the request. */
   cancel?: AbortSignal;
+  /** Context members bound to one attempt's signal (the client requests a handler makes end with its attempt). */
+  withSignal?: (signal: AbortSignal) => Partial<Omit<HandlerContext, 'signal'>>;
   /** Backoff before retry n (1-based). */
   backoffMs?: (retry: number) => number;
 }
@@ -57,7 +60,7 @@ const attempt = (o: RunOptions): Promise<CallToolResult> => {
     }
     o.cancel?.addEventListener('abort', onCancel, { once: true });
     Promise.resolve()
-      .then(() => o.handler(o.args, { ...o.context, signal: ac.signal }))
+      .then(() => o.handler(o.args, { ...o.context, ...o.withSignal?.(ac.signal), signal: ac.signal }))
       .then(
         (r) => {
           done();
@@ -89,6 +92,8 @@ export const runHandler = async (o: RunOptions): Promise<HandlerRun> => {
       return { result, outcome: result.isError ? 'tool_error' : 'ok', attempts };
     } catch (e) {
       if (e instanceof Cancelled || o.cancel?.aborted) return { result: errorResult('Tool call cancelled'), outcome: 'cancelled', attempts };
+      // The client refused or could not be asked: asking again would only repeat the question to its user or model.
+      if (e instanceof ClientRequestError) return { result: errorResult(`Tool failed: ${e.message}`), outcome: 'tool_error', attempts };
       const timedOut = e instanceof Timeout;
       if (attempts < maxAttempts) {
         o.context.log.warn('handler failed; retrying', { attempt: attempts, timedOut, error: (e as Error).message });

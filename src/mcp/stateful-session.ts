@@ -7,10 +7,14 @@
  *  5. dispatch → result or JSON-RPC error
  * Gate 2 before gate 3: a notification has no id, and swallowing `notifications/initialized` at gate 3 is the bug
  * that looks like a transport problem.
+ * Before gate 1, a well-formed RESPONSE (no method; an id and exactly one of result/error) is the client answering one
+ * of our requests (elicitation/create, sampling/createMessage): it settles that request and is never answered. Any
+ * other envelope without a method still fails gate 1 as before.
  */
 import type { Principal } from '../domain/types.ts';
 import type { ViewWatcher } from './change-notifier.ts';
 import { isMcpLogLevel } from './client-channel.ts';
+import { CAPABILITY_OF, ClientRequestError, ClientRequests, ELICIT_METHOD, type ClientMethod, type ClientSender } from './client-requests.ts';
 import { batchRefused, invalidParams, McpError, methodNotFound, notInitialized, toJsonRpcError } from './error-map.ts';
 import {
   checkEnvelope,
@@ -18,6 +22,7 @@ import {
   INVALID_REQUEST,
   isPlainObject,
   isRequest,
+  isResponseEnvelope,
   success,
   type JsonRpcCall,
   type JsonRpcNotification,
@@ -37,6 +42,8 @@ export interface SessionOptions {
   notify(message: JsonRpcNotification): void;
   /** Messages about one request (progress, log messages), on that request's stream; default: `notify`. */
   notifyRequest?(message: JsonRpcNotification, requestId: RequestId): void;
+  /** Requests to the client (elicitation, sampling) and their cancellations, on the related request's stream. */
+  sendToClient?: ClientSender;
 }
 
 export class StatefulSession {
@@ -51,11 +58,16 @@ export class StatefulSession {
   private readonly inFlight = new Map<RequestId, AbortController>();
   private watcher: ViewWatcher | null = null;
   private closed = false;
+  /** What the client declared in initialize: elicitation and sampling are asked only of a client that offers them. */
+  private clientCapabilities: Record<string, unknown> = {};
+  private readonly clientRequests: ClientRequests | null;
 
   constructor(
     private readonly core: ServerCore,
     readonly options: SessionOptions,
-  ) {}
+  ) {
+    this.clientRequests = options.sendToClient ? new ClientRequests(options.sendToClient) : null;
+  }
 
   get id(): string {
     return this.options.id;
@@ -77,6 +89,10 @@ export class StatefulSession {
   }
 
   handleRaw(raw: unknown): Promise<JsonRpcResponse | null> {
+    if (isResponseEnvelope(raw)) {
+      this.acceptResponse(raw);
+      return Promise.resolve(null);
+    }
     const env = checkEnvelope(raw);
     if (!env.ok) return Promise.resolve(env.response);
     return this.handle(env.message);
@@ -101,9 +117,22 @@ export class StatefulSession {
     }
   }
 
+  /** A client's response to one of our requests; one we are not waiting for (late, or never ours) is dropped. */
+  acceptResponse(response: JsonRpcResponse): boolean {
+    const settled = this.clientRequests?.settle(response) ?? false;
+    if (!settled) this.core.log.debug({ session: this.id, id: response.id }, 'a response to no pending request of ours: dropped');
+    return settled;
+  }
+
+  /** No further message can arrive from the client (stdin ended): what we asked it will never be answered. */
+  clientGone(): void {
+    this.clientRequests?.close();
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.clientRequests?.close();
     this.watcher?.close();
     for (const ac of this.inFlight.values()) ac.abort();
     this.inFlight.clear();
@@ -143,6 +172,7 @@ export class StatefulSession {
     const info = isPlainObject(params.clientInfo) ? params.clientInfo : {};
     this.client = typeof info.name === 'string' ? { name: info.name, version: typeof info.version === 'string' ? info.version : '' } : null;
     this.revision = revision;
+    this.clientCapabilities = isPlainObject(params.capabilities) ? params.capabilities : {};
     this.initialized = true;
     this.core.log.info(
       { session: this.id, transport: this.options.transport, protocolVersion: revision, requested: params.protocolVersion, client: this.client },
@@ -182,6 +212,20 @@ export class StatefulSession {
     return page.result;
   }
 
+  private ask(callId: RequestId, method: ClientMethod, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const capability = CAPABILITY_OF[method];
+    const declared = this.clientCapabilities[capability];
+    if (!isPlainObject(declared)) {
+      return Promise.reject(new ClientRequestError('capability', `${method} refused: the client did not declare the ${capability} capability`));
+    }
+    // 2025-11-25: an empty elicitation capability means form mode only; URL mode must be declared.
+    if (method === ELICIT_METHOD && params.mode === 'url' && !isPlainObject(declared.url)) {
+      return Promise.reject(new ClientRequestError('capability', `${method} refused: the client did not declare URL-mode elicitation`));
+    }
+    if (!this.clientRequests) return Promise.reject(new ClientRequestError('unavailable', `${method} is not available: this session has no channel to the client`));
+    return this.clientRequests.request(method, params, callId, signal);
+  }
+
   private async callTool(id: RequestId, params: Record<string, unknown>): Promise<Record<string, unknown>> {
     const ac = new AbortController();
     this.inFlight.set(id, ac);
@@ -196,6 +240,7 @@ export class StatefulSession {
         cancel: ac.signal,
         notify: (n) => (this.options.notifyRequest ? this.options.notifyRequest(n, id) : this.options.notify(n)),
         ...(this.logLevel !== undefined ? { logLevel: this.logLevel } : {}),
+        ask: (method, p, signal) => this.ask(id, method, p, signal),
       });
       return result as Record<string, unknown>;
     } finally {

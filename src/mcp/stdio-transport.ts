@@ -31,7 +31,7 @@ export interface StdioConnection {
 
 export const serveStdio = (o: StdioOptions): StdioConnection => {
   const send = (m: JsonRpcOutbound | JsonRpcResponse[]): void => o.write(`${JSON.stringify(m)}\n`);
-  const session = new StatefulSession(o.core, { id: o.connectionId, principal: o.principal, transport: 'stdio', notify: send });
+  const session = new StatefulSession(o.core, { id: o.connectionId, principal: o.principal, transport: 'stdio', notify: send, sendToClient: send });
   // Stateless work on this pipe, by request id: `notifications/cancelled` ends a listen or aborts a call.
   const listens = new Map<RequestId, Listen>();
   const calls = new Map<RequestId, AbortController>();
@@ -107,6 +107,7 @@ export const serveStdio = (o: StdioOptions): StdioConnection => {
     }
   });
   const finish = () => {
+    session.clientGone();
     void Promise.allSettled([...pending]).then(() => {
       for (const l of listens.values()) l.close();
       session.close();

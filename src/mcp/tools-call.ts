@@ -14,6 +14,7 @@ import type { CatalogueVersion } from '../../projections/catalogue.ts';
 import type { CompiledSchemaCache } from './compiled-schemas.ts';
 import { errorResult, invalidParams, unknownTool } from './error-map.ts';
 import { progressReporter, teeLog, type ClientChannel } from './client-channel.ts';
+import { clientAskers, type ClientAsk } from './client-requests.ts';
 import { isPlainObject, type JsonRpcNotification } from './jsonrpc.ts';
 import { resolveCallable } from './resolve-tool.ts';
 import { runHandler } from './run-handler.ts';
@@ -44,6 +45,8 @@ export interface ToolCallRequest {
   notify?: (n: JsonRpcNotification) => void;
   /** The log level the client asked for, if any. */
   logLevel?: string;
+  /** Requests to the client (elicitation, sampling) about this call; absent on stateless requests. */
+  ask?: ClientAsk;
 }
 
 const validationResult = (errors: readonly ValidationError[]): CallToolResult => errorResult(formatErrors([...errors]));
@@ -109,6 +112,7 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
     context: { principal, runId, tool, log: teeLog(deps.handlerLog({ runId, tool: v.name, version: v.version }), channel, v.name), progress: progressReporter(channel) },
     sideEffect: v.definition.sideEffect,
     timeoutMs: v.definition.timeoutMs,
+    withSignal: clientAskers(req.ask),
     ...(req.cancel ? { cancel: req.cancel } : {}),
   });
   let { result, outcome } = run;

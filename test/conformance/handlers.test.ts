@@ -105,6 +105,31 @@ describe('conformance fixture handlers', () => {
     await expect(pending).rejects.toThrow('cancelled by test');
   });
 
+  it('the sampling and elicitation fixtures ask what the suite checks and report the answer', async () => {
+    const asked: { kind: string; params: Record<string, unknown> }[] = [];
+    const c: ReturnType<typeof ctx> = {
+      ...ctx(),
+      elicit: async (params) => (asked.push({ kind: 'elicit', params }), { action: 'accept', content: { username: 'u' } }),
+      sample: async (params) => (asked.push({ kind: 'sample', params }), { role: 'assistant', model: 'm', content: { type: 'text', text: 'answer' } }),
+    };
+    expect((await call('test_sampling', { prompt: 'p?' }, c)).content).toEqual([{ type: 'text', text: 'LLM response: answer' }]);
+    expect(asked[0]).toEqual({ kind: 'sample', params: { messages: [{ role: 'user', content: { type: 'text', text: 'p?' } }], maxTokens: 100 } });
+    expect((await call('test_elicitation', { message: 'm?' }, c)).content).toEqual([{ type: 'text', text: 'User response: action=accept, content={"username":"u"}' }]);
+    expect(asked[1]?.params).toMatchObject({ message: 'm?', requestedSchema: { required: ['username', 'email'] } });
+    await call('test_elicitation_sep1034_defaults', {}, c);
+    expect(asked[2]?.params.requestedSchema).toMatchObject({
+      properties: { name: { default: 'John Doe' }, age: { type: 'integer', default: 30 }, score: { default: 95.5 }, status: { default: 'active' }, verified: { default: true } },
+    });
+    await call('test_elicitation_sep1330_enums', {}, c);
+    const props = (asked[3]?.params.requestedSchema as { properties: Record<string, Record<string, unknown>> }).properties;
+    expect(Object.keys(props)).toEqual(['untitledSingle', 'titledSingle', 'legacyEnum', 'untitledMulti', 'titledMulti']);
+  });
+
+  it('a refused question becomes the fixture\'s own isError result', async () => {
+    const c: ReturnType<typeof ctx> = { ...ctx(), elicit: () => Promise.reject(new Error('no elicitation capability')) };
+    expect(await call('test_elicitation', { message: 'm' }, c)).toEqual({ content: [{ type: 'text', text: 'no elicitation capability' }], isError: true });
+  });
+
   describe('test_trigger_tool_change', () => {
     const store = makeTempStore('estate-conf-trigger-');
     const saved = process.env.ESTATE_STORE;

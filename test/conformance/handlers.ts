@@ -4,9 +4,9 @@
  * the CLI by scripts/conformance.sh, so the suite exercises Estate's normal path: catalogue -> discovery -> validate ->
  * handler -> call record.
  *
- * Only what a handler can do through Estate's handler context (SPEC §6: principal, runId, tool, signal, log, and
- * progress) is here. Sampling and elicitation need a server-to-client request channel the context does not offer, so
- * those fixtures are not published (see the expected-failures files).
+ * Only what a handler can do through Estate's handler context (SPEC §6: principal, runId, tool, signal, log, progress,
+ * and on 2025 sessions elicit and sample) is here. The 2026-07-28 way for a tool to ask the client (InputRequiredResult,
+ * SEP-2322) is not offered, so those fixtures are not published (see expected-failures-2026.yml).
  */
 import type { CallToolResult, HandlerContext, HandlerMap } from '../../src/handlers/types.ts';
 
@@ -88,6 +88,67 @@ const publishNewTool = async (): Promise<string> => {
   }
 };
 
+/** A refusal or failure of a request to the client, as the tool's own `isError` observation. */
+const asking = async (ask: () => Promise<CallToolResult>): Promise<CallToolResult> => {
+  try {
+    return await ask();
+  } catch (e) {
+    return { content: [{ type: 'text', text: e instanceof Error ? e.message : String(e) }], isError: true };
+  }
+};
+
+const elicitOf = (ctx: HandlerContext): NonNullable<HandlerContext['elicit']> => {
+  if (!ctx.elicit) throw new Error('this Estate offers no ctx.elicit');
+  return ctx.elicit.bind(ctx);
+};
+
+const completed = (r: { action: string; content?: Record<string, unknown> }): CallToolResult =>
+  text(`Elicitation completed: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
+
+/** The suite's SEP-1034 schema: one default per primitive type. */
+export const SEP1034_SCHEMA = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', description: 'User name', default: 'John Doe' },
+    age: { type: 'integer', description: 'User age', default: 30 },
+    score: { type: 'number', description: 'User score', default: 95.5 },
+    status: { type: 'string', description: 'User status', enum: ['active', 'inactive', 'pending'], default: 'active' },
+    verified: { type: 'boolean', description: 'Verification status', default: true },
+  },
+  required: [],
+};
+
+/** The suite's SEP-1330 schema: the five enum shapes. */
+export const SEP1330_SCHEMA = {
+  type: 'object',
+  properties: {
+    untitledSingle: { type: 'string', description: 'Untitled single-select', enum: ['option1', 'option2', 'option3'] },
+    titledSingle: {
+      type: 'string',
+      description: 'Titled single-select',
+      oneOf: [
+        { const: 'value1', title: 'First Option' },
+        { const: 'value2', title: 'Second Option' },
+        { const: 'value3', title: 'Third Option' },
+      ],
+    },
+    legacyEnum: { type: 'string', description: 'Legacy titled enum', enum: ['opt1', 'opt2', 'opt3'], enumNames: ['Option One', 'Option Two', 'Option Three'] },
+    untitledMulti: { type: 'array', description: 'Untitled multi-select', items: { type: 'string', enum: ['option1', 'option2', 'option3'] } },
+    titledMulti: {
+      type: 'array',
+      description: 'Titled multi-select',
+      items: {
+        anyOf: [
+          { const: 'value1', title: 'First Choice' },
+          { const: 'value2', title: 'Second Choice' },
+          { const: 'value3', title: 'Third Choice' },
+        ],
+      },
+    },
+  },
+  required: [],
+};
+
 export const handlers: HandlerMap = {
   test_simple_text: () => text('This is a simple text response for testing.'),
 
@@ -145,6 +206,37 @@ export const handlers: HandlerMap = {
   test_trigger_tool_change: async () => text(`Published ${await publishNewTool()}`),
 
   json_schema_2020_12_tool: (args) => text(`Received: ${JSON.stringify(args)}`),
+
+  test_sampling: (args, ctx: HandlerContext) =>
+    asking(async () => {
+      if (!ctx.sample) throw new Error('this Estate offers no ctx.sample');
+      const r = await ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: String(args.prompt) } }], maxTokens: 100 });
+      const blocks = Array.isArray(r.content) ? r.content : [r.content];
+      const answer = blocks.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : `[${b.type}]`)).join('\n');
+      return text(`LLM response: ${answer}`);
+    }),
+
+  test_elicitation: (args, ctx: HandlerContext) =>
+    asking(async () => {
+      const r = await elicitOf(ctx)({
+        message: String(args.message),
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            username: { type: 'string', description: "User's response" },
+            email: { type: 'string', description: "User's email address" },
+          },
+          required: ['username', 'email'],
+        },
+      });
+      return text(`User response: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
+    }),
+
+  test_elicitation_sep1034_defaults: (_args, ctx: HandlerContext) =>
+    asking(async () => completed(await elicitOf(ctx)({ message: 'Please review and update the form fields with defaults', requestedSchema: SEP1034_SCHEMA }))),
+
+  test_elicitation_sep1330_enums: (_args, ctx: HandlerContext) =>
+    asking(async () => completed(await elicitOf(ctx)({ message: 'Please select options from the enum fields', requestedSchema: SEP1330_SCHEMA }))),
 };
 
 export default handlers;
