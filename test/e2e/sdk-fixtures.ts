@@ -3,21 +3,14 @@
  * principal must NOT see) and the handler module `estate serve --handlers test/e2e/sdk-fixtures.ts` binds.
  */
 import type { CallToolResult, HandlerContext } from '../../src/handlers/types.ts';
+import { tracedExampleSchema } from '../fixtures/builders.ts';
 
 /** The principal every SDK test serves: holds payments.read, cleared to confidential, tenant acme. */
 export const PRINCIPAL_FLAGS = ['--tenant', 'acme', '--scopes', 'payments.read', '--clearance', 'confidential', '--subject', 'sdk-e2e'];
 
 const access = (over: Record<string, unknown> = {}) => ({ requiredScopes: ['payments.read'], tenants: [], classification: 'confidential', ...over });
 
-const lookupSchema = {
-  type: 'object',
-  properties: {
-    reference: { type: 'string', pattern: '^PMT-\\d{3,}$' },
-    include_legs: { type: 'boolean' },
-  },
-  required: ['reference'],
-  additionalProperties: false,
-};
+const lookupSchema = structuredClone(tracedExampleSchema);
 
 /** payments.lookup 1.0.0: the traced example's contract. */
 export const lookupV1 = {

@@ -4,18 +4,11 @@ import { repair } from '../../src/domain/repair.ts';
 import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
 import { formatErrors } from '../../src/domain/validate.ts';
 import type { JsonObject } from '../../src/domain/types.ts';
+import { tracedExampleSchema } from '../fixtures/builders.ts';
 
 const compiler = createSchemaCompiler();
 
-const traced = compiler.compile({
-  type: 'object',
-  properties: {
-    reference: { type: 'string', pattern: '^PMT-\\d{3,}$' },
-    include_legs: { type: 'boolean' },
-  },
-  required: ['reference'],
-  additionalProperties: false,
-});
+const traced = compiler.compile(structuredClone(tracedExampleSchema) as unknown as JsonObject);
 
 /** Repair `value` against a schema whose only property `a` is declared by `property`. */
 const repairA = (property: JsonObject, value: unknown): unknown =>

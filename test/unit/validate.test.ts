@@ -9,6 +9,7 @@ import {
   type ValidationError,
 } from '../../src/domain/validate.ts';
 import type { JsonObject, JsonValue } from '../../src/domain/types.ts';
+import { tracedExampleSchema } from '../fixtures/builders.ts';
 
 const compiler = createSchemaCompiler();
 const lines = (schema: JsonObject, value: unknown): string[] =>
@@ -17,15 +18,7 @@ const lines = (schema: JsonObject, value: unknown): string[] =>
 const forA = (property: JsonObject, value: unknown): string[] =>
   lines({ type: 'object', properties: { a: property } }, { a: value });
 
-const tracedSchema: JsonObject = {
-  type: 'object',
-  properties: {
-    reference: { type: 'string', pattern: '^PMT-\\d{3,}$' },
-    include_legs: { type: 'boolean' },
-  },
-  required: ['reference'],
-  additionalProperties: false,
-};
+const tracedSchema = structuredClone(tracedExampleSchema) as unknown as JsonObject;
 
 describe('the traced tools/call (deep dive §6)', () => {
   it('reports exactly the three sorted errors', () => {
