@@ -265,6 +265,13 @@ export const handlers: HandlerMap = {
       return text(`Hello, ${String(r.content?.name ?? 'stranger')}!`);
     }),
 
+  // The suite checks that a stateless call's response stream carries no request of the server's own.
+  test_streaming_elicitation: (_args, ctx: HandlerContext) =>
+    asking(async () => {
+      const r = await elicitOf(ctx)(ask('What is your name?', 'name'), { key: 'user_name' });
+      return text(`Hello, ${String(r.content?.name ?? 'stranger')}!`);
+    }),
+
   test_input_required_result_sampling: (_args, ctx: HandlerContext) =>
     asking(async () => {
       const r = await sampleOf(ctx)({ messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 }, { key: 'capital_question' });
