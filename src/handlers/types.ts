@@ -35,14 +35,32 @@ export interface HandlerContext {
   /** Report progress to the client if the request carried a `progressToken`; a no-op otherwise. Always set by Estate. */
   progress?(progress: number, total?: number, message?: string): void;
   /**
-   * Ask the client's user for input (`elicitation/create`), on 2025 stateful sessions whose client declared the
-   * `elicitation` capability. Rejects (an Error a handler may turn into an `isError` result) when the client did not
-   * declare it, on a stateless 2026-07-28 request, when the call is cancelled or times out, and when the client answers
-   * with an error. Always set by Estate.
+   * Ask the client's user for input (`elicitation/create`), when the client declared the `elicitation` capability.
+   * On a 2025 session the request is sent mid-call. On a stateless 2026-07-28 call nothing is sent: an unanswered
+   * question ends the run and the call answers an InputRequiredResult (SEP-2322); the client's follow-up call runs the
+   * handler again from the start and this resolves with the recorded answer — so a handler must ask the same questions
+   * in the same order until it has its answers (no side effect before the last question). Rejects (an Error a handler
+   * may turn into an `isError` result) when the client did not declare the capability, when the call is cancelled or
+   * times out, and when the client answers with an error. Always set by Estate.
    */
-  elicit?(params: ElicitParams): Promise<ElicitResult>;
-  /** Ask the client's model for a completion (`sampling/createMessage`); refused as `elicit` is, for `sampling`. */
-  sample?(params: SampleParams): Promise<SampleResult>;
+  elicit?(params: ElicitParams, options?: AskOptions): Promise<ElicitResult>;
+  /** Ask the client's model for a completion (`sampling/createMessage`); as `elicit`, for `sampling`. */
+  sample?(params: SampleParams, options?: AskOptions): Promise<SampleResult>;
+  /** Ask the client for its roots (`roots/list`); as `elicit`, for `roots`. */
+  listRoots?(options?: AskOptions): Promise<ListRootsResult>;
+}
+
+export interface AskOptions {
+  /**
+   * The question's key in a 2026-07-28 InputRequiredResult (`inputRequests` / `inputResponses`); by default the
+   * method and the question's position in the run (`elicit-1`, `sample-2`, ...). Ignored on 2025 sessions.
+   */
+  key?: string;
+}
+
+export interface ListRootsResult {
+  roots: { uri: string; name?: string; [key: string]: unknown }[];
+  [key: string]: unknown;
 }
 
 /** `elicitation/create` params: the message shown to the user and a flat object schema of what to ask for. */

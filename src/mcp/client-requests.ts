@@ -4,18 +4,20 @@
  * ordinary inbound message and is settled here by id. A request the client can never answer must not hang the
  * handler: the call's abort signal (timeout, `notifications/cancelled`) and the session's end reject it.
  */
-import type { ElicitParams, ElicitResult, HandlerContext, SampleParams, SampleResult } from '../handlers/types.ts';
+import type { ElicitParams, ElicitResult, HandlerContext, ListRootsResult, SampleParams, SampleResult } from '../handlers/types.ts';
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from './jsonrpc.ts';
 import { isPlainObject } from './jsonrpc.ts';
 
 export const ELICIT_METHOD = 'elicitation/create';
 export const SAMPLE_METHOD = 'sampling/createMessage';
-export type ClientMethod = typeof ELICIT_METHOD | typeof SAMPLE_METHOD;
+export const ROOTS_METHOD = 'roots/list';
+export type ClientMethod = typeof ELICIT_METHOD | typeof SAMPLE_METHOD | typeof ROOTS_METHOD;
 
-/** The capability a client declares in initialize for each method. */
-export const CAPABILITY_OF: Readonly<Record<ClientMethod, string>> = { [ELICIT_METHOD]: 'elicitation', [SAMPLE_METHOD]: 'sampling' };
+/** The capability a client declares (in initialize, or per request on 2026-07-28) for each method. */
+export const CAPABILITY_OF: Readonly<Record<ClientMethod, string>> = { [ELICIT_METHOD]: 'elicitation', [SAMPLE_METHOD]: 'sampling', [ROOTS_METHOD]: 'roots' };
 
-export type ClientRequestFailure = 'capability' | 'unavailable' | 'aborted' | 'client_error' | 'invalid_result' | 'closed' | 'undeliverable';
+/** `input_required`: a stateless call's question has no answer yet (see input-required.ts); the run ends there. */
+export type ClientRequestFailure = 'capability' | 'unavailable' | 'aborted' | 'client_error' | 'invalid_result' | 'closed' | 'undeliverable' | 'input_required';
 
 /** Why a request to the client gave no result. A handler may catch it and return an `isError` result of its own. */
 export class ClientRequestError extends Error {
@@ -109,35 +111,45 @@ export class ClientRequests {
 
 const ELICIT_ACTIONS: readonly string[] = ['accept', 'decline', 'cancel'];
 
-const checked = <T>(method: ClientMethod, result: Record<string, unknown>, ok: boolean, what: string): T => {
-  if (!ok) throw new ClientRequestError('invalid_result', `The client answered ${method} with an invalid result: ${what}`);
+const WHAT: Readonly<Record<ClientMethod, string>> = {
+  [ELICIT_METHOD]: 'action must be accept, decline or cancel',
+  [SAMPLE_METHOD]: 'content and model are required',
+  [ROOTS_METHOD]: 'roots must be an array of objects with a uri',
+};
+
+/** Whether a client's answer has the shape its method promises (the same check for a response and an input response). */
+export const validClientResult = (method: ClientMethod, r: Record<string, unknown>): boolean => {
+  switch (method) {
+    case ELICIT_METHOD:
+      return typeof r.action === 'string' && ELICIT_ACTIONS.includes(r.action) && (r.content === undefined || isPlainObject(r.content));
+    case SAMPLE_METHOD:
+      return (isPlainObject(r.content) || Array.isArray(r.content)) && typeof r.model === 'string';
+    case ROOTS_METHOD:
+      return Array.isArray(r.roots) && r.roots.every((x) => isPlainObject(x) && typeof x.uri === 'string');
+  }
+};
+
+const checked = <T>(method: ClientMethod, result: Record<string, unknown>): T => {
+  if (!validClientResult(method, result)) throw new ClientRequestError('invalid_result', `The client answered ${method} with an invalid result: ${WHAT[method]}`);
   return result as T;
 };
 
 /**
- * The handler's `elicit` and `sample`, bound to one attempt's abort signal. Without `ask` (a stateless 2026-07-28
- * request: no stream back to the client is held open for a request of ours) both refuse.
+ * The handler's `elicit`, `sample` and `listRoots` on a 2025 session, bound to one attempt's abort signal. Without
+ * `ask` they refuse; stateless 2026-07-28 calls get theirs from input-required.ts instead.
  */
 export const clientAskers =
   (ask: ClientAsk | undefined) =>
-  (signal: AbortSignal): Pick<HandlerContext, 'elicit' | 'sample'> => {
+  (signal: AbortSignal): Pick<HandlerContext, 'elicit' | 'sample' | 'listRoots'> => {
     const call = async (method: ClientMethod, params: Record<string, unknown>): Promise<Record<string, unknown>> => {
       if (!ask) {
-        throw new ClientRequestError(
-          'unavailable',
-          `${method} is not available on a stateless (2026-07-28) request: the server can send requests to the client only on a 2025 session`,
-        );
+        throw new ClientRequestError('unavailable', `${method} is not available here: this call has no way to ask the client`);
       }
       return ask(method, params, signal);
     };
     return {
-      elicit: async (params: ElicitParams): Promise<ElicitResult> => {
-        const r = await call(ELICIT_METHOD, params);
-        return checked<ElicitResult>(ELICIT_METHOD, r, typeof r.action === 'string' && ELICIT_ACTIONS.includes(r.action) && (r.content === undefined || isPlainObject(r.content)), 'action must be accept, decline or cancel');
-      },
-      sample: async (params: SampleParams): Promise<SampleResult> => {
-        const r = await call(SAMPLE_METHOD, params);
-        return checked<SampleResult>(SAMPLE_METHOD, r, (isPlainObject(r.content) || Array.isArray(r.content)) && typeof r.model === 'string', 'content and model are required');
-      },
+      elicit: async (params: ElicitParams): Promise<ElicitResult> => checked<ElicitResult>(ELICIT_METHOD, await call(ELICIT_METHOD, params)),
+      sample: async (params: SampleParams): Promise<SampleResult> => checked<SampleResult>(SAMPLE_METHOD, await call(SAMPLE_METHOD, params)),
+      listRoots: async (): Promise<ListRootsResult> => checked<ListRootsResult>(ROOTS_METHOD, await call(ROOTS_METHOD, {})),
     };
   };

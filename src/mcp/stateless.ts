@@ -9,6 +9,7 @@ import type { Principal } from '../domain/types.ts';
 import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
 import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
 import { isPlainObject, isRequest, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
+import { isInputRequiredResult } from './input-required.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
 import { SERVER_INFO, type ServerCore } from './server-core.ts';
 
@@ -43,12 +44,12 @@ export type StatelessOutcome =
   | { kind: 'listen'; request: JsonRpcRequest; toolsListChanged: boolean };
 
 /**
- * Every 2026-07-28 result says it is complete (the revision's `resultType` discriminator: Estate never asks the
- * client for input mid-call) and names the server in `_meta`, as the revision asks of every response.
+ * Every 2026-07-28 result says what it is (the revision's `resultType` discriminator: `complete`, or `input_required`
+ * when a tool asks the client for input, SEP-2322) and names the server in `_meta`, as the revision asks of every response.
  */
 const complete = (result: Record<string, unknown>): Record<string, unknown> => ({
   ...result,
-  resultType: 'complete',
+  resultType: isInputRequiredResult(result) ? result.resultType : 'complete',
   _meta: { ...(isPlainObject(result._meta) ? result._meta : {}), [SERVER_INFO_META]: { ...SERVER_INFO } },
 });
 
@@ -125,6 +126,7 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
           ...(ctx.cancel ? { cancel: ctx.cancel } : {}),
           ...(ctx.notify ? { notify: ctx.notify } : {}),
           ...(isMcpLogLevel(logLevel) ? { logLevel } : {}),
+          inputRequired: { capabilities: isPlainObject(params._meta) && isPlainObject(params._meta[CLIENT_CAPABILITIES_META]) ? params._meta[CLIENT_CAPABILITIES_META] : {} },
         });
         return { kind: 'response', status: 200, response: success(message.id, complete(result as Record<string, unknown>)) };
       }

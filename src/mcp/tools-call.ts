@@ -15,6 +15,7 @@ import type { CompiledSchemaCache } from './compiled-schemas.ts';
 import { errorResult, invalidParams, unknownTool } from './error-map.ts';
 import { progressReporter, teeLog, type ClientChannel } from './client-channel.ts';
 import { clientAskers, type ClientAsk } from './client-requests.ts';
+import { InputRound, openState, parseInputResponses, type CallIdentity, type InputRequiredResult } from './input-required.ts';
 import { isPlainObject, type JsonRpcNotification } from './jsonrpc.ts';
 import { resolveCallable } from './resolve-tool.ts';
 import { runHandler } from './run-handler.ts';
@@ -47,13 +48,18 @@ export interface ToolCallRequest {
   logLevel?: string;
   /** Requests to the client (elicitation, sampling) about this call; absent on stateless requests. */
   ask?: ClientAsk;
+  /**
+   * A stateless 2026-07-28 call: the handler's questions are answered from `inputResponses` and `requestState`, and an
+   * unanswered one makes the call answer an InputRequiredResult. `capabilities`: what this request declares.
+   */
+  inputRequired?: { capabilities: Record<string, unknown> };
 }
 
 const validationResult = (errors: readonly ValidationError[]): CallToolResult => errorResult(formatErrors([...errors]));
 
 const metaOf = (params: Record<string, unknown>): Record<string, unknown> => (isPlainObject(params._meta) ? params._meta : {});
 
-export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promise<CallToolResult> => {
+export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promise<CallToolResult | InputRequiredResult> => {
   const now = deps.now ?? Date.now;
   const { params, principal } = req;
   if (typeof params.name !== 'string') throw invalidParams('Invalid params: name must be a string');
@@ -61,6 +67,10 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
   const meta = metaOf(params);
   const pinned = meta[VERSION_META];
   if (pinned !== undefined && typeof pinned !== 'string') throw unknownTool(name);
+  // Malformed input answers are a protocol error whatever the tool: checked before anything else runs.
+  const inputResponses = req.inputRequired ? parseInputResponses(params.inputResponses) : {};
+  const requestState = req.inputRequired ? params.requestState : undefined;
+  if (requestState !== undefined && typeof requestState !== 'string') throw invalidParams('Invalid params: requestState must be a string');
   const runIdMeta = meta[RUN_ID_META];
   const runId = typeof runIdMeta === 'string' && runIdMeta.length > 0 ? runIdMeta : req.defaultRunId;
 
@@ -104,6 +114,14 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
     ...(req.logLevel !== undefined ? { logLevel: req.logLevel } : {}),
     ...(typeof progressToken === 'string' || typeof progressToken === 'number' ? { progressToken } : {}),
   };
+  let round: InputRound | undefined;
+  let identity: CallIdentity | undefined;
+  if (req.inputRequired) {
+    identity = { tool: v.name, version: v.version, argsHash: canonicalHash(received) };
+    // Answers from the state win over a re-sent one: the run that follows must see what the earlier runs saw.
+    const answers = { ...inputResponses, ...(requestState !== undefined ? openState(requestState, identity) : {}) };
+    round = new InputRound(answers, req.inputRequired.capabilities);
+  }
   const started = now();
   const tool = { name: v.name, version: v.version, schemaHash: v.schemaHash };
   const run = await runHandler({
@@ -112,9 +130,14 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
     context: { principal, runId, tool, log: teeLog(deps.handlerLog({ runId, tool: v.name, version: v.version }), channel, v.name), progress: progressReporter(channel) },
     sideEffect: v.definition.sideEffect,
     timeoutMs: v.definition.timeoutMs,
-    withSignal: clientAskers(req.ask),
+    withSignal: round ? () => round.askers() : clientAskers(req.ask),
     ...(req.cancel ? { cancel: req.cancel } : {}),
   });
+  // Not a finished call: nothing is recorded until the run that needs no more input (docs/decisions.md).
+  if (round && identity && round.pending.size > 0) {
+    const ir = round.result(identity);
+    return { ...ir, _meta: { [VERSION_META]: v.version, [RUN_ID_META]: runId, ...(notice ? { [DEPRECATED_META]: notice } : {}) } };
+  }
   let { result, outcome } = run;
   if (outcome === 'ok' && schemas.output) {
     const sc = result.structuredContent;

@@ -5,8 +5,9 @@
  * handler -> call record.
  *
  * Only what a handler can do through Estate's handler context (SPEC §6: principal, runId, tool, signal, log, progress,
- * and on 2025 sessions elicit and sample) is here. The 2026-07-28 way for a tool to ask the client (InputRequiredResult,
- * SEP-2322) is not offered, so those fixtures are not published (see expected-failures-2026.yml).
+ * elicit, sample, listRoots) is here. The test_input_required_result_* fixtures ask through the same ctx calls: on a
+ * stateless 2026-07-28 call Estate turns an unanswered question into an InputRequiredResult (SEP-2322) and answers it
+ * from the follow-up's inputResponses; `key` names the question as the suite expects.
  */
 import type { CallToolResult, HandlerContext, HandlerMap } from '../../src/handlers/types.ts';
 
@@ -101,6 +102,26 @@ const elicitOf = (ctx: HandlerContext): NonNullable<HandlerContext['elicit']> =>
   if (!ctx.elicit) throw new Error('this Estate offers no ctx.elicit');
   return ctx.elicit.bind(ctx);
 };
+
+const sampleOf = (ctx: HandlerContext): NonNullable<HandlerContext['sample']> => {
+  if (!ctx.sample) throw new Error('this Estate offers no ctx.sample');
+  return ctx.sample.bind(ctx);
+};
+
+const rootsOf = (ctx: HandlerContext): NonNullable<HandlerContext['listRoots']> => {
+  if (!ctx.listRoots) throw new Error('this Estate offers no ctx.listRoots');
+  return ctx.listRoots.bind(ctx);
+};
+
+const sampledText = (r: { content: unknown }): string =>
+  (Array.isArray(r.content) ? r.content : [r.content])
+    .map((b: { type?: unknown; text?: unknown }) => (b.type === 'text' && typeof b.text === 'string' ? b.text : `[${String(b.type)}]`))
+    .join('\n');
+
+const ask = (message: string, field: string, type = 'string') => ({
+  message,
+  requestedSchema: { type: 'object', properties: { [field]: { type } }, required: [field] },
+});
 
 const completed = (r: { action: string; content?: Record<string, unknown> }): CallToolResult =>
   text(`Elicitation completed: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
@@ -237,6 +258,75 @@ export const handlers: HandlerMap = {
 
   test_elicitation_sep1330_enums: (_args, ctx: HandlerContext) =>
     asking(async () => completed(await elicitOf(ctx)({ message: 'Please select options from the enum fields', requestedSchema: SEP1330_SCHEMA }))),
+
+  test_input_required_result_elicitation: (_args, ctx: HandlerContext) =>
+    asking(async () => {
+      const r = await elicitOf(ctx)(ask('What is your name?', 'name'), { key: 'user_name' });
+      return text(`Hello, ${String(r.content?.name ?? 'stranger')}!`);
+    }),
+
+  // The suite checks that a stateless call's response stream carries no request of the server's own.
+  test_streaming_elicitation: (_args, ctx: HandlerContext) =>
+    asking(async () => {
+      const r = await elicitOf(ctx)(ask('What is your name?', 'name'), { key: 'user_name' });
+      return text(`Hello, ${String(r.content?.name ?? 'stranger')}!`);
+    }),
+
+  test_input_required_result_sampling: (_args, ctx: HandlerContext) =>
+    asking(async () => {
+      const r = await sampleOf(ctx)({ messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 }, { key: 'capital_question' });
+      return text(`The model said: ${sampledText(r)}`);
+    }),
+
+  test_input_required_result_list_roots: (_args, ctx: HandlerContext) =>
+    asking(async () => {
+      const r = await rootsOf(ctx)({ key: 'client_roots' });
+      return text(`Roots: ${r.roots.map((x) => x.uri).join(', ')}`);
+    }),
+
+  test_input_required_result_request_state: (_args, ctx: HandlerContext) =>
+    asking(async () => {
+      const r = await elicitOf(ctx)(ask('Please confirm', 'ok', 'boolean'), { key: 'confirm' });
+      // Reaching here on a follow-up means Estate verified the echoed requestState (or the answer came in this request).
+      return text(`state-ok: confirmed=${String(r.content?.ok)}`);
+    }),
+
+  test_input_required_result_multiple_inputs: (_args, ctx: HandlerContext) =>
+    asking(async () => {
+      // Asked before any await: one InputRequiredResult carries all three.
+      const [name, greeting, roots] = await Promise.all([
+        elicitOf(ctx)(ask('What is your name?', 'name'), { key: 'user_name' }),
+        sampleOf(ctx)({ messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 }, { key: 'greeting' }),
+        rootsOf(ctx)({ key: 'client_roots' }),
+      ]);
+      return text(`${sampledText(greeting)} ${String(name.content?.name)} (${roots.roots.length} roots)`);
+    }),
+
+  test_input_required_result_multi_round: (_args, ctx: HandlerContext) =>
+    asking(async () => {
+      const name = await elicitOf(ctx)(ask('Step 1: What is your name?', 'name'), { key: 'step1' });
+      const color = await elicitOf(ctx)(ask('Step 2: What is your favorite color?', 'color'), { key: 'step2' });
+      return text(`${String(name.content?.name)} likes ${String(color.content?.color)}`);
+    }),
+
+  test_input_required_result_tampered_state: (_args, ctx: HandlerContext) =>
+    asking(async () => {
+      const r = await elicitOf(ctx)(ask('Please confirm', 'ok', 'boolean'), { key: 'confirm' });
+      return text(`confirmed=${String(r.content?.ok)}`);
+    }),
+
+  test_input_required_result_capabilities: (_args, ctx: HandlerContext) =>
+    asking(async () => {
+      try {
+        const r = await elicitOf(ctx)(ask('What is your name?', 'name'), { key: 'user_name' });
+        return text(`Hello, ${String(r.content?.name)}!`);
+      } catch (e) {
+        // Only a refused capability falls back; an unanswered question must end the run as it is.
+        if (!(e instanceof Error && 'reason' in e && e.reason === 'capability')) throw e;
+      }
+      const r = await sampleOf(ctx)({ messages: [{ role: 'user', content: { type: 'text', text: 'What is a good name?' } }], maxTokens: 20 }, { key: 'name_suggestion' });
+      return text(`Suggested: ${sampledText(r)}`);
+    }),
 };
 
 export default handlers;

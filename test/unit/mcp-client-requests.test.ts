@@ -1,7 +1,7 @@
 /**
  * A handler asks the client mid-call (ctx.elicit, ctx.sample) on a 2025 session: the request goes out with an id of
  * ours, the client's response is routed back to the call that asked by that id, and every way it cannot be answered
- * (capability not declared, stateless request, cancel/timeout, client error, session closed) rejects instead of
+ * (capability not declared, cancel/timeout, client error, session closed; a stateless request gets an InputRequiredResult instead) rejects instead of
  * hanging. Responses pass gate 1 without being answered; other method-less envelopes still fail it.
  */
 import { describe, expect, it } from 'vitest';
@@ -171,13 +171,12 @@ describe('server-to-client requests on a session', () => {
     expect(caught[0]).toMatchObject({ reason: 'closed' });
   });
 
-  it('stateless 2026-07-28 requests cannot ask: refused with a clear reason', async () => {
+  it('stateless 2026-07-28 requests send nothing: the question comes back as an InputRequiredResult (SEP-2322)', async () => {
     const h = await makeHarness(defs, asking);
     const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': BOTH };
     const out = await handleStateless(h.core, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { ...lookup('100'), _meta: meta } }, { principal: makePrincipal({}) });
     if (out.kind !== 'response' || !('result' in out.response)) throw new Error(`expected a result, got ${JSON.stringify(out)}`);
-    expect(out.response.result.isError).toBe(true);
-    expect(textOf(out.response.result)).toContain('elicitation/create is not available on a stateless (2026-07-28) request');
+    expect(out.response.result).toMatchObject({ resultType: 'input_required', inputRequests: { 'elicit-1': { method: 'elicitation/create', params: { message: 'PMT-100' } } } });
   });
 });
 

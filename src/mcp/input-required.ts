@@ -1,0 +1,153 @@
+/**
+ * InputRequiredResult (SEP-2322) for stateless 2026-07-28 tools/call. That revision has no server-to-client requests:
+ * a tool that needs the client's user, model or roots answers `resultType: "input_required"` with the questions and
+ * an opaque `requestState`, and the client calls again with `inputResponses` and that state.
+ *
+ * Handlers keep the one API they have on 2025 sessions (`ctx.elicit`, `ctx.sample`, `ctx.listRoots`). On a stateless
+ * call nothing is sent: an ask whose answer is known (from the verified state or this request's `inputResponses`)
+ * resolves with it; one whose answer is not known is collected and rejects with `InputRequiredSignal`, which ends the
+ * run. Asks made before the handler awaits (`Promise.all([...])`) are collected together, so one round can carry
+ * several questions. The follow-up call re-runs the handler from the start, so a handler must be deterministic up to
+ * each question (docs/decisions.md).
+ *
+ * The state carries the answers used so far, bound to the call (tool name, version, arguments hash) and signed with
+ * HMAC-SHA256; it is not encrypted (the client wrote those answers). The key is ESTATE_STATE_KEY when set (replicas
+ * behind one endpoint must share it), else random per process (a restart then voids states in flight: the client
+ * gets -32602 and starts the call again).
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { canonicalJson } from '../domain/hash.ts';
+import type { AskOptions, ElicitParams, ElicitResult, HandlerContext, ListRootsResult, SampleParams, SampleResult } from '../handlers/types.ts';
+import { CAPABILITY_OF, ClientRequestError, ELICIT_METHOD, ROOTS_METHOD, SAMPLE_METHOD, validClientResult, type ClientMethod } from './client-requests.ts';
+import { invalidParams } from './error-map.ts';
+import { isPlainObject } from './jsonrpc.ts';
+
+export const INPUT_REQUIRED = 'input_required';
+
+export interface InputRequest {
+  method: ClientMethod;
+  params: Record<string, unknown>;
+}
+
+export interface InputRequiredResult {
+  resultType: typeof INPUT_REQUIRED;
+  inputRequests: Record<string, InputRequest>;
+  requestState: string;
+  _meta?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export const isInputRequiredResult = (r: unknown): r is InputRequiredResult => isPlainObject(r) && r.resultType === INPUT_REQUIRED;
+
+/** Internal: ends a handler run whose question has no answer yet. A handler that catches it changes nothing. */
+export class InputRequiredSignal extends ClientRequestError {
+  constructor(method: ClientMethod, key: string) {
+    super('input_required', `${method} (${key}) needs an answer from the client: the call returns an InputRequiredResult`);
+    this.name = 'InputRequiredSignal';
+  }
+}
+
+/** What a requestState is bound to: replaying it for another tool, version or arguments is refused. */
+export interface CallIdentity {
+  tool: string;
+  version: string;
+  argsHash: string;
+}
+
+const STATE_VERSION = 1;
+
+/** The HMAC key: ESTATE_STATE_KEY (any non-empty string) or 32 random bytes for this process. */
+export const resolveStateKey = (env: Record<string, string | undefined> = process.env): Buffer => {
+  const configured = env.ESTATE_STATE_KEY;
+  return configured !== undefined && configured.length > 0 ? Buffer.from(configured, 'utf8') : randomBytes(32);
+};
+
+let processKey: Buffer | undefined;
+const defaultKey = (): Buffer => (processKey ??= resolveStateKey());
+
+const mac = (key: Buffer, payload: string): string => createHmac('sha256', key).update(payload).digest('base64url');
+
+export const sealState = (identity: CallIdentity, answers: Record<string, unknown>, key: Buffer = defaultKey()): string => {
+  const payload = Buffer.from(canonicalJson({ v: STATE_VERSION, ...identity, answers }), 'utf8').toString('base64url');
+  return `${payload}.${mac(key, payload)}`;
+};
+
+const badState = (why: string) => invalidParams(`Invalid params: requestState ${why}`);
+
+/** The answers a requestState carries, once its signature and its call identity check out; -32602 otherwise. */
+export const openState = (state: string, identity: CallIdentity, key: Buffer = defaultKey()): Record<string, unknown> => {
+  const dot = state.indexOf('.');
+  const payload = dot > 0 ? state.slice(0, dot) : '';
+  const given = Buffer.from(dot > 0 ? state.slice(dot + 1) : '', 'utf8');
+  const expected = Buffer.from(mac(key, payload), 'utf8');
+  if (payload === '' || given.length !== expected.length || !timingSafeEqual(given, expected)) throw badState('failed its integrity check');
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    throw badState('failed its integrity check');
+  }
+  if (!isPlainObject(body) || body.v !== STATE_VERSION || !isPlainObject(body.answers)) throw badState('failed its integrity check');
+  if (body.tool !== identity.tool || body.version !== identity.version || body.argsHash !== identity.argsHash) {
+    throw badState('belongs to another call (tool, version or arguments differ)');
+  }
+  return body.answers;
+};
+
+/** `inputResponses` as the request carries it: absent, or an object of objects; anything else is -32602. */
+export const parseInputResponses = (raw: unknown): Record<string, Record<string, unknown>> => {
+  if (raw === undefined) return {};
+  if (!isPlainObject(raw)) throw invalidParams('Invalid params: inputResponses must be an object');
+  for (const [k, v] of Object.entries(raw)) if (!isPlainObject(v)) throw invalidParams(`Invalid params: inputResponses.${k} must be an object`);
+  return raw as Record<string, Record<string, unknown>>;
+};
+
+const SHORT: Readonly<Record<ClientMethod, string>> = { [ELICIT_METHOD]: 'elicit', [SAMPLE_METHOD]: 'sample', [ROOTS_METHOD]: 'roots' };
+
+/** One run of a handler on a stateless call: answers known so far, questions still open. */
+export class InputRound {
+  /** Questions asked in this run that have no answer yet, by key, in the order asked. */
+  readonly pending = new Map<string, InputRequest>();
+  /** Answers this run consumed: what the next requestState carries. */
+  private readonly used: Record<string, unknown> = {};
+  private asked = 0;
+
+  constructor(
+    private readonly answers: Readonly<Record<string, unknown>>,
+    private readonly capabilities: Readonly<Record<string, unknown>>,
+  ) {}
+
+  private async ask(method: ClientMethod, params: Record<string, unknown>, options: AskOptions | undefined): Promise<Record<string, unknown>> {
+    const key = options?.key ?? `${SHORT[method]}-${++this.asked}`;
+    const capability = CAPABILITY_OF[method];
+    if (!isPlainObject(this.capabilities[capability])) {
+      throw new ClientRequestError('capability', `${method} refused: the client did not declare the ${capability} capability`);
+    }
+    const answer = this.answers[key];
+    if (isPlainObject(answer)) {
+      // An answer that does not fit the question is asked again rather than handed to the handler.
+      if (validClientResult(method, answer)) {
+        this.used[key] = answer;
+        return answer;
+      }
+    }
+    if (!this.pending.has(key)) this.pending.set(key, { method, params });
+    throw new InputRequiredSignal(method, key);
+  }
+
+  askers(): Pick<HandlerContext, 'elicit' | 'sample' | 'listRoots'> {
+    return {
+      elicit: async (params: ElicitParams, options?: AskOptions) => (await this.ask(ELICIT_METHOD, params, options)) as ElicitResult,
+      sample: async (params: SampleParams, options?: AskOptions) => (await this.ask(SAMPLE_METHOD, params, options)) as SampleResult,
+      listRoots: async (options?: AskOptions) => (await this.ask(ROOTS_METHOD, {}, options)) as ListRootsResult,
+    };
+  }
+
+  result(identity: CallIdentity, key?: Buffer): InputRequiredResult {
+    return {
+      resultType: INPUT_REQUIRED,
+      inputRequests: Object.fromEntries(this.pending),
+      requestState: sealState(identity, this.used, key),
+    };
+  }
+}

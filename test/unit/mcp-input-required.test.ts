@@ -1,0 +1,218 @@
+/**
+ * InputRequiredResult (SEP-2322) on stateless 2026-07-28 tools/call, through the harness: a handler's unanswered
+ * ctx.elicit / ctx.sample / ctx.listRoots ends the run with the question(s) and a signed requestState; the follow-up
+ * re-runs the handler with the recorded answers. Only the final, executed call is recorded.
+ */
+import { describe, expect, it } from 'vitest';
+import { makePrincipal } from '../../src/domain/access.ts';
+import type { HandlerMap } from '../../src/handlers/types.ts';
+import { ClientRequestError } from '../../src/mcp/client-requests.ts';
+import { INPUT_REQUIRED, openState, resolveStateKey, sealState } from '../../src/mcp/input-required.ts';
+import type { JsonRpcResponse } from '../../src/mcp/jsonrpc.ts';
+import { handleStateless, type StatelessOutcome } from '../../src/mcp/stateless.ts';
+import { RUN_ID_META } from '../../src/mcp/tool-projection.ts';
+import { aDefinition } from '../fixtures/builders.ts';
+import { errorOf, makeHarness, resultOf, textOf } from '../fixtures/handlers/harness.ts';
+
+const ALL = { elicitation: {}, sampling: {}, roots: {} };
+const schemaOf = (field: string) => ({ type: 'object', properties: { [field]: { type: 'string' } }, required: [field] });
+const accept = (content: Record<string, unknown>) => ({ action: 'accept', content });
+const runs: Record<string, number> = {};
+const count = (name: string) => (runs[name] = (runs[name] ?? 0) + 1);
+const captured: unknown[] = [];
+
+const handlers: HandlerMap = {
+  greet: async (args, ctx) => {
+    count('greet');
+    const r = await ctx.elicit!({ message: `Name for ${String(args.reference)}?`, requestedSchema: schemaOf('name') }, { key: 'user_name' });
+    return { content: [{ type: 'text', text: `Hello, ${String(r.content?.name)}!` }] };
+  },
+  twoSteps: async (_args, ctx) => {
+    count('twoSteps');
+    const a = await ctx.elicit!({ message: 'Step 1', requestedSchema: schemaOf('name') }, { key: 'step1' });
+    const b = await ctx.elicit!({ message: 'Step 2', requestedSchema: schemaOf('color') }, { key: 'step2' });
+    return { content: [{ type: 'text', text: `${String(a.content?.name)} likes ${String(b.content?.color)}` }] };
+  },
+  // No keys: the defaults name each question by method and position.
+  allAtOnce: async (_args, ctx) => {
+    count('allAtOnce');
+    const [n, s, r] = await Promise.all([
+      ctx.elicit!({ message: 'Name?', requestedSchema: schemaOf('name') }),
+      ctx.sample!({ messages: [{ role: 'user', content: { type: 'text', text: 'Greet' } }], maxTokens: 10 }),
+      ctx.listRoots!(),
+    ]);
+    const said = Array.isArray(s.content) ? '' : String(s.content.text);
+    return { content: [{ type: 'text', text: `${said} ${String(n.content?.name)} in ${r.roots.map((x) => x.uri).join(',')}` }] };
+  },
+  // Swallows every error, the internal signal included: the call must still answer input_required.
+  swallowing: async (_args, ctx) => {
+    try {
+      await ctx.elicit!({ message: 'Name?', requestedSchema: schemaOf('name') }, { key: 'n' });
+      return { content: [{ type: 'text', text: 'answered' }] };
+    } catch (e) {
+      captured.push(e);
+      return { content: [{ type: 'text', text: 'gave up' }] };
+    }
+  },
+};
+
+const defs = [
+  aDefinition({ name: 'greet', handler: 'greet', access: { classification: 'public' } }),
+  aDefinition({ name: 'two.steps', handler: 'twoSteps', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
+  aDefinition({ name: 'all.at.once', handler: 'allAtOnce', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
+  aDefinition({ name: 'swallowing', handler: 'swallowing', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
+];
+
+const principal = makePrincipal({});
+let nextId = 1;
+
+const setup = async () => {
+  const h = await makeHarness(defs, handlers);
+  const call = async (params: Record<string, unknown>, opts: { runId?: string; capabilities?: Record<string, unknown> } = {}): Promise<JsonRpcResponse> => {
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': opts.capabilities ?? ALL,
+      ...(opts.runId ? { [RUN_ID_META]: opts.runId } : {}),
+    };
+    const out: StatelessOutcome = await handleStateless(h.core, { jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { ...params, _meta: meta } }, { principal });
+    if (out.kind !== 'response') throw new Error(`expected a response, got ${out.kind}`);
+    return out.response;
+  };
+  return { h, call };
+};
+
+const greet = { name: 'greet', arguments: { reference: 'PMT-100' } };
+
+describe('InputRequiredResult round trips (stateless tools/call)', () => {
+  it('an unanswered elicit answers input_required; the follow-up with the answer and the state completes, and only it is recorded', async () => {
+    const { h, call } = await setup();
+    const before = runs.greet ?? 0;
+    const r1 = resultOf(await call(greet, { runId: 'ir-1' }));
+    expect(r1.resultType).toBe(INPUT_REQUIRED);
+    expect(r1.content).toBeUndefined();
+    expect(r1.inputRequests).toEqual({
+      user_name: { method: 'elicitation/create', params: { message: 'Name for PMT-100?', requestedSchema: schemaOf('name') } },
+    });
+    expect(typeof r1.requestState).toBe('string');
+    await h.recorder.flush();
+    expect(await h.calls('ir-1')).toEqual([]);
+
+    const r2 = resultOf(await call({ ...greet, inputResponses: { user_name: accept({ name: 'Alice' }) }, requestState: r1.requestState }, { runId: 'ir-2' }));
+    expect(r2.resultType).toBe('complete');
+    expect(textOf(r2)).toBe('Hello, Alice!');
+    await h.recorder.flush();
+    const records = await h.calls('ir-2');
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ tool: 'greet', outcome: 'ok', attempts: 1, protocolVersion: '2026-07-28' });
+    // The handler ran once per round: a question is not a failure to retry.
+    expect((runs.greet ?? 0) - before).toBe(2);
+  });
+
+  it('multi-round: each round adds its answer to a new state; the last round needs only its own answer', async () => {
+    const { call } = await setup();
+    const before = runs.twoSteps ?? 0;
+    const r1 = resultOf(await call({ name: 'two.steps', arguments: {} }));
+    expect(Object.keys(r1.inputRequests as object)).toEqual(['step1']);
+    const r2 = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }));
+    expect(r2.resultType).toBe(INPUT_REQUIRED);
+    expect(Object.keys(r2.inputRequests as object)).toEqual(['step2']);
+    expect(r2.requestState).not.toBe(r1.requestState);
+    const r3 = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step2: accept({ color: 'blue' }) }, requestState: r2.requestState }));
+    expect(textOf(r3)).toBe('Alice likes blue');
+    expect((runs.twoSteps ?? 0) - before).toBe(3);
+    // The round-2 state really carries step1's answer: without it, step1 is asked again.
+    const again = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step2: accept({ color: 'blue' }) }, requestState: r1.requestState }));
+    expect(Object.keys(again.inputRequests as object)).toEqual(['step1']);
+  });
+
+  it('questions asked before the handler awaits go out together, keyed by method and position by default', async () => {
+    const { call } = await setup();
+    const r1 = resultOf(await call({ name: 'all.at.once', arguments: {} }));
+    const reqs = r1.inputRequests as Record<string, { method: string }>;
+    expect(Object.keys(reqs)).toEqual(['elicit-1', 'sample-2', 'roots-3']);
+    expect(Object.values(reqs).map((q) => q.method)).toEqual(['elicitation/create', 'sampling/createMessage', 'roots/list']);
+    const r2 = resultOf(await call({
+      name: 'all.at.once',
+      arguments: {},
+      requestState: r1.requestState,
+      inputResponses: {
+        'elicit-1': accept({ name: 'Bo' }),
+        'sample-2': { role: 'assistant', content: { type: 'text', text: 'Hi' }, model: 'm' },
+        'roots-3': { roots: [{ uri: 'file:///a' }] },
+      },
+    }));
+    expect(textOf(r2)).toBe('Hi Bo in file:///a');
+  });
+
+  it('a handler that swallows the signal still answers input_required (it cannot turn a question into a result)', async () => {
+    const { call } = await setup();
+    const r = resultOf(await call({ name: 'swallowing', arguments: {} }));
+    expect(r.resultType).toBe(INPUT_REQUIRED);
+    expect(Object.keys(r.inputRequests as object)).toEqual(['n']);
+    expect(captured.at(-1)).toBeInstanceOf(ClientRequestError);
+  });
+});
+
+describe('requestState integrity', () => {
+  it('a tampered state is refused with -32602 and the handler does not run', async () => {
+    const { call } = await setup();
+    const r1 = resultOf(await call(greet));
+    const before = runs.greet ?? 0;
+    const e = errorOf(await call({ ...greet, inputResponses: { user_name: accept({ name: 'Alice' }) }, requestState: `${String(r1.requestState)}-TAMPERED` }));
+    expect(e).toMatchObject({ code: -32602, message: 'Invalid params: requestState failed its integrity check' });
+    // Forged answers under the old signature: the payload changes, the signature no longer fits.
+    const [payload, sig] = String(r1.requestState).split('.');
+    const body = JSON.parse(Buffer.from(String(payload), 'base64url').toString('utf8')) as Record<string, unknown>;
+    const forged = `${Buffer.from(JSON.stringify({ ...body, answers: { user_name: accept({ name: 'Mallory' }) } })).toString('base64url')}.${String(sig)}`;
+    expect(errorOf(await call({ ...greet, requestState: forged }))).toMatchObject({ code: -32602 });
+    expect(errorOf(await call({ ...greet, requestState: 'not-a-state' }))).toMatchObject({ code: -32602 });
+    expect(runs.greet ?? 0).toBe(before);
+  });
+
+  it('a state issued for other arguments (a foreign call) is refused', async () => {
+    const { call } = await setup();
+    const r1 = resultOf(await call(greet));
+    const e = errorOf(await call({ name: 'greet', arguments: { reference: 'PMT-999' }, inputResponses: { user_name: accept({ name: 'A' }) }, requestState: r1.requestState }));
+    expect(e).toMatchObject({ code: -32602, message: 'Invalid params: requestState belongs to another call (tool, version or arguments differ)' });
+  });
+
+  it('ESTATE_STATE_KEY lets replicas verify each other; without it each process has its own key', () => {
+    const id = { tool: 'greet', version: '1.0.0', argsHash: 'h' };
+    const state = sealState(id, { a: { action: 'cancel' } }, resolveStateKey({ ESTATE_STATE_KEY: 'shared-secret' }));
+    expect(openState(state, id, resolveStateKey({ ESTATE_STATE_KEY: 'shared-secret' }))).toEqual({ a: { action: 'cancel' } });
+    expect(() => openState(state, id, resolveStateKey({}))).toThrow(/integrity/);
+    expect(resolveStateKey({}).equals(resolveStateKey({}))).toBe(false);
+  });
+});
+
+describe('input responses', () => {
+  it('a missing or misnamed response is asked again (a new input_required, not an error); extra keys are ignored', async () => {
+    const { call } = await setup();
+    const wrong = resultOf(await call({ ...greet, inputResponses: { wrong_key: accept({ data: 'x' }) } }));
+    expect(wrong.resultType).toBe(INPUT_REQUIRED);
+    expect(Object.keys(wrong.inputRequests as object)).toEqual(['user_name']);
+    const extra = resultOf(await call({ ...greet, inputResponses: { user_name: accept({ name: 'Alice' }), unknown_extra_key: { foo: 1 } } }));
+    expect(textOf(extra)).toBe('Hello, Alice!');
+    // An answer of the wrong shape for its question is asked again too.
+    const misshapen = resultOf(await call({ ...greet, inputResponses: { user_name: { action: 'maybe' } } }));
+    expect(Object.keys(misshapen.inputRequests as object)).toEqual(['user_name']);
+  });
+
+  it('inputResponses that are not an object of objects, or a requestState that is not a string, are -32602', async () => {
+    const { call } = await setup();
+    expect(errorOf(await call({ ...greet, inputResponses: null }))).toMatchObject({ code: -32602, message: 'Invalid params: inputResponses must be an object' });
+    expect(errorOf(await call({ ...greet, inputResponses: { user_name: 12345 } }))).toMatchObject({ code: -32602, message: 'Invalid params: inputResponses.user_name must be an object' });
+    expect(errorOf(await call({ ...greet, requestState: 7 }))).toMatchObject({ code: -32602, message: 'Invalid params: requestState must be a string' });
+  });
+
+  it('a question for a capability the request did not declare is refused in the handler, never sent as an input request', async () => {
+    const { h, call } = await setup();
+    const r = resultOf(await call(greet, { capabilities: { sampling: {} }, runId: 'ir-cap' }));
+    expect(r.resultType).toBe('complete');
+    expect(r.inputRequests).toBeUndefined();
+    expect(r.isError).toBe(true);
+    expect(textOf(r)).toContain('elicitation/create refused: the client did not declare the elicitation capability');
+    await h.recorder.flush();
+    expect(await h.calls('ir-cap')).toMatchObject([{ outcome: 'tool_error' }]);
+  });
+});
