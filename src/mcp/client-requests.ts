@@ -26,6 +26,8 @@ export class ClientRequestError extends Error {
     message: string,
     /** The JSON-RPC error code the client answered with (reason `client_error`). */
     readonly code?: number,
+    /** The capability the client did not declare (reason `capability`). */
+    readonly capability?: string,
   ) {
     super(message);
     this.name = 'ClientRequestError';

@@ -47,7 +47,7 @@ export const unsupportedRevision = (requested: unknown, supported: readonly stri
   new McpError(UNSUPPORTED_PROTOCOL_VERSION, 'Unsupported protocol version', { supported, requested });
 export const headerMismatch = (header: string, detail: string): McpError => new McpError(HEADER_MISMATCH, `Header mismatch: ${header} ${detail}`);
 export const missingCapability = (capability: string): McpError =>
-  new McpError(MISSING_CLIENT_CAPABILITY, `Missing required client capability: ${capability}`);
+  new McpError(MISSING_CLIENT_CAPABILITY, `Missing required client capability: ${capability}`, { requiredCapabilities: { [capability]: {} } });
 
 /** Anything thrown while dispatching, as a JSON-RPC error object. Internal details never leave the server. */
 export const toJsonRpcError = (e: unknown): JsonRpcErrorObject => {

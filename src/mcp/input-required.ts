@@ -121,7 +121,7 @@ export class InputRound {
     const key = options?.key ?? `${SHORT[method]}-${++this.asked}`;
     const capability = CAPABILITY_OF[method];
     if (!isPlainObject(this.capabilities[capability])) {
-      throw new ClientRequestError('capability', `${method} refused: the client did not declare the ${capability} capability`);
+      throw new ClientRequestError('capability', `${method} refused: the client did not declare the ${capability} capability`, undefined, capability);
     }
     const answer = this.answers[key];
     if (isPlainObject(answer)) {

@@ -15,6 +15,8 @@ export interface HandlerRun {
   result: CallToolResult;
   outcome: CallOutcome;
   attempts: number;
+  /** The client refusal the handler did not catch, when that is how the run ended. */
+  refusal?: ClientRequestError;
 }
 
 export interface RunOptions {
@@ -93,7 +95,7 @@ export const runHandler = async (o: RunOptions): Promise<HandlerRun> => {
     } catch (e) {
       if (e instanceof Cancelled || o.cancel?.aborted) return { result: errorResult('Tool call cancelled'), outcome: 'cancelled', attempts };
       // The client refused or could not be asked: asking again would only repeat the question to its user or model.
-      if (e instanceof ClientRequestError) return { result: errorResult(`Tool failed: ${e.message}`), outcome: 'tool_error', attempts };
+      if (e instanceof ClientRequestError) return { result: errorResult(`Tool failed: ${e.message}`), outcome: 'tool_error', attempts, refusal: e };
       const timedOut = e instanceof Timeout;
       if (attempts < maxAttempts) {
         o.context.log.warn('handler failed; retrying', { attempt: attempts, timedOut, error: (e as Error).message });

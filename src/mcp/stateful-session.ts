@@ -216,7 +216,7 @@ export class StatefulSession {
     const capability = CAPABILITY_OF[method];
     const declared = this.clientCapabilities[capability];
     if (!isPlainObject(declared)) {
-      return Promise.reject(new ClientRequestError('capability', `${method} refused: the client did not declare the ${capability} capability`));
+      return Promise.reject(new ClientRequestError('capability', `${method} refused: the client did not declare the ${capability} capability`, undefined, capability));
     }
     // 2025-11-25: an empty elicitation capability means form mode only; URL mode must be declared.
     if (method === ELICIT_METHOD && params.mode === 'url' && !isPlainObject(declared.url)) {

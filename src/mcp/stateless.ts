@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../domain/types.ts';
 import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
 import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
-import { isPlainObject, isRequest, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
+import { isPlainObject, isRequest, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { isInputRequiredResult } from './input-required.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
 import { SERVER_INFO, type ServerCore } from './server-core.ts';
@@ -140,6 +140,8 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
     }
   } catch (e) {
     if (!(e instanceof McpError)) core.log.error({ err: e, method: message.method }, 'stateless request failed');
-    return { kind: 'response', status: 200, response: { jsonrpc: '2.0', id: message.id, error: toJsonRpcError(e) } };
+    // In-band (200) like every dispatch error, but for a missing client capability: HTTP 400 wherever it is found.
+    const status = e instanceof McpError && e.code === MISSING_CLIENT_CAPABILITY ? 400 : 200;
+    return { kind: 'response', status, response: { jsonrpc: '2.0', id: message.id, error: toJsonRpcError(e) } };
   }
 };

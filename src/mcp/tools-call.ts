@@ -12,7 +12,7 @@ import type { CatalogueReader } from '../app/catalogue-reader.ts';
 import type { CallToolResult, HandlerLog, HandlerMap } from '../handlers/types.ts';
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
 import type { CompiledSchemaCache } from './compiled-schemas.ts';
-import { errorResult, invalidParams, unknownTool } from './error-map.ts';
+import { errorResult, invalidParams, missingCapability, unknownTool } from './error-map.ts';
 import { progressReporter, teeLog, type ClientChannel } from './client-channel.ts';
 import { clientAskers, type ClientAsk } from './client-requests.ts';
 import { InputRound, openState, parseInputResponses, type CallIdentity, type InputRequiredResult } from './input-required.ts';
@@ -138,6 +138,9 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
     const ir = round.result(identity);
     return { ...ir, _meta: { [VERSION_META]: v.version, [RUN_ID_META]: runId, ...(notice ? { [DEPRECATED_META]: notice } : {}) } };
   }
+  // 2026-07-28: a handler that needs a capability the request did not declare is the protocol's -32021, not a tool
+  // failure (SPEC §3's stateless gate, reached at the point the need is known). Nothing ran to completion: no record.
+  if (round && run.refusal?.reason === 'capability' && run.refusal.capability) throw missingCapability(run.refusal.capability);
   let { result, outcome } = run;
   if (outcome === 'ok' && schemas.output) {
     const sc = result.structuredContent;

@@ -237,6 +237,13 @@ export const handlers: HandlerMap = {
       return text(`LLM response: ${answer}`);
     }),
 
+  // Does NOT catch the refusal: an uncaught "client did not declare sampling" is the protocol's -32021 on 2026-07-28.
+  test_missing_capability: async (_args, ctx: HandlerContext) => {
+    if (!ctx.sample) throw new Error('this Estate offers no ctx.sample');
+    const r = await ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: 'Say hello.' } }], maxTokens: 20 });
+    return text(`sampled: ${JSON.stringify(r.content)}`);
+  },
+
   test_elicitation: (args, ctx: HandlerContext) =>
     asking(async () => {
       const r = await elicitOf(ctx)({

@@ -205,14 +205,29 @@ describe('input responses', () => {
     expect(errorOf(await call({ ...greet, requestState: 7 }))).toMatchObject({ code: -32602, message: 'Invalid params: requestState must be a string' });
   });
 
-  it('a question for a capability the request did not declare is refused in the handler, never sent as an input request', async () => {
-    const { h, call } = await setup();
-    const r = resultOf(await call(greet, { capabilities: { sampling: {} }, runId: 'ir-cap' }));
-    expect(r.resultType).toBe('complete');
-    expect(r.inputRequests).toBeUndefined();
-    expect(r.isError).toBe(true);
-    expect(textOf(r)).toContain('elicitation/create refused: the client did not declare the elicitation capability');
+  it('a question for a capability the request did not declare, left uncaught, is -32021 naming it (HTTP 400); nothing is recorded', async () => {
+    const { h } = await setup();
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { sampling: {} }, [RUN_ID_META]: 'ir-cap' };
+    const out = await handleStateless(h.core, { jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { ...greet, _meta: meta } }, { principal });
+    if (out.kind !== 'response') throw new Error(`expected a response, got ${out.kind}`);
+    expect(out.status).toBe(400);
+    expect(errorOf(out.response)).toEqual({
+      code: -32021,
+      message: 'Missing required client capability: elicitation',
+      data: { requiredCapabilities: { elicitation: {} } },
+    });
     await h.recorder.flush();
-    expect(await h.calls('ir-cap')).toMatchObject([{ outcome: 'tool_error' }]);
+    expect(await h.calls('ir-cap')).toEqual([]);
+  });
+
+  it('a handler that catches the refusal answers for itself, and that call is recorded', async () => {
+    const { h, call } = await setup();
+    const r = resultOf(await call({ name: 'swallowing', arguments: {} }, { capabilities: { sampling: {} }, runId: 'ir-cap-caught' }));
+    expect(r.resultType).toBe('complete');
+    expect(textOf(r)).toBe('gave up');
+    expect(captured.at(-1)).toBeInstanceOf(ClientRequestError);
+    expect((captured.at(-1) as ClientRequestError).reason).toBe('capability');
+    await h.recorder.flush();
+    expect(await h.calls('ir-cap-caught')).toMatchObject([{ outcome: 'ok' }]);
   });
 });
