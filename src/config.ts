@@ -19,6 +19,8 @@ const configSchema = z.object({
   listTtlMs: positiveInt('ESTATE_LIST_TTL_MS'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   actor: z.string().min(1),
+  /** Signs 2026-07-28 requestStates; replicas behind one endpoint must share it. Absent: a random key per process. */
+  stateKey: z.string().min(1).optional(),
 });
 
 export type EstateConfig = z.infer<typeof configSchema>;
@@ -46,6 +48,7 @@ export const loadConfig = (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     listTtlMs: env.ESTATE_LIST_TTL_MS ?? 60_000,
     logLevel: env.ESTATE_LOG_LEVEL ?? 'info',
     actor: flags.by ?? env.ESTATE_ACTOR ?? osUser(),
+    ...(env.ESTATE_STATE_KEY ? { stateKey: env.ESTATE_STATE_KEY } : {}),
   };
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {

@@ -11,6 +11,7 @@ import { LOOPBACK_NAMES } from '../mcp/http-guards.ts';
 import { startHttpServer } from '../mcp/http-server.ts';
 import { createLogger } from '../mcp/logger.ts';
 import { isOfferedBy, ServerCore } from '../mcp/server-core.ts';
+import { resolveStateKey } from '../mcp/input-required.ts';
 import { serveStdio } from '../mcp/stdio-transport.ts';
 import { takeStdout } from '../mcp/stdout-guard.ts';
 import type { Estate } from '../main.ts';
@@ -69,6 +70,7 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
     log,
     pageSize: estate.config.pageSize,
     listTtlMs: estate.config.listTtlMs,
+    stateKey: resolveStateKey(estate.config.stateKey),
   });
   // After the notifier's own listener, so this line follows any notification the update caused.
   reader.onUpdate((u) => log.debug({ position: u.position, tools: u.tools, viewChanges: u.viewChanges.length }, 'catalogue updated'));

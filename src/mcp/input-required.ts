@@ -56,13 +56,12 @@ export interface CallIdentity {
 
 const STATE_VERSION = 1;
 
-/** The HMAC key: ESTATE_STATE_KEY (any non-empty string) or 32 random bytes for this process. */
-export const resolveStateKey = (env: Record<string, string | undefined> = process.env): Buffer => {
-  const configured = env.ESTATE_STATE_KEY;
-  return configured !== undefined && configured.length > 0 ? Buffer.from(configured, 'utf8') : randomBytes(32);
-};
+/** The HMAC key: the configured one (ESTATE_STATE_KEY, read by src/config.ts) or 32 fresh random bytes. */
+export const resolveStateKey = (configured?: string): Buffer =>
+  configured !== undefined && configured.length > 0 ? Buffer.from(configured, 'utf8') : randomBytes(32);
 
 let processKey: Buffer | undefined;
+/** For a caller that configured no key: one random key for the life of the process. */
 const defaultKey = (): Buffer => (processKey ??= resolveStateKey());
 
 const mac = (key: Buffer, payload: string): string => createHmac('sha256', key).update(payload).digest('base64url');

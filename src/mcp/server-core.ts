@@ -27,6 +27,8 @@ export interface ServerCoreOptions {
   log: Logger;
   pageSize: number;
   listTtlMs: number;
+  /** Signs and checks 2026-07-28 requestStates (input-required.ts); default: a random key per process. */
+  stateKey?: Buffer;
 }
 
 export const isOfferedBy =
@@ -43,6 +45,7 @@ export class ServerCore {
   private readonly handlers: HandlerMap;
   private readonly schemas: CompiledSchemaCache;
   private readonly recorder: CallRecorder;
+  private readonly stateKey: Buffer | undefined;
   private readonly isOffered: (v: CatalogueVersion) => boolean;
 
   constructor(o: ServerCoreOptions) {
@@ -51,6 +54,7 @@ export class ServerCore {
     this.handlers = o.handlers;
     this.schemas = createCompiledSchemaCache(o.compiler);
     this.recorder = o.recorder;
+    this.stateKey = o.stateKey;
     this.pageSize = o.pageSize;
     this.listTtlMs = o.listTtlMs;
     this.isOffered = isOfferedBy(o.handlers);
@@ -75,6 +79,7 @@ export class ServerCore {
         handlers: this.handlers,
         schemas: this.schemas,
         recorder: this.recorder,
+        ...(this.stateKey ? { stateKey: this.stateKey } : {}),
         isOffered: this.isOffered,
         handlerLog: (fields) => this.handlerLog(fields),
       },

@@ -26,6 +26,8 @@ export interface ToolCallDeps {
   handlers: HandlerMap;
   schemas: CompiledSchemaCache;
   recorder: CallRecorder;
+  /** The requestState key (input-required.ts); absent: the per-process default. */
+  stateKey?: Buffer;
   isOffered: (v: CatalogueVersion) => boolean;
   /** A logger for handler code, bound to the call. */
   handlerLog: (fields: Record<string, unknown>) => HandlerLog;
@@ -119,7 +121,7 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
   if (req.inputRequired) {
     identity = { tool: v.name, version: v.version, argsHash: canonicalHash(received) };
     // Answers from the state win over a re-sent one: the run that follows must see what the earlier runs saw.
-    const answers = { ...inputResponses, ...(requestState !== undefined ? openState(requestState, identity) : {}) };
+    const answers = { ...inputResponses, ...(requestState !== undefined ? openState(requestState, identity, deps.stateKey) : {}) };
     round = new InputRound(answers, req.inputRequired.capabilities);
   }
   const started = now();
@@ -135,7 +137,7 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
   });
   // Not a finished call: nothing is recorded until the run that needs no more input (docs/decisions.md).
   if (round && identity && round.pending.size > 0) {
-    const ir = round.result(identity);
+    const ir = round.result(identity, deps.stateKey);
     return { ...ir, _meta: { [VERSION_META]: v.version, [RUN_ID_META]: runId, ...(notice ? { [DEPRECATED_META]: notice } : {}) } };
   }
   // 2026-07-28: a handler that needs a capability the request did not declare is the protocol's -32021, not a tool

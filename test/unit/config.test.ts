@@ -14,6 +14,8 @@ describe('loadConfig', () => {
     const env = { ESTATE_STORE: 'memory:', ESTATE_BUS: 'kafka://a:9092,b:9092', ESTATE_TOPIC: 't', ESTATE_PAGE_SIZE: '50', ESTATE_LIST_TTL_MS: '1000', ESTATE_LOG_LEVEL: 'debug', ESTATE_ACTOR: 'ci' };
     expect(loadConfig({}, env)).toMatchObject({ store: 'memory:', bus: 'kafka://a:9092,b:9092', topic: 't', pageSize: 50, listTtlMs: 1000, logLevel: 'debug', actor: 'ci' });
     expect(loadConfig({ store: 'sqlite:x.db', bus: 'local', by: 'alice' }, env)).toMatchObject({ store: 'sqlite:x.db', bus: 'local', actor: 'alice' });
+    expect(loadConfig({}, { ESTATE_STATE_KEY: 'k' }).stateKey).toBe('k');
+    expect(loadConfig({}, { ESTATE_STATE_KEY: '' }).stateKey).toBeUndefined();
   });
   it.each([
     [{ ESTATE_PAGE_SIZE: '0' }, /ESTATE_PAGE_SIZE must be positive/],

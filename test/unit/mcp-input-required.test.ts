@@ -178,10 +178,10 @@ describe('requestState integrity', () => {
 
   it('ESTATE_STATE_KEY lets replicas verify each other; without it each process has its own key', () => {
     const id = { tool: 'greet', version: '1.0.0', argsHash: 'h' };
-    const state = sealState(id, { a: { action: 'cancel' } }, resolveStateKey({ ESTATE_STATE_KEY: 'shared-secret' }));
-    expect(openState(state, id, resolveStateKey({ ESTATE_STATE_KEY: 'shared-secret' }))).toEqual({ a: { action: 'cancel' } });
-    expect(() => openState(state, id, resolveStateKey({}))).toThrow(/integrity/);
-    expect(resolveStateKey({}).equals(resolveStateKey({}))).toBe(false);
+    const state = sealState(id, { a: { action: 'cancel' } }, resolveStateKey('shared-secret'));
+    expect(openState(state, id, resolveStateKey('shared-secret'))).toEqual({ a: { action: 'cancel' } });
+    expect(() => openState(state, id, resolveStateKey())).toThrow(/integrity/);
+    expect(resolveStateKey().equals(resolveStateKey())).toBe(false);
   });
 });
 
