@@ -122,4 +122,34 @@ describe('README: a walk through the CLI', () => {
       await server.stop();
     }
   }, 120_000);
+
+  it('docs/clients.md: every JSON block parses, and its stdio configurations start and serve as written', async () => {
+    const md = readFileSync(join(REPO_ROOT, 'docs', 'clients.md'), 'utf8');
+    const blocks = [...md.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!) as Record<string, Record<string, { command?: string; args?: string[]; url?: string }>>);
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    const stdio = blocks.flatMap((b) => Object.values(b.mcpServers ?? {})).filter((c) => c.command === 'node');
+    expect(stdio).toHaveLength(2);
+    for (const config of stdio) {
+      // The clone is this checkout; the stores go to the test's temp dir (the walk's store is the one the walkthrough filled).
+      const args = config.args!.map((a) =>
+        a
+          .replace('/home/me/estate/bin/', join(REPO_ROOT, 'bin') + '/')
+          .replace('/home/me/estate/examples/', join(REPO_ROOT, 'examples') + '/')
+          .replace('/home/me/estate/.estate/', `${t.dir}/`)
+          .replace('/home/me/estate/', `${t.dir}/`),
+      );
+      expect(args[0]).toBe(ESTATE_BIN);
+      expect(args.slice(1, 3)).toEqual(['serve', '--stdio']);
+      for (const a of args) if (a.startsWith('sqlite:') || a.endsWith('.mjs')) expect(a.replace('sqlite:', '')).toMatch(/^\//); // absolute, as the page says
+      const server = await startStdioServer(args.slice(3), { cwd: t.dir });
+      try {
+        await server.initialize();
+        const list = await server.request('tools/list', {});
+        const names = (list.result as { tools: { name: string }[] }).tools.map((x) => x.name);
+        expect(names).toContain('payments.lookup');
+      } finally {
+        await server.stop();
+      }
+    }
+  }, 180_000);
 });
