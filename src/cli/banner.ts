@@ -44,6 +44,6 @@ export const startupBanner = (f: BannerFacts): string => {
   }
   if (f.handlers === 0) lines.push('  no handlers bound (--handlers <module> or --demo): no tool is offered');
   lines.push(`  every tool and version: estate list --store ${redactStoreUrl(f.store)}; estate serve --help for the options`);
-  if (f.transport === 'http') lines.push('  open the URL in a browser for how to connect a client; Ctrl-C stops. JSON logs follow.');
+  if (f.transport === 'http') lines.push('  open the URL in a browser for how to connect a client; Ctrl-C stops; the other stderr lines are JSON logs (ESTATE_LOG_LEVEL)');
   return `${lines.join('\n')}\n`;
 };
