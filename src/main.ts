@@ -6,7 +6,7 @@ import { CommandHandler } from './app/command-handler.ts';
 import type { EventStore, Subscription } from './app/ports.ts';
 import type { EstateConfig } from './config.ts';
 import { createSchemaCompiler, type SchemaCompiler } from './domain/schema-compiler.ts';
-import { openEventStore } from './store/open-store.ts';
+import { openEventStore, type OpenStoreOptions } from './store/open-store.ts';
 
 export interface Estate {
   config: EstateConfig;
@@ -42,8 +42,8 @@ const followChangesFor =
     return feed.startKafkaChangeFeed({ url: config.bus, topic: config.topic, store, reader, log });
   };
 
-export const openEstate = async (config: EstateConfig): Promise<Estate> => {
-  const store = await openEventStore(config.store);
+export const openEstate = async (config: EstateConfig, options: OpenStoreOptions = {}): Promise<Estate> => {
+  const store = await openEventStore(config.store, options);
   const compiler = createSchemaCompiler();
   return {
     config,

@@ -13,7 +13,15 @@ export const parseAsOf = (text: string): AsOf => {
     if (Number.isNaN(t)) throw new DomainError('usage', 'bad-time', `--at: '${text}' is not a valid ISO-8601 time`);
     return { time: new Date(t).toISOString() };
   }
-  if (text.trim() === '') throw new DomainError('usage', 'bad-at', '--at needs an ISO-8601 time or a position');
+  // Every store's positions are digits, or digits:digits (PostgreSQL, KurrentDB); anything else is a usage error,
+  // never a "not found" position (`--at yesterday` is a mistake on the command line, not a missing event).
+  if (!/^\d+(:\d+)?$/.test(text)) {
+    throw new DomainError(
+      'usage',
+      'bad-at',
+      `--at: '${text.slice(0, 80)}' is neither an ISO-8601 time (e.g. 2026-01-01T00:00:00Z) nor a position (a number such as the one publish prints)`,
+    );
+  }
   return { position: text };
 };
 

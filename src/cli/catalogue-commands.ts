@@ -171,7 +171,11 @@ export const registerCatalogueCommands = (program: Command): void => {
             return EXIT.refused;
           }
           if (!opts.json) {
-            console.log(`${result}: ${v.name}@${v.version} (${v.level}${v.baseline ? ` from ${v.baseline}` : ''})`);
+            console.log(
+              result === 'unchanged'
+                ? `unchanged: ${v.name}@${v.version} is already published with this exact content (publishing it again changes nothing)`
+                : `${result}: ${v.name}@${v.version} (${v.level}${v.baseline ? ` from ${v.baseline}` : ''})`,
+            );
             if (v.reasons.length) console.log(reasonLines(v.reasons));
           }
           return EXIT.ok;
@@ -214,7 +218,7 @@ export const registerCatalogueCommands = (program: Command): void => {
       const tools = versions.map(statusOf);
       if (opts.json) printJson({ tools });
       else printTable(tools);
-    }),
+    }, { readOnly: true }),
   );
 
   program
@@ -242,7 +246,7 @@ export const registerCatalogueCommands = (program: Command): void => {
         };
         if (opts.json) printJson(out);
         else console.log(JSON.stringify(out, null, 2));
-      }),
+      }, { readOnly: true }),
     );
 
   program
@@ -272,7 +276,7 @@ export const registerCatalogueCommands = (program: Command): void => {
             console.log(`${v.version.padEnd(10)} ${v.status.padEnd(10)} ${v.level.padEnd(7)} published ${v.publishedAt} by ${v.publishedBy}${life}`);
             if (v.reasons.length) console.log(`           ${reasonsInline(v.reasons)}`);
           }
-      }),
+      }, { readOnly: true }),
     );
 
   program
@@ -300,7 +304,7 @@ export const registerCatalogueCommands = (program: Command): void => {
           console.log(`${level}${reasons.length ? '' : ' (no change)'}`);
           if (reasons.length) console.log(reasonLines(reasons));
         }
-      }),
+      }, { readOnly: true, storeless: (a: string, b: string) => looksLikeFile(a) && looksLikeFile(b) }),
     );
 
   program
@@ -317,7 +321,7 @@ export const registerCatalogueCommands = (program: Command): void => {
           for (const c of calls) {
             console.log(`${c.at}  ${c.tool}@${c.version}  ${c.outcome.padEnd(14)} ${String(c.durationMs).padStart(6)} ms  schema ${c.schemaHash.slice(0, 12)}  args ${c.argsHash.slice(0, 12)}${c.repaired ? '  repaired' : ''}  ${c.subject}/${c.tenant}`);
           }
-      }),
+      }, { readOnly: true }),
     );
 
   program
@@ -334,6 +338,6 @@ export const registerCatalogueCommands = (program: Command): void => {
           console.log(`as of ${f.at} (position ${catalogue.position ?? 'none'}, ${catalogue.eventCount} events):`);
           printTable(tools);
         }
-      }),
+      }, { readOnly: true }),
     );
 };

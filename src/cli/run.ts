@@ -16,15 +16,26 @@ export interface GlobalOptions {
   by?: string;
 }
 
+export interface VerbOptions<A extends unknown[]> {
+  /** The verb only reads: a store that does not exist is a usage error, and nothing is created. */
+  readOnly?: boolean;
+  /** The verb needs no store for these arguments (e.g. `diff` of two files): it runs on an empty in-memory one. */
+  storeless?: (...args: A) => boolean;
+}
+
 /** Run an action with an opened estate; map every error to its exit code and one stderr line. */
 export const withEstate =
-  <A extends unknown[]>(action: (estate: Estate, opts: GlobalOptions, ...args: A) => Promise<number | void>) =>
+  <A extends unknown[]>(action: (estate: Estate, opts: GlobalOptions, ...args: A) => Promise<number | void>, verb: VerbOptions<A> = {}) =>
   async (...args: A): Promise<void> => {
     const cmd = args[args.length - 1] as Command;
     const opts = cmd.optsWithGlobals<GlobalOptions>();
     let estate: Estate | undefined;
     try {
-      estate = await openEstate(loadConfig({ ...(opts.store ? { store: opts.store } : {}), ...(opts.bus ? { bus: opts.bus } : {}), ...(opts.by ? { by: opts.by } : {}) }));
+      const store = verb.storeless?.(...args) ? 'memory:' : opts.store;
+      estate = await openEstate(
+        loadConfig({ ...(store ? { store } : {}), ...(opts.bus ? { bus: opts.bus } : {}), ...(opts.by ? { by: opts.by } : {}) }),
+        { access: verb.readOnly ? 'read' : 'write' },
+      );
       const code = await action(estate, opts, ...args);
       process.exitCode = code ?? EXIT.ok;
     } catch (e) {

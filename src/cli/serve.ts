@@ -17,6 +17,7 @@ import { takeStdout } from '../mcp/stdout-guard.ts';
 import type { Estate } from '../main.ts';
 import { principalFromFlags, type PrincipalFlags } from './catalogue-commands.ts';
 import type { GlobalOptions } from './run.ts';
+import { startupBanner, type BannerFacts } from './banner.ts';
 
 export interface ServeFlags extends PrincipalFlags, AuthFlags {
   stdio?: boolean;
@@ -74,10 +75,24 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
   });
   // After the notifier's own listener, so this line follows any notification the update caused.
   reader.onUpdate((u) => log.debug({ position: u.position, tools: u.tools, viewChanges: u.viewChanges.length }, 'catalogue updated'));
+  const banner = (f: Pick<BannerFacts, 'transport' | 'url'>, perRequestPrincipal: boolean): void => {
+    process.stderr.write(
+      startupBanner({
+        ...f,
+        store: estate.config.store,
+        visible: reader.discovery.view(principal).entries.length,
+        total: reader.catalogue.size,
+        ...(perRequestPrincipal ? {} : { principal }),
+        demo: Boolean(flags.demo),
+        handlers: Object.keys(handlers).length,
+      }),
+    );
+  };
   try {
     if (writeFrame) {
       const connectionId = randomUUID();
       const conn = serveStdio({ core, principal, connectionId, input: process.stdin, write: writeFrame });
+      banner({ transport: 'stdio' }, false);
       log.info({ transport: 'stdio', connectionId, principal, store: estate.store.kind, tools: reader.catalogue.size }, 'estate serve ready');
       await Promise.race([conn.closed, untilSignal()]);
       conn.close();
@@ -94,8 +109,16 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
         allowedHosts: list(flags.allowedHosts, LOOPBACK_NAMES),
         allowedOrigins: list(flags.allowedOrigins, LOOPBACK_NAMES),
         ...(edge ? { edge } : {}),
+      }).catch((e: unknown) => {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EADDRINUSE') {
+          throw new DomainError('usage', 'port-in-use', `serve: port ${port} on ${flags.host} is already in use (another estate serve?): choose another with --port <n>, or --port 0 for any free port`);
+        }
+        if (code === 'EACCES') throw new DomainError('usage', 'port-denied', `serve: not allowed to listen on port ${port}: choose a port above 1023 with --port <n>`);
+        throw e;
       });
       if (!edge) log.warn({ principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
+      banner({ transport: 'http', url: http.url }, Boolean(edge));
       log.info({ transport: 'http', url: http.url, principal, store: estate.store.kind, tools: reader.catalogue.size }, 'estate serve ready');
       const sig = await untilSignal();
       log.info({ signal: sig }, 'stopping');

@@ -17,83 +17,176 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export const parseDefinitionText = (text: string, source: string, format: 'json' | 'yaml' = 'yaml'): unknown => {
   try {
     if (format === 'json') return JSON.parse(text) as unknown;
-    return parseYaml(text, { prettyErrors: false, uniqueKeys: true }) as unknown;
+    return parseYaml(text, { prettyErrors: true, uniqueKeys: true }) as unknown;
   } catch (e) {
-    const detail =
-      e instanceof YAMLParseError
-        ? `${e.code} at line ${e.linePos?.[0]?.line ?? '?'}, column ${e.linePos?.[0]?.col ?? '?'}`
-        : e instanceof Error
-          ? e.message.split('\n')[0]
-          : String(e);
-    throw new DomainError('usage', 'syntax-error', `${source}: not valid ${format.toUpperCase()}: ${detail}`);
+    throw new DomainError('usage', 'syntax-error', `${source}: not valid ${format.toUpperCase()}: ${syntaxDetail(e, text, format)}`);
   }
 };
 
-const jsonObject = z.custom<JsonObject>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), {
-  message: 'must be an object',
-});
+/** One line naming what is wrong and where (line and column, 1-based), whichever parser failed. */
+const syntaxDetail = (e: unknown, text: string, format: 'json' | 'yaml'): string => {
+  if (e instanceof YAMLParseError) {
+    const at = e.linePos?.[0];
+    const what = (e.message.split('\n')[0] ?? e.code).replace(/ at line \d+, column \d+:?$/, '');
+    return at ? `${what} (${e.code}) at line ${at.line}, column ${at.col}` : `${what} (${e.code})`;
+  }
+  const full = e instanceof Error ? e.message : String(e);
+  if (format !== 'json') return full.split('\n')[0] ?? full;
+  // V8 names an offset for some JSON errors and none for others; find the offset where parsing stops being possible.
+  const offset = /at position (\d+)/.exec(full)?.[1];
+  const where = lineColumn(text, offset !== undefined ? Number(offset) : jsonErrorOffset(text));
+  const what = full.replace(/, (\.\.\.)?".*" is not valid JSON$/s, '').replace(/( in JSON)? at position \d+.*$/s, '').replace(/\n/g, '\\n');
+  return `${what} at line ${where.line}, column ${where.col}`;
+};
+
+const lineColumn = (text: string, offset: number): { line: number; col: number } => {
+  const before = text.slice(0, Math.max(0, Math.min(offset, text.length)));
+  const lines = before.split('\n');
+  return { line: lines.length, col: (lines[lines.length - 1]?.length ?? 0) + 1 };
+};
+
+/** The offset where JSON.parse gave up: the longest prefix that is still a valid start of a JSON text. */
+const jsonErrorOffset = (text: string): number => {
+  // A prefix is viable when it parses, or fails only because it ended (or at its very end): monotonic in length.
+  const viable = (n: number): boolean => {
+    try {
+      JSON.parse(text.slice(0, n));
+      return true;
+    } catch (err) {
+      const m = err instanceof Error ? err.message : '';
+      const at = /at position (\d+)/.exec(m)?.[1];
+      return /Unexpected end of JSON input|Unterminated string/.test(m) || (at !== undefined && Number(at) >= n);
+    }
+  };
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (viable(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+};
+
+/** What a value is, in a user's words (YAML reads `1.0` as a number, `yes` as a boolean, `~` as null). */
+const kindOf = (v: unknown): string =>
+  v === null ? 'null' : Array.isArray(v) ? 'a list' : typeof v === 'object' ? 'a mapping' : typeof v === 'string' ? 'a string' : `the ${typeof v} ${String(v)}`;
+
+/** A field's error: "is required (<what>)" when missing, "must be <what>, got <kind>" otherwise. */
+const expect =
+  (what: string, hint = '') =>
+  (issue: { input?: unknown }): string =>
+    issue.input === undefined ? `is required (${what})` : `must be ${what}, got ${kindOf(issue.input)}${hint}`;
+
+const isObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
+const jsonObject = (what: string) => z.custom<JsonObject>(isObject, { error: expect(what) });
+const nonEmptyString = (what: string) => z.string({ error: expect(what) }).min(1, 'must not be empty');
 
 const definitionSchema = z
   .object({
-    name: z.string({ error: 'is required (a string)' }),
-    version: z.string({ error: 'is required (a string such as 1.0.0)' }),
-    title: z.string().min(1).optional(),
-    description: z.string({ error: 'is required (a string)' }).min(1, 'must not be empty'),
-    inputSchema: jsonObject,
-    outputSchema: jsonObject.optional(),
-    annotations: jsonObject.optional(),
+    name: z.string({ error: expect('a string such as payments.lookup') }),
+    version: z.string({
+      error: expect("a quoted string such as '1.0.0'", " (YAML reads an unquoted 1.0 as a number: write version: '1.0.0')"),
+    }),
+    title: nonEmptyString('a string').optional(),
+    description: nonEmptyString('a string'),
+    inputSchema: jsonObject('a JSON Schema object with type: object'),
+    outputSchema: jsonObject('a JSON Schema object with type: object').optional(),
+    annotations: jsonObject('a mapping of MCP tool annotations').optional(),
     access: z
-      .object({
-        requiredScopes: z.array(z.string().min(1)).default([]),
-        tenants: z.array(z.string().min(1)).default([]),
-        classification: z.string({ error: `is required (one of ${CLASSIFICATIONS.join(', ')})` }),
-      })
+      .object(
+        {
+          requiredScopes: z.array(nonEmptyString('a scope name'), { error: expect('a list of scope names') }).default([]),
+          tenants: z.array(nonEmptyString('a tenant name'), { error: expect('a list of tenant names') }).default([]),
+          classification: z.string({ error: expect(`one of ${CLASSIFICATIONS.join(', ')}`) }),
+        },
+        { error: expect(`a mapping with classification (one of ${CLASSIFICATIONS.join(', ')}) and optional requiredScopes and tenants`) },
+      )
       .strict(),
-    sideEffect: z.string({ error: `is required (one of ${SIDE_EFFECTS.join(', ')})` }),
-    handler: z.string({ error: 'is required (a string)' }).min(1, 'must not be empty'),
-    timeoutMs: z.number().int().positive().max(3_600_000).optional(),
+    sideEffect: z.string({ error: expect(`one of ${SIDE_EFFECTS.join(', ')}`) }),
+    handler: nonEmptyString('a string naming the implementation, e.g. payments.lookup'),
+    timeoutMs: z
+      .number({ error: expect('a whole number of milliseconds') })
+      .int('must be a whole number of milliseconds')
+      .positive('must be greater than 0')
+      .max(3_600_000, 'must be at most 3600000 (one hour)')
+      .optional(),
   })
   .strict();
 
 const issuePath = (path: readonly PropertyKey[]): string => (path.length ? path.map(String).join('.') : '(root)');
 
-/** Check every SPEC §1 rule and return the normalised definition. Throws DomainError('invalid-definition', code, ...). */
+/** One broken rule: its code and its one-line message. */
+interface Problem {
+  code: string;
+  message: string;
+}
+
+/**
+ * Check every SPEC §1 rule and return the normalised definition. Every broken rule is reported at once: the error's
+ * code is the first problem's, its message lists them all ("; "-separated, still one line).
+ */
 export const validateDefinition = (raw: unknown, compiler: SchemaCompiler): ToolDefinition => {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+  if (!isObject(raw)) {
     throw invalidDefinition('not-an-object', 'definition: must be an object with name, version, description, inputSchema, access, sideEffect, handler');
   }
+  const problems: Problem[] = [];
+  const problem = (code: string, message: string): void => void problems.push({ code, message });
+  const fields = raw as Record<string, unknown>;
+
   const parsed = definitionSchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    if (issue?.code === 'unrecognized_keys') {
-      const where = issue.path.length ? `${issuePath(issue.path)}: ` : '';
-      throw invalidDefinition('unknown-field', `${where}unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`);
+    for (const issue of parsed.error.issues) {
+      if (issue.code === 'unrecognized_keys') {
+        const where = issue.path.length ? `${issuePath(issue.path)}: ` : '';
+        problem('unknown-field', `${where}unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`);
+      } else {
+        problem('invalid-field', `${issuePath(issue.path)}: ${issue.message}`);
+      }
     }
-    throw invalidDefinition('invalid-field', `${issuePath(issue?.path ?? [])}: ${issue?.message ?? 'invalid'}`);
   }
+  // The rules below look at whatever fields are readable, so one run reports everything that is wrong.
+  const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+  const access = isObject(fields.access) ? (fields.access as Record<string, unknown>) : {};
+  const name = str(fields.name);
+  const version = str(fields.version);
+  const classification = str(access.classification);
+  const sideEffectText = str(fields.sideEffect);
+
+  if (name !== undefined) {
+    if (name.length > NAME_MAX) problem('invalid-name', `name: '${name.slice(0, 40)}...' is longer than ${NAME_MAX} characters`);
+    else if (!NAME_PATTERN.test(name)) problem('invalid-name', `name: '${name}' must match ${NAME_PATTERN.source} (lower case, dots separate namespaces)`);
+  }
+  if (version !== undefined && !isStrictSemver(version)) {
+    problem('invalid-version', `version: '${version}' is not strict semver MAJOR.MINOR.PATCH (no pre-release, no build, no leading zeros)`);
+  }
+  if (classification !== undefined && !(CLASSIFICATIONS as readonly string[]).includes(classification)) {
+    problem('unknown-classification', `access.classification: '${classification}' is not one of ${CLASSIFICATIONS.join(' < ')}`);
+  }
+  const sideEffectKnown = sideEffectText !== undefined && (SIDE_EFFECTS as readonly string[]).includes(sideEffectText);
+  if (sideEffectText !== undefined && !sideEffectKnown) {
+    problem('invalid-side-effect', `sideEffect: '${sideEffectText}' is not one of ${SIDE_EFFECTS.join(', ')}`);
+  }
+  const collect = (check: () => void): void => {
+    try {
+      check();
+    } catch (e) {
+      if (!(e instanceof DomainError)) throw e;
+      problem(e.code, e.message);
+    }
+  };
+  if (sideEffectKnown && isObject(fields.annotations)) collect(() => checkAnnotations(fields.annotations as JsonObject, sideEffectText as SideEffect));
+  if (isObject(fields.inputSchema)) collect(() => compiler.check(fields.inputSchema as JsonObject, 'inputSchema'));
+  if (isObject(fields.outputSchema)) collect(() => compiler.check(fields.outputSchema as JsonObject, 'outputSchema'));
+
+  const first = problems[0];
+  if (first) {
+    const message = problems.length === 1 ? first.message : `${problems.length} problems: ${problems.map((p) => p.message).join('; ')}`;
+    throw invalidDefinition(first.code, message);
+  }
+  if (!parsed.success) throw invalidDefinition('invalid-field', 'definition: invalid'); // unreachable: every issue is a problem
   const d = parsed.data;
-
-  if (d.name.length > NAME_MAX) throw invalidDefinition('invalid-name', `name: '${d.name.slice(0, 40)}...' is longer than ${NAME_MAX} characters`);
-  if (!NAME_PATTERN.test(d.name)) {
-    throw invalidDefinition('invalid-name', `name: '${d.name}' must match ${NAME_PATTERN.source} (lower case, dots separate namespaces)`);
-  }
-  if (!isStrictSemver(d.version)) {
-    throw invalidDefinition('invalid-version', `version: '${d.version}' is not strict semver MAJOR.MINOR.PATCH (no pre-release, no build, no leading zeros)`);
-  }
-  if (!(CLASSIFICATIONS as readonly string[]).includes(d.access.classification)) {
-    throw invalidDefinition(
-      'unknown-classification',
-      `access.classification: '${d.access.classification}' is not one of ${CLASSIFICATIONS.join(' < ')}`,
-    );
-  }
-  if (!(SIDE_EFFECTS as readonly string[]).includes(d.sideEffect)) {
-    throw invalidDefinition('invalid-side-effect', `sideEffect: '${d.sideEffect}' is not one of ${SIDE_EFFECTS.join(', ')}`);
-  }
   const sideEffect = d.sideEffect as SideEffect;
-  if (d.annotations) checkAnnotations(d.annotations, sideEffect);
-
-  compiler.check(d.inputSchema, 'inputSchema');
-  if (d.outputSchema) compiler.check(d.outputSchema, 'outputSchema');
 
   const def: ToolDefinition = {
     name: d.name,

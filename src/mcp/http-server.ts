@@ -11,6 +11,7 @@ import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Principal } from '../domain/types.ts';
 import type { EdgeCaller, HttpEdge } from '../auth/http-edge.ts';
+import { isBrowserGet, sendBrowserPage } from './browser-page.ts';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { hostAllowed, isJsonContentType, originAllowed, readBody } from './http-guards.ts';
 import { HttpSessions, KEEP_ALIVE_MS } from './http-sessions.ts';
@@ -198,6 +199,8 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
     if (!originAllowed(header(req, 'origin'), o.allowedOrigins)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Origin '${header(req, 'origin') ?? ''}' is not allowed`));
     }
+    // A person opening /mcp in a browser gets a page saying what this is, not a JSON-RPC error (src/mcp/browser-page.ts).
+    if (path === '/mcp' && isBrowserGet(req)) return sendBrowserPage(req, res);
     if (o.edge) {
       if (path !== '/mcp') return o.edge.route(req, res, path);
       const caller = await o.edge.authenticate(req, res);

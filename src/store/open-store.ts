@@ -2,7 +2,8 @@
  * Turns a `--store` URL into an EventStore. The network adapters are imported only when asked for, so the embedded
  * default never loads `pg` or the KurrentDB client.
  */
-import { isAbsolute, resolve } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import type { EventStore } from '../app/ports.ts';
 import { DomainError } from '../domain/errors.ts';
 import { createMemoryEventStore } from './memory-event-store.ts';
@@ -18,13 +19,27 @@ interface NetworkStoreModules {
 const POSTGRES_MODULE = './postgres-event-store.ts';
 const KURRENTDB_MODULE = './kurrentdb-event-store.ts';
 
-export async function openEventStore(url: string): Promise<EventStore> {
+export interface OpenStoreOptions {
+  /**
+   * `read`: the verb only reads (list, show, history, calls, replay, diff), so a store that does not exist is an error
+   * and nothing is created. `write` (default): a missing SQLite file is created, but never a missing directory, except
+   * the default `.estate/` (a typo in `--store` must not leave a directory tree behind).
+   */
+  access?: 'read' | 'write';
+}
+
+/** The default store's file, relative to the working directory: the one place whose directory Estate creates. */
+export const DEFAULT_SQLITE_PATH = '.estate/estate.db';
+
+export async function openEventStore(url: string, options: OpenStoreOptions = {}): Promise<EventStore> {
   if (url === 'memory:') return createMemoryEventStore();
 
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     if (path === '') throw unknownStore(url);
-    return createSqliteEventStore({ path: isAbsolute(path) ? path : resolve(process.cwd(), path) });
+    const file = isAbsolute(path) ? path : resolve(process.cwd(), path);
+    checkSqlitePath(url, file, options.access ?? 'write');
+    return createSqliteEventStore({ path: file });
   }
 
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
@@ -39,6 +54,27 @@ export async function openEventStore(url: string): Promise<EventStore> {
 
   throw unknownStore(url);
 }
+
+const checkSqlitePath = (url: string, file: string, access: 'read' | 'write'): void => {
+  if (access === 'read') {
+    if (!existsSync(file)) {
+      throw new DomainError(
+        'usage',
+        'no-store',
+        `no store at ${url}: ${file} does not exist (nothing was created; check --store or ESTATE_STORE, or publish something first)`,
+      );
+    }
+    if (statSync(file).isDirectory()) throw new DomainError('usage', 'no-store', `no store at ${url}: ${file} is a directory`);
+    return;
+  }
+  const dir = dirname(file);
+  if (existsSync(dir) || file === resolve(process.cwd(), DEFAULT_SQLITE_PATH)) return;
+  throw new DomainError(
+    'usage',
+    'no-store-directory',
+    `no directory for the store ${url}: ${dir} does not exist (Estate creates the store file, not its directories; create it first)`,
+  );
+};
 
 const unknownStore = (url: string): DomainError =>
   new DomainError(

@@ -2,6 +2,7 @@
  * The `estate` CLI as a user meets it: every malformed definition gets a specific one-line error and a non-zero exit
  * and changes nothing; the walkthrough of the README works; --json shapes and exit codes are as SPEC §5 says.
  */
+import { existsSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aRawDefinition } from '../fixtures/builders.ts';
 import { makeTempStore, runCli, type TempStore } from './helpers.ts';
@@ -15,6 +16,7 @@ afterAll(() => t.cleanup());
 const estate = (...args: string[]) => runCli([...args, '--store', t.store]);
 const eventCount = async (): Promise<number> => {
   const r = await estate('list', '--json', '--include-deprecated');
+  if (r.code === 2 && /no store at/.test(r.stderr)) return 0; // read-only verbs never create the store
   return (JSON.parse(r.stdout) as { tools: unknown[] }).tools.length;
 };
 
@@ -111,6 +113,84 @@ describe('the README walkthrough', () => {
 
     const asOf = JSON.parse((await estate('replay', '--at', published.position, '--json')).stdout) as { tools: { version: string }[] };
     expect(asOf.tools.map((x) => x.version)).toEqual(['1.0.0']);
-    expect((await estate('replay', '--at', 'no-such-position')).code).toBe(4);
+    expect((await estate('replay', '--at', '999999')).code).toBe(4);
   }, 120_000);
+});
+
+describe('what a new user trips over (issue 8)', () => {
+  it('replay --at yesterday is a usage error (exit 2), not "not found"', async () => {
+    t.file('seed.json', aRawDefinition({ name: 'seed.tool', handler: 'seed.tool' }));
+    expect((await estate('publish', `${t.dir}/seed.json`)).code).toBe(0);
+    const r = await estate('replay', '--at', 'yesterday');
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.trim()).toBe(
+      "estate: error: --at: 'yesterday' is neither an ISO-8601 time (e.g. 2026-01-01T00:00:00Z) nor a position (a number such as the one publish prints)",
+    );
+  });
+  it.each([
+    ['list'],
+    ['show', 'payments.lookup'],
+    ['history', 'payments.lookup'],
+    ['calls', 'run-1'],
+    ['replay', '--at', '1'],
+    ['diff', 'payments.lookup@1.0.0', 'payments.lookup@2.0.0'],
+  ])('read-only %s on a store that does not exist: exit 2, a clear error, nothing created', async (...args) => {
+    const fresh = makeTempStore('estate-ro-');
+    try {
+      const missing = `${fresh.dir}/no/such/dir/x.db`;
+      const r = await runCli([...args, '--store', `sqlite:${missing}`]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr.trim()).toBe(
+        `estate: error: no store at sqlite:${missing}: ${missing} does not exist (nothing was created; check --store or ESTATE_STORE, or publish something first)`,
+      );
+      expect(r.stdout).toBe('');
+      expect(existsSync(`${fresh.dir}/no`)).toBe(false);
+      const file = `${fresh.dir}/x.db`;
+      expect((await runCli([...args, '--store', `sqlite:${file}`])).code).toBe(2);
+      expect(readdirSync(fresh.dir)).toEqual([]);
+    } finally {
+      fresh.cleanup();
+    }
+  });
+  it('diff of two files needs no store', async () => {
+    const fresh = makeTempStore('estate-ro-');
+    try {
+      const a = fresh.file('a.json', aRawDefinition());
+      const b = fresh.file('b.json', aRawDefinition({ version: '1.0.1', description: 'Another description.' }));
+      const r = await runCli(['diff', a, b, '--store', `sqlite:${fresh.dir}/none.db`]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^patch/);
+      expect(existsSync(`${fresh.dir}/none.db`)).toBe(false);
+    } finally {
+      fresh.cleanup();
+    }
+  });
+  it('a writing verb creates the store file, never missing directories (except the default .estate/)', async () => {
+    const fresh = makeTempStore('estate-rw-');
+    try {
+      const def = fresh.file('d.json', aRawDefinition());
+      const r = await runCli(['publish', def, '--store', `sqlite:${fresh.dir}/no/such/x.db`]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr.trim()).toBe(
+        `estate: error: no directory for the store sqlite:${fresh.dir}/no/such/x.db: ${fresh.dir}/no/such does not exist (Estate creates the store file, not its directories; create it first)`,
+      );
+      expect(existsSync(`${fresh.dir}/no`)).toBe(false);
+      expect((await runCli(['publish', def, '--store', `sqlite:${fresh.dir}/x.db`])).code).toBe(0);
+      expect(existsSync(`${fresh.dir}/x.db`)).toBe(true);
+      const defaultStore = await runCli(['publish', def], { cwd: fresh.dir });
+      expect(defaultStore.code, defaultStore.stderr).toBe(0);
+      expect(existsSync(`${fresh.dir}/.estate/estate.db`)).toBe(true);
+    } finally {
+      fresh.cleanup();
+    }
+  });
+  it('check on an already published identical file says so (JSON result stays "unchanged")', async () => {
+    const def = t.file('already.json', aRawDefinition({ name: 'already.there', handler: 'already.there' }));
+    expect((await estate('publish', def)).code).toBe(0);
+    const human = await estate('check', def);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout.trim()).toBe('unchanged: already.there@1.0.0 is already published with this exact content (publishing it again changes nothing)');
+    const json = await estate('check', def, '--json');
+    expect(JSON.parse(json.stdout)).toMatchObject({ result: 'unchanged', name: 'already.there', version: '1.0.0' });
+  });
 });

@@ -89,3 +89,57 @@ describe('refusals, each with its own code', () => {
     expect(() => parseDefinitionText('{"name": }', 'bad.json', 'json')).toThrow(/^bad\.json: not valid JSON/);
   });
 });
+
+describe('messages a new user meets (issue 8)', () => {
+  const lookupYaml = (replace: (text: string) => string = (t) => t): string =>
+    replace(
+      `name: payments.lookup\nversion: 1.0.0\ndescription: Looks a payment up.\ninputSchema: { type: object }\naccess: { requiredScopes: [payments.read], classification: confidential }\nsideEffect: none\nhandler: payments.lookup\n`,
+    );
+  it('a YAML syntax error gives the real line and column, never "?"', () => {
+    const text = 'name: payments.lookup\nversion: 1.0.0\ndescription: [unclosed\nsideEffect: none\n';
+    let message = '';
+    try {
+      parseDefinitionText(text, 'bad.yaml');
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toMatch(/^bad\.yaml: not valid YAML: .* at line \d+, column \d+$/);
+    expect(message).not.toContain('?');
+    expect(message).not.toContain('\n');
+    expect(() => parseDefinitionText('name: a\nname: b\n', 'dup.yaml')).toThrow(/DUPLICATE_KEY\) at line 2, column 1$/);
+  });
+  it('a JSON syntax error gives the line and column too', () => {
+    expect(() => parseDefinitionText('{\n  "name": "a",\n  "version": }\n', 'bad.json', 'json')).toThrow(/^bad\.json: not valid JSON: Unexpected token '}' at line 3, column 14$/);
+    expect(() => parseDefinitionText('{"a": 1', 'cut.json', 'json')).toThrow(/at line 1, column 8$/);
+  });
+  it('version: 1.0 (a YAML number) says the version must be a quoted string', () => {
+    const e = refusal(parseDefinitionText(lookupYaml((t) => t.replace('version: 1.0.0', 'version: 1.0')), 'x.yaml'));
+    expect(e.code).toBe('invalid-field');
+    expect(e.message).toBe("version: must be a quoted string such as '1.0.0', got the number 1 (YAML reads an unquoted 1.0 as a number: write version: '1.0.0')");
+  });
+  it('a missing access says what is missing in Estate\'s words', () => {
+    const e = refusal(parseDefinitionText(lookupYaml((t) => t.replace(/^access:.*\n/m, '')), 'x.yaml'));
+    expect(e.message).toBe(
+      'access: is required (a mapping with classification (one of public, internal, confidential, restricted) and optional requiredScopes and tenants)',
+    );
+    expect(e.message).not.toMatch(/Invalid input|expected object|received/);
+    const noClass = refusal(parseDefinitionText(lookupYaml((t) => t.replace(', classification: confidential', '')), 'x.yaml'));
+    expect(noClass.message).toBe('access.classification: is required (one of public, internal, confidential, restricted)');
+  });
+  it('every problem of a definition is reported at once, not just the first', () => {
+    const e = refusal({
+      name: 'Payments.Lookup',
+      version: '1.0',
+      description: 'x',
+      inputSchema: { type: 'object', properties: { a: { type: 'number', minimun: 1 } } },
+      access: { classification: 'secret', requiredScope: ['x'] },
+      sideEffect: 'maybe',
+      handler: 'payments.lookup',
+      colour: 'red',
+    });
+    expect(e.message).toMatch(/^7 problems: /);
+    for (const part of ["unknown field 'colour'", "access: unknown field 'requiredScope'", "name: 'Payments.Lookup'", "version: '1.0'", "access.classification: 'secret'", "sideEffect: 'maybe'", 'minimun']) {
+      expect(e.message).toContain(part);
+    }
+  });
+});
