@@ -74,10 +74,11 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
   });
   // After the notifier's own listener, so this line follows any notification the update caused.
   reader.onUpdate((u) => log.debug({ position: u.position, tools: u.tools, viewChanges: u.viewChanges.length }, 'catalogue updated'));
+  const batchLimits = { messages: estate.config.maxBatchMessages, bytes: estate.config.maxBatchBytes };
   try {
     if (writeFrame) {
       const connectionId = randomUUID();
-      const conn = serveStdio({ core, principal, connectionId, input: process.stdin, write: writeFrame });
+      const conn = serveStdio({ core, principal, connectionId, input: process.stdin, write: writeFrame, batchLimits });
       log.info({ transport: 'stdio', connectionId, principal, store: estate.store.kind, tools: reader.catalogue.size }, 'estate serve ready');
       await Promise.race([conn.closed, untilSignal()]);
       conn.close();
@@ -93,6 +94,9 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
         port,
         allowedHosts: list(flags.allowedHosts, LOOPBACK_NAMES),
         allowedOrigins: list(flags.allowedOrigins, LOOPBACK_NAMES),
+        sessionIdleMs: estate.config.sessionIdleMs,
+        sessionCaps: { perSubject: estate.config.maxSessionsPerSubject, total: estate.config.maxSessions },
+        batchLimits,
         ...(edge ? { edge } : {}),
       });
       if (!edge) log.warn({ principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
