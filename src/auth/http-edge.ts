@@ -53,7 +53,7 @@ export const createHttpEdge = (o: HttpEdgeOptions): HttpEdge => {
   const verifier = o.verifier ?? createJwtVerifier(o.config);
   const authenticator: Authenticator = createAuthenticator(o.config, verifier);
   const prmPaths = metadataPaths(o.config.audience);
-  const prm = protectedResourceMetadata(o.config.audience, o.config.issuer);
+  const prm = protectedResourceMetadata(o.config.audience, o.config.issuer, o.config.scopesSupported);
   const api = createPublishApi({ commands: o.commands, compiler: o.compiler, authenticator, log: o.log });
   return {
     serves: (path) => prmPaths.has(path) || isApiPath(path),
