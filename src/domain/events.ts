@@ -2,7 +2,7 @@
  * Event payloads (SPEC §4). Stream names: `tool-<name>` per tool, `run-<runId>` per run.
  * Events read back from a store are parsed with the zod schemas in `src/app/event-codec.ts`.
  */
-import { createHash } from 'node:crypto';
+import { sha256Hex } from './hash.ts';
 import type { Classified, ToolDefinition } from './types.ts';
 
 export const toolStream = (name: string): string => `tool-${name}`;
@@ -18,7 +18,7 @@ export interface RunOwner {
 }
 
 /** 128 bits of sha256 over an unambiguous encoding of the owner: a fixed-length, store-safe stream name part. */
-export const runOwnerKey = (o: RunOwner): string => createHash('sha256').update(JSON.stringify([o.tenant, o.subject])).digest('hex').slice(0, 32);
+export const runOwnerKey = (o: RunOwner): string => sha256Hex(JSON.stringify([o.tenant, o.subject])).slice(0, 32);
 
 /**
  * The stream of a run: keyed by run id AND owner (docs/decisions.md "Run ids"). Two callers naming the same run id
