@@ -82,7 +82,7 @@ export class DiscoveryIndex {
 
   /** The principal's view, built on first use. */
   view(principal: Principal, includeDeprecated = false): DiscoveryView {
-    const key = `${viewKey(principal)}\u0000${includeDeprecated ? 'd' : ''}`;
+    const key = JSON.stringify([viewKey(principal), includeDeprecated]);
     let view = this.views.get(key);
     if (!view) {
       view = {

@@ -8,6 +8,11 @@ import { DomainError } from './domain/errors.ts';
 export const DEFAULT_STORE = 'sqlite:.estate/estate.db';
 export const DEFAULT_TOPIC = 'estate.catalogue.changes';
 
+/** Defaults of the session limits (docs/security.md). */
+export const SESSION_LIMIT_DEFAULTS = { sessionIdleMs: 30 * 60 * 1000, maxSessionsPerSubject: 100, maxSessions: 10_000 } as const;
+/** Defaults of the 2025-03-26 batch bound (docs/security.md). */
+export const BATCH_LIMIT_DEFAULTS = { maxBatchMessages: 100, maxBatchBytes: 256 * 1024 } as const;
+
 const positiveInt = (name: string) =>
   z.coerce.number({ error: `${name} must be a number` }).int(`${name} must be a whole number`).positive(`${name} must be positive`);
 
@@ -19,6 +24,13 @@ const configSchema = z.object({
   listTtlMs: positiveInt('ESTATE_LIST_TTL_MS'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   actor: z.string().min(1),
+  /** Stateful HTTP sessions (docs/security.md): idle expiry, and caps per subject and in total. */
+  sessionIdleMs: positiveInt('ESTATE_SESSION_IDLE_MS'),
+  maxSessionsPerSubject: positiveInt('ESTATE_MAX_SESSIONS_PER_SUBJECT'),
+  maxSessions: positiveInt('ESTATE_MAX_SESSIONS'),
+  /** A 2025-03-26 JSON-RPC batch: at most this many messages, and this many bytes. */
+  maxBatchMessages: positiveInt('ESTATE_MAX_BATCH_MESSAGES').max(10_000, 'ESTATE_MAX_BATCH_MESSAGES must be at most 10000'),
+  maxBatchBytes: positiveInt('ESTATE_MAX_BATCH_BYTES').max(1024 * 1024, 'ESTATE_MAX_BATCH_BYTES must be at most 1048576 (the body limit)'),
   /** Signs 2026-07-28 requestStates; replicas behind one endpoint must share it. Absent: a random key per process. */
   stateKey: z.string().min(1).optional(),
 });
@@ -48,6 +60,11 @@ export const loadConfig = (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     listTtlMs: env.ESTATE_LIST_TTL_MS ?? 60_000,
     logLevel: env.ESTATE_LOG_LEVEL ?? 'info',
     actor: flags.by ?? env.ESTATE_ACTOR ?? osUser(),
+    sessionIdleMs: env.ESTATE_SESSION_IDLE_MS ?? SESSION_LIMIT_DEFAULTS.sessionIdleMs,
+    maxSessionsPerSubject: env.ESTATE_MAX_SESSIONS_PER_SUBJECT ?? SESSION_LIMIT_DEFAULTS.maxSessionsPerSubject,
+    maxSessions: env.ESTATE_MAX_SESSIONS ?? SESSION_LIMIT_DEFAULTS.maxSessions,
+    maxBatchMessages: env.ESTATE_MAX_BATCH_MESSAGES ?? BATCH_LIMIT_DEFAULTS.maxBatchMessages,
+    maxBatchBytes: env.ESTATE_MAX_BATCH_BYTES ?? BATCH_LIMIT_DEFAULTS.maxBatchBytes,
     ...(env.ESTATE_STATE_KEY ? { stateKey: env.ESTATE_STATE_KEY } : {}),
   };
   const parsed = configSchema.safeParse(raw);

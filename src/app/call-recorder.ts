@@ -3,8 +3,8 @@
  * is returned. Group commit: calls that arrive while a commit is in flight wait together and go into ONE `appendMany`
  * (one transaction, one fsync), so throughput under concurrency is bounded by commits, not by calls.
  */
-import { runStream, type ToolCalled } from '../domain/events.ts';
-import type { AppendRequest, EventStore } from './ports.ts';
+import { runStream, runStreamPrefix, type ToolCalled } from '../domain/events.ts';
+import type { AppendRequest, EventStore, StoredEvent } from './ports.ts';
 
 export type CallRecord = ToolCalled['data'];
 
@@ -30,7 +30,8 @@ interface Pending {
 const toRequests = (batch: readonly Pending[]): AppendRequest[] => {
   const byStream = new Map<string, AppendRequest>();
   for (const { call } of batch) {
-    const streamId = runStream(call.runId);
+    // Keyed by owner: a run belongs to the tenant and subject recording into it, whoever else names the same id.
+    const streamId = runStream(call.runId, { tenant: call.tenant, subject: call.subject });
     let req = byStream.get(streamId);
     if (!req) {
       // Run streams are append-only logs with many concurrent writers; no decision depends on their revision.
@@ -83,4 +84,27 @@ export const createCallRecorder = (store: EventStore, { maxBatch = 512 }: CallRe
       while (running || queue.length > 0) await kick();
     },
   };
+};
+
+/**
+ * Every stored event of every run named `runId`, grouped by stream (one group per owner; plus the stream written before
+ * runs were keyed by owner, if any), each in revision order. For operators (`estate calls`): it scans the run streams.
+ */
+export const readRunStreams = async (store: EventStore, runId: string): Promise<StoredEvent[][]> => {
+  const groups = new Map<string, StoredEvent[]>();
+  const legacy = await store.readStream(runStream(runId));
+  if (legacy.length > 0) groups.set(runStream(runId), legacy);
+  let after: string | null = null;
+  for (;;) {
+    const page = await store.readAll({ after, streamPrefix: runStreamPrefix(runId) });
+    if (page.length === 0) break;
+    for (const e of page) {
+      let g = groups.get(e.streamId);
+      if (!g) groups.set(e.streamId, (g = []));
+      g.push(e);
+    }
+    after = (page[page.length - 1] as StoredEvent).position;
+  }
+  for (const g of groups.values()) g.sort((a, b) => a.revision - b.revision);
+  return [...groups.values()];
 };

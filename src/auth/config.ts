@@ -22,6 +22,10 @@ export interface AuthConfig {
   claims: ClaimMapping;
   /** Leeway for exp / nbf / iat, in seconds: clocks drift a little, never much. */
   clockToleranceSec: number;
+  /** The longest lifetime (exp - iat, and exp - now) of a token accepted, in seconds (default DEFAULT_MAX_TOKEN_LIFETIME_SEC). */
+  maxTokenLifetimeSec?: number;
+  /** `scopes_supported` in the Protected Resource Metadata (default: none listed, `[]`). */
+  scopesSupported?: string[];
 }
 
 export interface AuthFlags {
@@ -32,6 +36,8 @@ export interface AuthFlags {
 
 export const DEFAULT_CLAIMS: ClaimMapping = { subject: 'sub', tenant: 'tenant', scopes: ['scope', 'scp'], clearance: 'clearance' };
 export const DEFAULT_CLOCK_TOLERANCE_SEC = 30;
+/** A day: far above any access token an issuer should mint (minutes to an hour), far below a stolen-forever token. */
+export const DEFAULT_MAX_TOKEN_LIFETIME_SEC = 24 * 60 * 60;
 
 const httpUrl = (what: string) =>
   z.string().refine((s) => {
@@ -51,6 +57,12 @@ const authSchema = z.object({
   audience: httpUrl('--auth-audience'),
   claims: z.object({ subject: claimName, tenant: claimName, scopes: z.array(claimName).min(1), clearance: claimName }),
   clockToleranceSec: z.coerce.number().int().min(0).max(300),
+  maxTokenLifetimeSec: z.coerce
+    .number({ error: 'ESTATE_AUTH_MAX_TOKEN_LIFETIME_S must be a number of seconds' })
+    .int('ESTATE_AUTH_MAX_TOKEN_LIFETIME_S must be a whole number of seconds')
+    .min(60, 'ESTATE_AUTH_MAX_TOKEN_LIFETIME_S must be at least 60')
+    .max(30 * 24 * 60 * 60, 'ESTATE_AUTH_MAX_TOKEN_LIFETIME_S must be at most 2592000 (30 days)'),
+  scopesSupported: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'ESTATE_AUTH_SCOPES_SUPPORTED: each scope must be RFC 6749 scope characters')),
 });
 
 /**
@@ -78,6 +90,8 @@ export const loadAuthConfig = (flags: AuthFlags, env: NodeJS.ProcessEnv = proces
       clearance: env.ESTATE_AUTH_CLEARANCE_CLAIM ?? DEFAULT_CLAIMS.clearance,
     },
     clockToleranceSec: env.ESTATE_AUTH_CLOCK_TOLERANCE_S ?? DEFAULT_CLOCK_TOLERANCE_SEC,
+    maxTokenLifetimeSec: env.ESTATE_AUTH_MAX_TOKEN_LIFETIME_S ?? DEFAULT_MAX_TOKEN_LIFETIME_SEC,
+    scopesSupported: (env.ESTATE_AUTH_SCOPES_SUPPORTED ?? '').split(/[\s,]+/).filter((x) => x.length > 0),
   };
   const parsed = authSchema.safeParse(raw);
   if (!parsed.success) {

@@ -47,13 +47,13 @@ const send = (res: ServerResponse, status: number, body: unknown, headers: Recor
  * A session belongs to the principal that opened it: the subject, and the view its token gave. Another subject (or
  * the same one with a token for a different view) is told the session does not exist, and starts its own.
  */
-export const sessionOwner = (p: Principal & { subject: string }): string => `${p.subject}\u0000${viewKey(p)}`;
+export const sessionOwner = (p: Principal & { subject: string }): string => JSON.stringify([p.subject, viewKey(p)]);
 
 export const createHttpEdge = (o: HttpEdgeOptions): HttpEdge => {
   const verifier = o.verifier ?? createJwtVerifier(o.config);
   const authenticator: Authenticator = createAuthenticator(o.config, verifier);
   const prmPaths = metadataPaths(o.config.audience);
-  const prm = protectedResourceMetadata(o.config.audience, o.config.issuer);
+  const prm = protectedResourceMetadata(o.config.audience, o.config.issuer, o.config.scopesSupported);
   const api = createPublishApi({ commands: o.commands, compiler: o.compiler, authenticator, log: o.log });
   return {
     serves: (path) => prmPaths.has(path) || isApiPath(path),

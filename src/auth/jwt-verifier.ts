@@ -6,6 +6,7 @@
  * refused if the key is still unknown.
  */
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { DEFAULT_MAX_TOKEN_LIFETIME_SEC } from './config.ts';
 
 export const ACCEPTED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 
@@ -17,6 +18,8 @@ export interface JwtVerifierOptions {
   jwksUrl: string;
   audience: string;
   clockToleranceSec: number;
+  /** The longest token lifetime accepted, in seconds (exp - iat, and exp - now); default a day. */
+  maxTokenLifetimeSec?: number;
   /** Minimum time between two refetches of the key set. */
   jwksCooldownMs?: number;
   /** How long a fetched key set is trusted before it is refetched anyway. */
@@ -33,6 +36,27 @@ export type VerifyOutcome = { ok: true; claims: JWTPayload } | { ok: false; kind
 export interface JwtVerifier {
   verify(token: string): Promise<VerifyOutcome>;
 }
+
+const ACCESS_TOKEN_TYPES = new Set(['at+jwt', 'application/at+jwt']);
+
+/**
+ * Why a verified JWT is still not an access token this server takes, or undefined. RFC 9068: an access token's `typ` is
+ * `at+jwt`; an ID token (typ `JWT`, or anything else) replayed as a bearer token is refused — absent `typ` is taken,
+ * as many issuers omit it. And a token living longer than the configured maximum is refused, whether it says so
+ * (exp - iat) or not (exp - now): a leaked long-lived token is a standing credential.
+ */
+const notAnAccessToken = (typ: string | undefined, payload: JWTPayload, maxLifetimeSec: number, toleranceSec: number): string | undefined => {
+  if (typ !== undefined && !ACCESS_TOKEN_TYPES.has(typ.toLowerCase())) {
+    return `the token is not an access token (typ '${typ.slice(0, 40)}'; expected 'at+jwt', RFC 9068)`;
+  }
+  const exp = payload.exp as number;
+  if (typeof payload.iat === 'number' && exp - payload.iat > maxLifetimeSec) {
+    return `the token's lifetime (exp - iat = ${exp - payload.iat} s) exceeds the ${maxLifetimeSec} s this server accepts`;
+  }
+  const now = Math.floor(Date.now() / 1000);
+  if (exp - now > maxLifetimeSec + toleranceSec) return `the token expires more than ${maxLifetimeSec} s from now, longer than this server accepts`;
+  return undefined;
+};
 
 /** Marks a failure to obtain keys, as opposed to a token that does not match them. */
 class KeySetUnavailable extends Error {}
@@ -70,13 +94,15 @@ export const createJwtVerifier = (o: JwtVerifierOptions): JwtVerifier => {
   return {
     async verify(token) {
       try {
-        const { payload } = await jwtVerify(token, keys, {
+        const { payload, protectedHeader } = await jwtVerify(token, keys, {
           issuer: o.issuer,
           audience: o.audience,
           clockTolerance: o.clockToleranceSec,
           algorithms: ACCEPTED_ALGORITHMS,
           requiredClaims: ['exp'],
         });
+        const shape = notAnAccessToken(protectedHeader.typ, payload, o.maxTokenLifetimeSec ?? DEFAULT_MAX_TOKEN_LIFETIME_SEC, o.clockToleranceSec);
+        if (shape) return { ok: false, kind: 'invalid', reason: shape };
         return { ok: true, claims: payload };
       } catch (e) {
         if (e instanceof KeySetUnavailable) return { ok: false, kind: 'unavailable', reason: `the issuer's key set could not be fetched: ${e.message}` };

@@ -10,17 +10,20 @@ export interface ProtectedResourceMetadata {
   authorization_servers: string[];
   bearer_methods_supported: string[];
   resource_name: string;
+  scopes_supported: string[];
 }
 
 /**
- * No `scopes_supported`: tool scopes must not be listed where a caller could learn a tool exists, and listing the
- * publishing scopes would make MCP clients ask for them by default (a client with no scope hint asks for none).
+ * `scopes_supported` is what the operator lists (ESTATE_AUTH_SCOPES_SUPPORTED), `[]` by default: Estate itself needs
+ * no scope to connect, tool scopes must not be listed where a caller could learn a tool exists unless the operator
+ * chooses to, and listing the publishing scopes would make MCP clients ask for them by default.
  */
-export const protectedResourceMetadata = (audience: string, issuer: string): ProtectedResourceMetadata => ({
+export const protectedResourceMetadata = (audience: string, issuer: string, scopesSupported: readonly string[] = []): ProtectedResourceMetadata => ({
   resource: audience,
   authorization_servers: [issuer],
   bearer_methods_supported: ['header'],
   resource_name: 'Estate MCP tool catalogue',
+  scopes_supported: [...scopesSupported],
 });
 
 /** The path-suffixed form for a resource with a path (RFC 9728 §3.1), else the root form. */

@@ -1,12 +1,13 @@
 /** The catalogue verbs: publish, check, deprecate, retire, list, show, history, diff, calls, replay. */
 import { Command, Option } from 'commander';
 import { decodeToolCalled } from '../app/event-codec.ts';
+import { readRunStreams } from '../app/call-recorder.ts';
 import { definitionErrorJson, verdictJson } from '../app/results-json.ts';
 import { parseAsOf, replayAsOf } from '../app/replay.ts';
 import { makePrincipal } from '../domain/access.ts';
 import { classifyDefinition } from '../domain/classify.ts';
 import { DomainError } from '../domain/errors.ts';
-import { runStream } from '../domain/events.ts';
+import { RUN_ID_PATTERN } from '../domain/events.ts';
 import { CLASSIFICATIONS, type Reason, type ToolDefinition } from '../domain/types.ts';
 import type { Estate } from '../main.ts';
 import { callRecords } from '../../projections/calls.ts';
@@ -313,13 +314,20 @@ export const registerCatalogueCommands = (program: Command): void => {
     .argument('<runId>')
     .action(
       withEstate(async (estate, opts, runId: string) => {
-        const stored = await estate.store.readStream(runStream(runId));
-        if (stored.length === 0) throw new DomainError('not-found', 'unknown-run', `no calls recorded for run '${runId}'`);
-        const calls = callRecords(stored.filter((s) => s.type === 'ToolCalled').map(decodeToolCalled));
-        if (opts.json) printJson({ runId, calls });
+        if (!RUN_ID_PATTERN.test(runId)) throw new DomainError('usage', 'invalid-run-id', `run id ${JSON.stringify(runId.length > 40 ? `${runId.slice(0, 40)}...` : runId)} is not 1 to 128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit`);
+        // One run per owner: the same id used by two tenants (or subjects) is two runs, shown one after the other.
+        const runs = (await readRunStreams(estate.store, runId))
+          .map((stored) => callRecords(stored.filter((s) => s.type === 'ToolCalled').map(decodeToolCalled)))
+          .filter((calls) => calls.length > 0)
+          .map((calls) => ({ owner: { subject: (calls[0] as (typeof calls)[number]).subject, tenant: (calls[0] as (typeof calls)[number]).tenant }, calls }));
+        if (runs.length === 0) throw new DomainError('not-found', 'unknown-run', `no calls recorded for run '${runId}'`);
+        if (opts.json) printJson({ runId, owners: runs.map((r) => r.owner), calls: runs.flatMap((r) => r.calls) });
         else
-          for (const c of calls) {
-            console.log(`${c.at}  ${c.tool}@${c.version}  ${c.outcome.padEnd(14)} ${String(c.durationMs).padStart(6)} ms  schema ${c.schemaHash.slice(0, 12)}  args ${c.argsHash.slice(0, 12)}${c.repaired ? '  repaired' : ''}  ${c.subject}/${c.tenant}`);
+          for (const { owner, calls } of runs) {
+            console.log(`run ${runId}  owner ${owner.subject} (tenant ${owner.tenant || '(none)'})`);
+            for (const c of calls) {
+              console.log(`${c.at}  ${c.tool}@${c.version}  ${c.outcome.padEnd(14)} ${String(c.durationMs).padStart(6)} ms  schema ${c.schemaHash.slice(0, 12)}  args ${c.argsHash.slice(0, 12)}${c.repaired ? '  repaired' : ''}  ${c.subject}/${c.tenant}`);
+            }
           }
       }, { readOnly: true }),
     );

@@ -88,10 +88,11 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
       }),
     );
   };
+  const batchLimits = { messages: estate.config.maxBatchMessages, bytes: estate.config.maxBatchBytes };
   try {
     if (writeFrame) {
       const connectionId = randomUUID();
-      const conn = serveStdio({ core, principal, connectionId, input: process.stdin, write: writeFrame });
+      const conn = serveStdio({ core, principal, connectionId, input: process.stdin, write: writeFrame, batchLimits });
       banner({ transport: 'stdio' }, false);
       log.info({ transport: 'stdio', connectionId, principal, store: estate.store.kind, tools: reader.catalogue.size }, 'estate serve ready');
       await Promise.race([conn.closed, untilSignal()]);
@@ -108,6 +109,9 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
         port,
         allowedHosts: list(flags.allowedHosts, LOOPBACK_NAMES),
         allowedOrigins: list(flags.allowedOrigins, LOOPBACK_NAMES),
+        sessionIdleMs: estate.config.sessionIdleMs,
+        sessionCaps: { perSubject: estate.config.maxSessionsPerSubject, total: estate.config.maxSessions },
+        batchLimits,
         ...(edge ? { edge } : {}),
       }).catch((e: unknown) => {
         const code = (e as NodeJS.ErrnoException).code;

@@ -29,5 +29,9 @@ export const isVisible = (access: ToolAccess, principal: Principal, held: Readon
   return true;
 };
 
-/** The cache key of a principal's discovery view: everything that decides visibility, nothing else. */
-export const viewKey = (p: Principal): string => `${p.tenant}\u0000${p.scopes.join(',')}\u0000${p.clearance}`;
+/**
+ * The cache key of a principal's discovery view: everything that decides visibility, nothing else. JSON of the sorted,
+ * deduplicated scope set: an identity provider may issue a scope containing `,` (or any other separator one could
+ * pick), and a joined string would then give the single scope `a,b` the view of a principal holding `a` and `b`.
+ */
+export const viewKey = (p: Principal): string => JSON.stringify([p.tenant, [...new Set(p.scopes)].sort(), p.clearance]);

@@ -2,10 +2,32 @@
  * Event payloads (SPEC §4). Stream names: `tool-<name>` per tool, `run-<runId>` per run.
  * Events read back from a store are parsed with the zod schemas in `src/app/event-codec.ts`.
  */
+import { sha256Hex } from './hash.ts';
 import type { Classified, ToolDefinition } from './types.ts';
 
 export const toolStream = (name: string): string => `tool-${name}`;
-export const runStream = (runId: string): string => `run-${runId}`;
+
+/** A run id (docs/security.md): 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit. */
+export const RUN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const isRunId = (s: unknown): s is string => typeof s === 'string' && RUN_ID_PATTERN.test(s);
+
+/** Who a run belongs to: the tenant and subject that recorded into it. */
+export interface RunOwner {
+  tenant: string;
+  subject: string;
+}
+
+/** 128 bits of sha256 over an unambiguous encoding of the owner: a fixed-length, store-safe stream name part. */
+export const runOwnerKey = (o: RunOwner): string => sha256Hex(JSON.stringify([o.tenant, o.subject])).slice(0, 32);
+
+/**
+ * The stream of a run: keyed by run id AND owner (docs/decisions.md "Run ids"). Two callers naming the same run id
+ * write to two different streams, so nobody can add to another's run, and no answer differs with whether another
+ * owner's run of that id exists. `@` is outside the run id alphabet, so `run-<id>@` is a prefix of exactly that id's runs.
+ * Without an owner: the stream name records written before runs were keyed by owner.
+ */
+export const runStream = (runId: string, owner?: RunOwner): string => (owner ? `run-${runId}@${runOwnerKey(owner)}` : `run-${runId}`);
+export const runStreamPrefix = (runId: string): string => `run-${runId}@`;
 export const TOOL_STREAM_PREFIX = 'tool-';
 
 export interface ToolVersionPublished {

@@ -176,6 +176,8 @@ export const validateDefinition = (raw: unknown, compiler: SchemaCompiler): Tool
     }
   };
   if (sideEffectKnown && isObject(fields.annotations)) collect(() => checkAnnotations(fields.annotations as JsonObject, sideEffectText as SideEffect));
+  const handler = str(fields.handler);
+  if (name !== undefined && handler !== undefined && NAME_PATTERN.test(name)) collect(() => checkHandlerNamespace(name, handler));
   if (isObject(fields.inputSchema)) collect(() => compiler.check(fields.inputSchema as JsonObject, 'inputSchema'));
   if (isObject(fields.outputSchema)) collect(() => compiler.check(fields.outputSchema as JsonObject, 'outputSchema'));
 
@@ -206,6 +208,35 @@ export const validateDefinition = (raw: unknown, compiler: SchemaCompiler): Tool
     timeoutMs: d.timeoutMs ?? DEFAULT_TIMEOUT_MS,
   };
   return def;
+};
+
+/**
+ * The namespace a handler belongs to: the first dot-separated segment of its name, or `<ns>` of `upstream:<ns>/<tool>`.
+ * Undefined when the handler name has no namespace we can read (an empty first segment, an upstream without `/`).
+ */
+export const handlerNamespace = (handler: string): string | undefined => {
+  if (handler.startsWith('upstream:')) {
+    const rest = handler.slice('upstream:'.length);
+    const slash = rest.indexOf('/');
+    return slash > 0 ? rest.slice(0, slash) : undefined;
+  }
+  const first = handler.split('.')[0];
+  return first ? first : undefined;
+};
+
+/**
+ * A handler must belong to the tool's namespace (docs/security.md): otherwise whoever may publish `payments.*` could
+ * serve `accounts.balance`'s code, with its data, under a public `payments.mirror` that anyone may call.
+ */
+export const checkHandlerNamespace = (name: string, handler: string): void => {
+  const ns = name.split('.')[0] as string;
+  const hns = handlerNamespace(handler);
+  if (hns === ns) return;
+  const shown = handler.length > 80 ? `${handler.slice(0, 80)}...` : handler;
+  throw invalidDefinition(
+    'handler-namespace',
+    `handler: '${shown}' is not in the tool's namespace '${ns}' (a handler's first name segment, or <ns> of upstream:<ns>/<tool>, must be '${ns}')`,
+  );
 };
 
 /** The hints a side effect implies (SPEC §1): what the server advertises, and what an explicit annotation may not contradict. */

@@ -14,7 +14,8 @@ import type { EdgeCaller, HttpEdge } from '../auth/http-edge.ts';
 import { isBrowserGet, sendBrowserPage } from './browser-page.ts';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { hostAllowed, isJsonContentType, originAllowed, readBody } from './http-guards.ts';
-import { HttpSessions, KEEP_ALIVE_MS } from './http-sessions.ts';
+import { HttpSessions, KEEP_ALIVE_MS, type SessionCaps } from './http-sessions.ts';
+import { duplicateId, type BatchLimits } from './stateful-session.ts';
 import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
 import { openListen } from './listen.ts';
 import { STATELESS_REVISION } from './revisions.ts';
@@ -29,6 +30,10 @@ export interface HttpServeOptions {
   allowedHosts: readonly string[];
   allowedOrigins: readonly string[];
   sessionIdleMs?: number;
+  /** Session caps per subject and in total (default DEFAULT_SESSION_CAPS). */
+  sessionCaps?: SessionCaps;
+  /** The 2025-03-26 batch bound (default DEFAULT_BATCH_LIMITS). */
+  batchLimits?: BatchLimits;
   /** Authorization: extra routes and the caller of each /mcp request (else every request is `principal`). */
   edge?: HttpEdge;
 }
@@ -55,7 +60,7 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
 
 export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpServer> => {
   const { core, principal } = o;
-  const sessions = new HttpSessions(core, principal, o.sessionIdleMs);
+  const sessions = new HttpSessions(core, principal, o.sessionIdleMs, o.sessionCaps, o.batchLimits);
   const callers = new WeakMap<IncomingMessage, EdgeCaller>();
   const principalOf = (req: IncomingMessage): Principal => callers.get(req)?.principal ?? principal;
   const ownerOf = (req: IncomingMessage): string | undefined => callers.get(req)?.owner;
@@ -117,7 +122,7 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
     await transport.handleRequest(req, res, raw);
   };
 
-  const stateful = async (req: IncomingMessage, res: ServerResponse, raw: unknown): Promise<void> => {
+  const stateful = async (req: IncomingMessage, res: ServerResponse, raw: unknown, bytes: number): Promise<void> => {
     const sid = header(req, 'mcp-session-id');
     if (sid === undefined) {
       // No session yet: only initialize starts one; ping is answerable before it (gate 4), notifications are dropped.
@@ -131,6 +136,8 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
       }
       if (m.method === 'ping') return sendJson(res, 200, success(m.id, {}));
       if (m.method !== 'initialize') return sendJson(res, 400, failure(m.id, notInitialized().code, notInitialized().message));
+      const refusal = sessions.admit(principalOf(req));
+      if (refusal) return sendJson(res, refusal.status, failure(m.id, FORBIDDEN, refusal.message), refusal.status === 503 ? { 'retry-after': '60' } : {});
       const s = sessions.create(principalOf(req), ownerOf(req));
       await s.transport.handleRequest(req, res, raw);
       if (!s.session.isInitialized) sessions.drop(s.id);
@@ -139,7 +146,7 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
     const s = sessions.get(sid, ownerOf(req));
     if (!s) return sendJson(res, 404, failure(null, SESSION_NOT_FOUND, 'Session not found'));
     if (Array.isArray(raw)) {
-      const answer = await s.session.handleFrame(raw);
+      const answer = await s.session.handleFrame(raw, bytes);
       if (answer === null) {
         res.writeHead(202).end();
         return;
@@ -158,6 +165,12 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
     if (env.message.method === 'initialize' && isRequest(env.message)) {
       return sendJson(res, 400, failure(env.message.id, INVALID_REQUEST, 'Invalid Request: the session is already initialized'), { 'mcp-session-id': s.id });
     }
+    if (isRequest(env.message)) {
+      // Refused here, before the SDK transport maps the id to this response stream and takes it from the first.
+      const id = env.message.id;
+      if (!s.session.claim(id)) return sendJson(res, 400, duplicateId(id), { 'mcp-session-id': s.id });
+      res.on('close', () => s.session.unclaim(id));
+    }
     await s.transport.handleRequest(req, res, raw);
   };
 
@@ -172,7 +185,7 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
     if (!parsed.ok) return sendJson(res, 400, parsed.response);
     const raw = parsed.value;
     if (header(req, 'mcp-protocol-version') === STATELESS_REVISION || isStatelessMessage(raw)) return stateless(req, res, raw);
-    return stateful(req, res, raw);
+    return stateful(req, res, raw, Buffer.byteLength(body.text));
   };
 
   const streamOrDelete = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

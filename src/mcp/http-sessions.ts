@@ -6,15 +6,29 @@
 import { randomUUID } from 'node:crypto';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
+import { SESSION_LIMIT_DEFAULTS } from '../config.ts';
 import type { Principal } from '../domain/types.ts';
 import { isRequest, isResponseEnvelope, type JsonRpcCall, type JsonRpcNotification } from './jsonrpc.ts';
 import { STATEFUL_REVISIONS, STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
 import { createReplayStore } from './sse-replay-store.ts';
-import { StatefulSession } from './stateful-session.ts';
+import { StatefulSession, type BatchLimits } from './stateful-session.ts';
 
-export const SESSION_IDLE_MS = 30 * 60 * 1000;
+export const SESSION_IDLE_MS = SESSION_LIMIT_DEFAULTS.sessionIdleMs;
 export const KEEP_ALIVE_MS = 15_000;
+
+/** How many sessions may be open at once (docs/security.md); ESTATE_MAX_SESSIONS_PER_SUBJECT / ESTATE_MAX_SESSIONS. */
+export interface SessionCaps {
+  perSubject: number;
+  total: number;
+}
+export const DEFAULT_SESSION_CAPS: SessionCaps = { perSubject: SESSION_LIMIT_DEFAULTS.maxSessionsPerSubject, total: SESSION_LIMIT_DEFAULTS.maxSessions };
+
+/** Why a new session is refused: 429 for one subject over its cap (its own doing), 503 for the server full. */
+export interface SessionRefusal {
+  status: 429 | 503;
+  message: string;
+}
 
 export interface HttpSession {
   id: string;
@@ -24,22 +38,43 @@ export interface HttpSession {
   openStreams: number;
   /** Who opened it, when the edge authenticates callers; a request from anyone else does not find it. */
   owner?: string;
+  /** The subject its cap is counted against. */
+  subject: string;
 }
 
 export class HttpSessions {
   private readonly sessions = new Map<string, HttpSession>();
+  private readonly perSubject = new Map<string, number>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     private readonly core: ServerCore,
     private readonly principal: Principal,
     private readonly idleMs = SESSION_IDLE_MS,
+    private readonly caps: SessionCaps = DEFAULT_SESSION_CAPS,
+    private readonly batchLimits?: BatchLimits,
   ) {
     this.sweeper = setInterval(() => this.expire(), Math.min(60_000, idleMs)).unref();
   }
 
   get size(): number {
     return this.sessions.size;
+  }
+
+  /** Whether `principal` may open one more session; a refusal says which cap, and how to get under it. */
+  admit(principal: Principal = this.principal): SessionRefusal | undefined {
+    const subject = principal.subject ?? 'anonymous';
+    const held = this.perSubject.get(subject) ?? 0;
+    if (held >= this.caps.perSubject) {
+      return {
+        status: 429,
+        message: `Too Many Requests: subject '${subject.slice(0, 80)}' already has ${held} open sessions (at most ${this.caps.perSubject}, ESTATE_MAX_SESSIONS_PER_SUBJECT); end one with DELETE or let it expire`,
+      };
+    }
+    if (this.sessions.size >= this.caps.total) {
+      return { status: 503, message: `Service Unavailable: the server holds its maximum of ${this.caps.total} sessions (ESTATE_MAX_SESSIONS); try again later` };
+    }
+    return undefined;
   }
 
   get(id: string, owner?: string): HttpSession | undefined {
@@ -75,8 +110,11 @@ export class HttpSessions {
       },
       // Elicitation/sampling requests on the tools/call's SSE response; a failure to send rejects the handler's wait.
       sendToClient: (m, requestId) => transport.send(m as JSONRPCMessage, { relatedRequestId: requestId }),
+      ...(this.batchLimits ? { batchLimits: this.batchLimits } : {}),
     });
-    const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0, ...(owner !== undefined ? { owner } : {}) };
+    const subject = principal.subject ?? 'anonymous';
+    const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0, subject, ...(owner !== undefined ? { owner } : {}) };
+    this.perSubject.set(subject, (this.perSubject.get(subject) ?? 0) + 1);
     transport.onmessage = (message) => {
       if (isResponseEnvelope(message)) {
         session.acceptResponse(message);
@@ -99,6 +137,9 @@ export class HttpSessions {
     const s = this.sessions.get(id);
     if (!s) return;
     this.sessions.delete(id);
+    const left = (this.perSubject.get(s.subject) ?? 1) - 1;
+    if (left > 0) this.perSubject.set(s.subject, left);
+    else this.perSubject.delete(s.subject);
     s.session.close();
     void s.transport.close().catch(() => undefined);
     this.core.log.info({ session: id }, 'session closed');

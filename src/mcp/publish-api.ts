@@ -33,6 +33,9 @@ export interface PublishApiOptions {
 
 export const isApiPath = (path: string): boolean => path === '/v1' || path.startsWith('/v1/');
 
+/** A decoded tool name or version from a lifecycle path: printable ASCII, bounded (names are at most 128). */
+const PATH_PART = /^[\x21-\x7e]{1,128}$/;
+
 const LIFECYCLE_ROUTE = /^\/v1\/tools\/([^/]+)\/versions\/([^/]+)\/(deprecate|retire)$/;
 
 const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
@@ -155,6 +158,11 @@ export const createPublishApi = (o: PublishApiOptions) => {
       }
     } catch {
       return sendJson(res, 400, { error: { code: 'bad-ref', message: 'the tool name or version in the path is not valid percent-encoding' } });
+    }
+    // Names and versions are printable ASCII; anything else (a NUL, a non-Latin-1 character) would otherwise reach a
+    // response header (the 403's WWW-Authenticate) and throw there: a 500 for what is the caller's bad input.
+    if (m && !(PATH_PART.test(name) && PATH_PART.test(version))) {
+      return sendJson(res, 400, { error: { code: 'bad-ref', message: 'the tool name or version in the path must be 1 to 128 printable ASCII characters' } });
     }
     try {
       if (!m) return await publishOrCheck(res, auth.caller, text, path === '/v1/tools' ? 'publish' : 'check');

@@ -11,6 +11,7 @@
  * of our requests (elicitation/create, sampling/createMessage): it settles that request and is never answered. Any
  * other envelope without a method still fails gate 1 as before.
  */
+import { BATCH_LIMIT_DEFAULTS } from '../config.ts';
 import type { Principal } from '../domain/types.ts';
 import type { ViewWatcher } from './change-notifier.ts';
 import { isMcpLogLevel } from './client-channel.ts';
@@ -33,6 +34,13 @@ import {
 import { allowsBatches, negotiate } from './revisions.ts';
 import { SERVER_INFO, type ServerCore } from './server-core.ts';
 
+/** The bound on a 2025-03-26 batch (docs/security.md): ESTATE_MAX_BATCH_MESSAGES, ESTATE_MAX_BATCH_BYTES. */
+export interface BatchLimits {
+  messages: number;
+  bytes: number;
+}
+export const DEFAULT_BATCH_LIMITS: BatchLimits = { messages: BATCH_LIMIT_DEFAULTS.maxBatchMessages, bytes: BATCH_LIMIT_DEFAULTS.maxBatchBytes };
+
 export interface SessionOptions {
   /** Session id (HTTP) or connection id (stdio): the default run id. */
   id: string;
@@ -44,7 +52,12 @@ export interface SessionOptions {
   notifyRequest?(message: JsonRpcNotification, requestId: RequestId): void;
   /** Requests to the client (elicitation, sampling) and their cancellations, on the related request's stream. */
   sendToClient?: ClientSender;
+  batchLimits?: BatchLimits;
 }
+
+/** A request whose id is still in flight on the session: refused, so the first keeps its id (and its cancellation). */
+export const duplicateId = (id: RequestId): JsonRpcResponse =>
+  failure(id, INVALID_REQUEST, `Invalid Request: request id ${JSON.stringify(id).slice(0, 80)} is already in flight on this session`);
 
 export class StatefulSession {
   revision: string | undefined;
@@ -56,6 +69,9 @@ export class StatefulSession {
   private listed = new Map<string, string>();
   private listing: { includeDeprecated: boolean; revision: number } | null = null;
   private readonly inFlight = new Map<RequestId, AbortController>();
+  /** Ids of requests being handled, and ids an edge has claimed for requests on their way here (see `claim`). */
+  private readonly active = new Set<RequestId>();
+  private readonly claimed = new Set<RequestId>();
   private watcher: ViewWatcher | null = null;
   private closed = false;
   /** What the client declared in initialize: elicitation and sampling are asked only of a client that offers them. */
@@ -77,10 +93,21 @@ export class StatefulSession {
     return this.initialized;
   }
 
-  /** A parsed frame: one message, or a batch (answered per message on 2025-03-26 sessions only). */
-  async handleFrame(raw: unknown): Promise<JsonRpcResponse | JsonRpcResponse[] | null> {
+  /**
+   * A parsed frame: one message, or a batch (answered per message on 2025-03-26 sessions only). `bytes`: the frame's
+   * size as received, for the batch bound.
+   */
+  async handleFrame(raw: unknown, bytes?: number): Promise<JsonRpcResponse | JsonRpcResponse[] | null> {
     if (Array.isArray(raw)) {
       if (!allowsBatches(this.revision) || raw.length === 0) return failure(null, INVALID_REQUEST, batchRefused().message);
+      // One POST must not become thousands of calls: the whole batch is refused, nothing in it runs.
+      const limits = this.options.batchLimits ?? DEFAULT_BATCH_LIMITS;
+      if (raw.length > limits.messages) {
+        return failure(null, INVALID_REQUEST, `Invalid Request: a batch may hold at most ${limits.messages} messages (got ${raw.length}; ESTATE_MAX_BATCH_MESSAGES)`);
+      }
+      if (bytes !== undefined && bytes > limits.bytes) {
+        return failure(null, INVALID_REQUEST, `Invalid Request: a batch may be at most ${limits.bytes} bytes (got ${bytes}; ESTATE_MAX_BATCH_BYTES)`);
+      }
       const answers = await Promise.all(raw.map((m) => this.handleRaw(m)));
       const out = answers.filter((a): a is JsonRpcResponse => a !== null);
       return out.length > 0 ? out : null;
@@ -108,13 +135,34 @@ export class StatefulSession {
     if (!this.initialized && message.method !== 'initialize' && message.method !== 'ping') {
       return failure(message.id, notInitialized().code, notInitialized().message);
     }
+    const id = message.id;
+    if (this.claimed.has(id)) this.claimed.delete(id);
+    else if (this.active.has(id)) return duplicateId(id);
+    this.active.add(id);
     try {
       return success(message.id, await this.dispatch(message));
     } catch (e) {
       const err = toJsonRpcError(e);
       if (!(e instanceof McpError)) this.core.log.error({ err: e, method: message.method, session: this.id }, 'request failed');
       return { jsonrpc: '2.0', id: message.id, error: err };
+    } finally {
+      this.active.delete(id);
     }
+  }
+
+  /**
+   * Reserve a request id before the message reaches `handle` through a transport that routes answers by id (the SDK's
+   * HTTP transport would send the first request's answer down the second's stream). False: the id is in flight here,
+   * and the caller answers `duplicateId`. `unclaim` if the message never arrives.
+   */
+  claim(id: RequestId): boolean {
+    if (this.active.has(id) || this.claimed.has(id)) return false;
+    this.claimed.add(id);
+    return true;
+  }
+
+  unclaim(id: RequestId): void {
+    this.claimed.delete(id);
   }
 
   /** A client's response to one of our requests; one we are not waiting for (late, or never ours) is dropped. */

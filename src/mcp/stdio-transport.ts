@@ -8,7 +8,7 @@ import type { Principal } from '../domain/types.ts';
 import { checkEnvelope, failure, isPlainObject, isRequest, parseFrame, PARSE_ERROR, type JsonRpcOutbound, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
 import { openListen, type Listen } from './listen.ts';
 import type { ServerCore } from './server-core.ts';
-import { StatefulSession } from './stateful-session.ts';
+import { StatefulSession, type BatchLimits } from './stateful-session.ts';
 import { handleStateless, isStatelessMessage } from './stateless.ts';
 
 export const MAX_LINE_BYTES = 1024 * 1024;
@@ -20,6 +20,7 @@ export interface StdioOptions {
   input: Readable;
   /** Writes one protocol frame (the real stdout; everything else printed goes to stderr). */
   write(frame: string): void;
+  batchLimits?: BatchLimits;
 }
 
 export interface StdioConnection {
@@ -31,7 +32,7 @@ export interface StdioConnection {
 
 export const serveStdio = (o: StdioOptions): StdioConnection => {
   const send = (m: JsonRpcOutbound | JsonRpcResponse[]): void => o.write(`${JSON.stringify(m)}\n`);
-  const session = new StatefulSession(o.core, { id: o.connectionId, principal: o.principal, transport: 'stdio', notify: send, sendToClient: send });
+  const session = new StatefulSession(o.core, { id: o.connectionId, principal: o.principal, transport: 'stdio', notify: send, sendToClient: send, ...(o.batchLimits ? { batchLimits: o.batchLimits } : {}) });
   // Stateless work on this pipe, by request id: `notifications/cancelled` ends a listen or aborts a call.
   const listens = new Map<RequestId, Listen>();
   const calls = new Map<RequestId, AbortController>();
@@ -61,10 +62,10 @@ export const serveStdio = (o: StdioOptions): StdioConnection => {
     }
   };
 
-  const route = async (raw: unknown): Promise<void> => {
+  const route = async (raw: unknown, bytes: number): Promise<void> => {
     cancelStateless(raw);
     if (!Array.isArray(raw) && isStatelessMessage(raw)) return statelessRoute(raw);
-    const answer = await session.handleFrame(raw);
+    const answer = await session.handleFrame(raw, bytes);
     if (answer !== null) send(answer);
   };
 
@@ -72,7 +73,7 @@ export const serveStdio = (o: StdioOptions): StdioConnection => {
     if (line.trim().length === 0) return;
     const parsed = parseFrame(line);
     if (!parsed.ok) return send(parsed.response);
-    const p = route(parsed.value).catch((e: unknown) => o.core.log.error({ err: e }, 'stdio message failed'));
+    const p = route(parsed.value, Buffer.byteLength(line)).catch((e: unknown) => o.core.log.error({ err: e }, 'stdio message failed'));
     pending.add(p);
     void p.finally(() => pending.delete(p));
   };

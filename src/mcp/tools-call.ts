@@ -3,6 +3,7 @@
  * where the side-effect policy allows) → handler → output check → call record (durable) → result. Invalid arguments
  * are an `isError` result with the sorted error lines; the handler does not run and nothing is recorded (invariant 2).
  */
+import { isRunId } from '../domain/events.ts';
 import { canonicalHash } from '../domain/hash.ts';
 import { repair } from '../domain/repair.ts';
 import type { Principal } from '../domain/types.ts';
@@ -57,6 +58,14 @@ export interface ToolCallRequest {
   inputRequired?: { capabilities: Record<string, unknown> };
 }
 
+/** What was wrong with a run id, in a bounded message (the id itself may be 900 KB). */
+const describeRunId = (v: unknown): string => {
+  const rule = `1 to 128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit`;
+  if (typeof v !== 'string') return `must be a string (${rule})`;
+  const shown = JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+  return `${shown}${v.length > 128 ? ` (${v.length} characters)` : ''} is not ${rule}`;
+};
+
 const validationResult = (errors: readonly ValidationError[]): CallToolResult => errorResult(formatErrors([...errors]));
 
 const metaOf = (params: Record<string, unknown>): Record<string, unknown> => (isPlainObject(params._meta) ? params._meta : {});
@@ -74,7 +83,8 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
   const requestState = req.inputRequired ? params.requestState : undefined;
   if (requestState !== undefined && typeof requestState !== 'string') throw invalidParams('Invalid params: requestState must be a string');
   const runIdMeta = meta[RUN_ID_META];
-  const runId = typeof runIdMeta === 'string' && runIdMeta.length > 0 ? runIdMeta : req.defaultRunId;
+  if (runIdMeta !== undefined && !isRunId(runIdMeta)) throw invalidParams(`Invalid run id: ${describeRunId(runIdMeta)}`);
+  const runId = runIdMeta ?? req.defaultRunId;
 
   const listed = pinned === undefined ? req.listed?.get(name) : undefined;
   const v = resolveCallable(deps.reader, deps.isOffered, {

@@ -147,7 +147,7 @@ describe('conformance fixture handlers', () => {
       expect(before.stderr).toMatch(/no store at/);
       const result = await call('test_trigger_tool_change');
       const added = /Published (\S+)/.exec(String(result.content[0]?.text))?.[1];
-      expect(added).toMatch(/^test_trigger_added_/);
+      expect(added).toMatch(/^test_trigger_added\.t/);
       const after = await runCli(['list', '--store', store.store, '--json']);
       const names = (JSON.parse(after.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name);
       expect(names).toContain(added);

@@ -66,7 +66,8 @@ const publishNewTool = async (): Promise<string> => {
     import('../../src/main.ts'),
     import('../../src/domain/tool-definition.ts'),
   ]);
-  const name = `test_trigger_added_${process.pid}_${Date.now()}_${++triggerCount}`;
+  // In the namespace of the handler it binds (a handler must belong to its tool's namespace).
+  const name = `test_trigger_added.t${process.pid}_${Date.now()}_${++triggerCount}`;
   const estate = await openEstate(loadConfig({ store }));
   try {
     const definition = validateDefinition(
@@ -77,7 +78,7 @@ const publishNewTool = async (): Promise<string> => {
         inputSchema: { type: 'object', additionalProperties: false },
         access: { requiredScopes: [], tenants: [], classification: 'public' },
         sideEffect: 'none',
-        handler: 'test_simple_text',
+        handler: 'test_trigger_added',
       },
       estate.compiler,
     );
@@ -172,6 +173,8 @@ export const SEP1330_SCHEMA = {
 
 export const handlers: HandlerMap = {
   test_simple_text: () => text('This is a simple text response for testing.'),
+  /** What the tools test_trigger_tool_change publishes are bound to. */
+  test_trigger_added: () => text('This is a simple text response for testing.'),
 
   test_image_content: () => ({ content: [{ type: 'image', data: PNG_1X1, mimeType: 'image/png' }] }),
 

@@ -78,7 +78,7 @@ describe('estate serve --http with authorization', () => {
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
       const r = await call(new URL(path, srv.url).href, { method: 'GET' });
       expect(r.status).toBe(200);
-      expect(r.json()).toEqual({ resource: AUDIENCE, authorization_servers: [idp.issuer], bearer_methods_supported: ['header'], resource_name: 'Estate MCP tool catalogue' });
+      expect(r.json()).toEqual({ resource: AUDIENCE, authorization_servers: [idp.issuer], bearer_methods_supported: ['header'], resource_name: 'Estate MCP tool catalogue', scopes_supported: [] });
     }
     expect(srv.logs.seen.some((l) => String(l.msg).startsWith('NO AUTHORIZATION'))).toBe(false);
   });

@@ -138,11 +138,11 @@ describe('estate serve --stdio, a second process on the same store', () => {
     await globex.initialize();
     await acme.request('tools/list');
     await globex.request('tools/list');
-    const file = tmp.file('acme.only.json', toolDefinition({ name: 'acme.only', handler: 'fx.rates', access: { requiredScopes: [], tenants: ['acme'], classification: 'public' } }));
+    const file = tmp.file('acme.only.json', toolDefinition({ name: 'fx.acme_only', handler: 'fx.rates', access: { requiredScopes: [], tenants: ['acme'], classification: 'public' } }));
     expect((await runCli(['publish', file, '--store', tmp.store])).code).toBe(0);
     await acme.lines.next(isListChanged, 15_000, 'list_changed');
     // globex's process has applied the event once it logs it; anything it sent because of it is already on stdout.
-    await globex.logs.next((l) => l.msg === 'catalogue updated' && Array.isArray(l.tools) && l.tools.includes('acme.only'), 15_000);
+    await globex.logs.next((l) => l.msg === 'catalogue updated' && Array.isArray(l.tools) && l.tools.includes('fx.acme_only'), 15_000);
     await globex.request('ping', undefined, 'after-update');
     expect(globex.lines.seen.some(isListChanged)).toBe(false);
   });

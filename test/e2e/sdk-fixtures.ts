@@ -34,8 +34,8 @@ export const lookupV11 = {
 /** Tools the principal must not discover: a missing scope, another tenant, a higher classification. */
 export const hiddenTools = [
   { ...lookupV1, name: 'payments.refund', title: 'Refund', description: 'Refunds a payment.', access: access({ requiredScopes: ['payments.read', 'payments.write'] }), sideEffect: 'non_idempotent', handler: 'payments.refund' },
-  { ...lookupV1, name: 'globex.ledger', title: 'Globex ledger', description: 'Globex only.', access: access({ tenants: ['globex'] }), handler: 'payments.lookup' },
-  { ...lookupV1, name: 'treasury.positions', title: 'Positions', description: 'Restricted.', access: access({ classification: 'restricted' }), handler: 'payments.lookup' },
+  { ...lookupV1, name: 'globex.ledger', title: 'Globex ledger', description: 'Globex only.', access: access({ tenants: ['globex'] }), handler: 'globex.ledger' },
+  { ...lookupV1, name: 'treasury.positions', title: 'Positions', description: 'Restricted.', access: access({ classification: 'restricted' }), handler: 'treasury.positions' },
 ];
 
 /** Published from another process while a client is connected: its list must change. */
@@ -57,6 +57,9 @@ export const handlers = {
     return text(`${String(args.reference)}: HELD, 250000 AED (served by ${ctx.tool.name}@${ctx.tool.version})`);
   },
   'payments.refund': () => text('refunded'),
+  // Bound, so the hidden tools are hidden by their access rules alone (a handler must be in its tool's namespace).
+  'globex.ledger': () => text('globex ledger'),
+  'treasury.positions': () => text('positions'),
 };
 
 export default handlers;

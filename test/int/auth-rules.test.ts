@@ -15,7 +15,14 @@ describe('auth configuration', () => {
 
   it('flags win over environment; defaults for claims and leeway', () => {
     const c = loadAuthConfig({ authIssuer: 'https://flag.example' }, { ESTATE_AUTH_ISSUER: 'https://env.example', ESTATE_AUTH_JWKS_URL: 'https://env.example/jwks', ESTATE_AUTH_AUDIENCE: 'https://estate.example/mcp' });
-    expect(c).toEqual({ issuer: 'https://flag.example', jwksUrl: 'https://env.example/jwks', audience: 'https://estate.example/mcp', claims: DEFAULT_CLAIMS, clockToleranceSec: 30 });
+    expect(c).toEqual({ issuer: 'https://flag.example', jwksUrl: 'https://env.example/jwks', audience: 'https://estate.example/mcp', claims: DEFAULT_CLAIMS, clockToleranceSec: 30, maxTokenLifetimeSec: 86_400, scopesSupported: [] });
+  });
+
+  it('token lifetime and scopes_supported come from the environment; a bad lifetime is a clear usage error', () => {
+    const c = loadAuthConfig(FULL, { ESTATE_AUTH_MAX_TOKEN_LIFETIME_S: '3600', ESTATE_AUTH_SCOPES_SUPPORTED: 'payments.read accounts.read' });
+    expect(c).toMatchObject({ maxTokenLifetimeSec: 3600, scopesSupported: ['payments.read', 'accounts.read'] });
+    expect(() => loadAuthConfig(FULL, { ESTATE_AUTH_MAX_TOKEN_LIFETIME_S: 'soon' })).toThrow(/ESTATE_AUTH_MAX_TOKEN_LIFETIME_S must be a number of seconds/);
+    expect(() => loadAuthConfig(FULL, { ESTATE_AUTH_MAX_TOKEN_LIFETIME_S: '5' })).toThrow(/at least 60/);
   });
 
   it('claim names come from the environment', () => {
@@ -94,10 +101,10 @@ describe('publishing API scopes', () => {
 });
 
 describe('protected resource metadata and challenges', () => {
-  it('the metadata names the resource and its issuer, and no scope', () => {
+  it('the metadata names the resource and its issuer, and lists the scopes the operator chose (none by default)', () => {
     const m = protectedResourceMetadata('https://estate.example/mcp', 'https://idp.example');
-    expect(m).toEqual({ resource: 'https://estate.example/mcp', authorization_servers: ['https://idp.example'], bearer_methods_supported: ['header'], resource_name: 'Estate MCP tool catalogue' });
-    expect(m).not.toHaveProperty('scopes_supported');
+    expect(m).toEqual({ resource: 'https://estate.example/mcp', authorization_servers: ['https://idp.example'], bearer_methods_supported: ['header'], resource_name: 'Estate MCP tool catalogue', scopes_supported: [] });
+    expect(protectedResourceMetadata('https://estate.example/mcp', 'https://idp.example', ['payments.read']).scopes_supported).toEqual(['payments.read']);
   });
 
   it('the metadata URL is the path-suffixed form of the audience', () => {

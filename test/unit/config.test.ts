@@ -17,7 +17,16 @@ describe('loadConfig', () => {
     expect(loadConfig({}, { ESTATE_STATE_KEY: 'k' }).stateKey).toBe('k');
     expect(loadConfig({}, { ESTATE_STATE_KEY: '' }).stateKey).toBeUndefined();
   });
+  it('session and batch limits: defaults, and from the environment', () => {
+    expect(loadConfig({}, {})).toMatchObject({ sessionIdleMs: 1_800_000, maxSessionsPerSubject: 100, maxSessions: 10_000, maxBatchMessages: 100, maxBatchBytes: 262_144 });
+    const env = { ESTATE_SESSION_IDLE_MS: '60000', ESTATE_MAX_SESSIONS_PER_SUBJECT: '3', ESTATE_MAX_SESSIONS: '50', ESTATE_MAX_BATCH_MESSAGES: '10', ESTATE_MAX_BATCH_BYTES: '4096' };
+    expect(loadConfig({}, env)).toMatchObject({ sessionIdleMs: 60_000, maxSessionsPerSubject: 3, maxSessions: 50, maxBatchMessages: 10, maxBatchBytes: 4096 });
+  });
   it.each([
+    [{ ESTATE_MAX_SESSIONS_PER_SUBJECT: '0' }, /ESTATE_MAX_SESSIONS_PER_SUBJECT must be positive/],
+    [{ ESTATE_MAX_SESSIONS: 'many' }, /ESTATE_MAX_SESSIONS/],
+    [{ ESTATE_SESSION_IDLE_MS: '-1' }, /ESTATE_SESSION_IDLE_MS must be positive/],
+    [{ ESTATE_MAX_BATCH_BYTES: '2000000' }, /ESTATE_MAX_BATCH_BYTES must be at most 1048576/],
     [{ ESTATE_PAGE_SIZE: '0' }, /ESTATE_PAGE_SIZE must be positive/],
     [{ ESTATE_PAGE_SIZE: '501' }, /ESTATE_PAGE_SIZE must be at most 500/],
     [{ ESTATE_PAGE_SIZE: 'ten' }, /ESTATE_PAGE_SIZE/],

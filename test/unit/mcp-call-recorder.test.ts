@@ -5,6 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { createCallRecorder, type CallRecord } from '../../src/app/call-recorder.ts';
 import type { AppendRequest, AppendResult, EventStore } from '../../src/app/ports.ts';
+import { runStream } from '../../src/domain/events.ts';
+
+const OWNER = { tenant: 't', subject: 's' };
 
 const aCall = (runId: string, n: number): CallRecord => ({
   runId,
@@ -58,10 +61,10 @@ describe('call recorder (group commit)', () => {
     expect(commits).toHaveLength(2);
     expect(done).toEqual([0]); // the 50 are not acknowledged before their own commit
     const second = commits[1] as AppendRequest[];
-    expect(second.map((r) => r.streamId).sort()).toEqual(['run-r1', 'run-r2']);
+    expect(second.map((r) => r.streamId).sort()).toEqual([runStream('r1', OWNER), runStream('r2', OWNER)].sort());
     expect(second.reduce((n, r) => n + r.events.length, 0)).toBe(50);
     // records of one run keep arrival order inside the batch
-    const r1 = second.find((r) => r.streamId === 'run-r1')?.events.map((e) => (e.data as CallRecord).argsHash);
+    const r1 = second.find((r) => r.streamId === runStream('r1', OWNER))?.events.map((e) => (e.data as CallRecord).argsHash);
     expect(r1).toEqual(Array.from({ length: 25 }, (_, i) => `a${2 * i + 2}`));
     gates[1]?.release();
     await Promise.all(rest);

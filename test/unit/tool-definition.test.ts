@@ -47,7 +47,29 @@ describe('refusals, each with its own code', () => {
     expect(refusal(aRawDefinition({ name })).code).toBe('invalid-name');
   });
   it('a 128-character name is fine', () => {
-    expect(validateDefinition(aRawDefinition({ name: `a${'b'.repeat(127)}` }), compiler).name).toHaveLength(128);
+    const name = `a${'b'.repeat(127)}`;
+    expect(validateDefinition(aRawDefinition({ name, handler: name }), compiler).name).toHaveLength(128);
+  });
+  it.each([
+    ['payments.mirror', 'accounts.balance'],
+    ['payments.mirror', 'paymentsx.lookup'],
+    ['payments', 'accounts'],
+    ['payments.mirror', 'upstream:accounts/balance'],
+    ['payments.mirror', 'upstream:payments'],
+    ['payments.mirror', '.payments'],
+    ['payments.mirror', 'upstream:/payments'],
+  ])('a handler outside the namespace: %s with handler %s (handler-namespace)', (name, handler) => {
+    const e = refusal(aRawDefinition({ name, handler }));
+    expect(e.code).toBe('handler-namespace');
+    expect(e.message).toContain("namespace 'payments'");
+  });
+  it.each([
+    ['payments.mirror', 'payments.lookup'],
+    ['payments.mirror', 'payments'],
+    ['payments', 'payments.any.thing'],
+    ['payments.mirror', 'upstream:payments/lookup'],
+  ])('a handler in the namespace is fine: %s with handler %s', (name, handler) => {
+    expect(validateDefinition(aRawDefinition({ name, handler }), compiler).handler).toBe(handler);
   });
   it.each(['1.0', '1.0.0-beta.1', '1.0.0+build', '01.0.0', 'v1.0.0', '1.0.0.0', ''])('bad semver %j', (version) => {
     expect(refusal(aRawDefinition({ version })).code).toBe('invalid-version');
