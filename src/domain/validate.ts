@@ -5,6 +5,7 @@
  */
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { JsonObject } from './types.ts';
+import { EMPTY_ENUM_KEYWORD } from './schema-resources.ts';
 import { appendKey, childSchemas, isPlainObject, pointerToPath, resolveLocalRef } from './json-path.ts';
 
 export interface ValidationError {
@@ -96,9 +97,10 @@ export function checkArgumentLimits(args: unknown): ValidationError | null {
 
 /**
  * Wrap an Ajv validate function (compiled with allErrors and verbose) as Estate's CompiledSchema. The valid path is one
- * call into Ajv; errors are mapped only when there are some.
+ * call into Ajv; errors are mapped only when there are some. `compiled` is the schema Ajv compiled when it is not
+ * `schema` itself (the normalised form of one using `$id`, anchors or `$dynamicRef`): Ajv's errors point into it.
  */
-export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFunction): CompiledSchema {
+export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFunction, compiled: JsonObject = schema): CompiledSchema {
   // Per combinator (its parent schema object and keyword), the subschemas its branches can reach; built on first use.
   const reachableCache = new WeakMap<object, Map<string, Set<object>>>();
   const reachable = (parentSchema: unknown, keyword: string): Set<object> => {
@@ -110,19 +112,33 @@ export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFun
     }
     let set = perParent.get(keyword);
     if (set === undefined) {
-      set = reachableFrom(schema, parentSchema[keyword]);
+      set = reachableFrom(compiled, parentSchema[keyword]);
       perParent.set(keyword, set);
     }
     return set;
   };
+  // Ajv's generated code reads `data.__proto__`, which on an ordinary object is its prototype, not an own property
+  // `__proto__` (JSON.parse makes one). Only for a schema that names `__proto__` somewhere, validation runs on a copy
+  // whose objects have no prototype, where `__proto__` is a plain key.
+  const namesProto = JSON.stringify(compiled).includes('__proto__');
   return {
     schema,
-    validate(value: unknown): ValidationError[] {
+    validate(input: unknown): ValidationError[] {
+      const value = namesProto ? withoutPrototypes(input) : input;
       if (validateFn(value) === true) return [];
       return mapAjvErrors(validateFn.errors ?? [], value, reachable);
     },
   };
 }
+
+/** A copy of a JSON value whose objects have a null prototype. Recursive: only called after the depth limit held. */
+const withoutPrototypes = (value: unknown): unknown => {
+  if (Array.isArray(value)) return value.map(withoutPrototypes);
+  if (value === null || typeof value !== 'object') return value;
+  const out = Object.create(null) as Record<string, unknown>;
+  for (const key of Object.keys(value)) out[key] = withoutPrototypes((value as Record<string, unknown>)[key]);
+  return out;
+};
 
 /** Every object subschema reachable from `start`, following local `$ref`s (and `$dynamicRef`s used as pointers). */
 const reachableFrom = (root: unknown, start: unknown): Set<object> => {
@@ -278,6 +294,8 @@ const word = (e: ErrorObject): Worded => {
         ? { message: `must contain at least ${plural(min, 'matching item', 'matching items')}` }
         : { message: `must contain at least ${str(min)} and at most ${plural(p['maxContains'], 'matching item', 'matching items')}` };
     }
+    case EMPTY_ENUM_KEYWORD:
+      return { message: 'must be one of []' };
     case 'false schema':
       return { message: 'is not allowed' };
     default:
