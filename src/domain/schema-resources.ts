@@ -103,12 +103,22 @@ const walkPointer = (root: unknown, pointer: string): unknown => {
 };
 
 export interface SchemaResources {
-  /** Whether the document needs normalising: it uses `$id`, an anchor, `$dynamicRef`, or a non-pointer reference. */
+  /**
+   * Whether the document needs normalising for Ajv: it uses `$id`, an anchor, `$dynamicRef`, a non-pointer reference,
+   * or something Ajv gets wrong (see the comment above EMPTY_ENUM_KEYWORD).
+   */
   readonly needsNormalising: boolean;
+  /** Whether it uses `$id`, an anchor, `$dynamicRef` or a non-pointer reference (what the classifier must resolve). */
+  readonly usesIdentifiers: boolean;
+  /** Every `$id`, `$anchor` and `$dynamicAnchor`, as `<keyword> <value> at #<pointer>`, sorted. */
+  readonly identifiers: string[];
   /** Every `$ref`/`$dynamicRef` that does not resolve inside the document, with where it is. */
   readonly remote: { keyword: string; ref: unknown; pointer: string; local: boolean }[];
-  /** The normalised copy (see the module comment). Throws SchemaResourceError. */
-  normalise(): Record<string, unknown>;
+  /**
+   * The normalised copy (see the module comment). Throws SchemaResourceError. `ajvFixes: false` leaves out the
+   * rewrites that only work around Ajv (for the classifier, which compares what a schema says).
+   */
+  normalise(options?: { ajvFixes?: boolean }): Record<string, unknown>;
 }
 
 /**
@@ -122,6 +132,8 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
   const resourceOf = new WeakMap<object, string>();
   const references: { schema: Record<string, unknown>; keyword: string; ref: unknown; base: string; pointer: string }[] = [];
   let needsNormalising = false;
+  let usesIdentifiers = false;
+  const identifiers: string[] = [];
   let hasIf = false;
   let hasUnevaluatedProperties = false;
   let hasUnevaluatedItems = false;
@@ -139,7 +151,8 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
     let base = parentBase === '' ? DOCUMENT_BASE : parentBase;
     const id = node['$id'];
     if (id !== undefined) {
-      needsNormalising = true;
+      usesIdentifiers = true;
+      identifiers.push(`$id ${JSON.stringify(id)} at #${pointer}`);
       if (typeof id !== 'string') invalid(`$id at #${pointer} must be a string`);
       const resolved = resolveUri(id as string, base);
       if (resolved === undefined) invalid(`$id ${JSON.stringify(id)} at #${pointer} is not a URI reference`);
@@ -153,7 +166,8 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
     for (const keyword of ['$anchor', '$dynamicAnchor']) {
       const name = node[keyword];
       if (name === undefined) continue;
-      needsNormalising = true;
+      usesIdentifiers = true;
+      identifiers.push(`${keyword} ${JSON.stringify(name)} at #${pointer}`);
       if (typeof name !== 'string' || !ANCHOR.test(name)) {
         invalid(`${keyword} ${JSON.stringify(name)} at #${pointer} is not a valid anchor name`);
       }
@@ -175,7 +189,7 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
       const ref = node[keyword];
       if (ref === undefined) continue;
       if (keyword === '$dynamicRef' || typeof ref !== 'string' || !(ref === '#' || ref.startsWith('#/'))) {
-        needsNormalising = true;
+        usesIdentifiers = true;
       }
       references.push({ schema: node, keyword, ref, base, pointer });
     }
@@ -196,7 +210,7 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
 
   const wrapIf = hasIf && hasUnevaluatedProperties;
   const loneIf = hasIf && (hasUnevaluatedProperties || hasUnevaluatedItems);
-  if (loneIf) needsNormalising = true;
+  if (loneIf || usesIdentifiers) needsNormalising = true;
 
   /** The subschema a reference names, or undefined when it is not in this document. */
   const lookup = (ref: unknown, base: string): Schema | undefined => {
@@ -222,7 +236,8 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
     .filter((r) => lookup(r.ref, r.base) === undefined)
     .map(({ keyword, ref, pointer, base }) => ({ keyword, ref, pointer, local: isLocal(ref, base) }));
 
-  const normalise = (): Record<string, unknown> => {
+  const normalise = (options: { ajvFixes?: boolean } = {}): Record<string, unknown> => {
+    const ajvFixes = options.ajvFixes !== false;
     if (remote.length > 0) {
       const first = remote[0] as { keyword: string; ref: unknown; pointer: string };
       throw new SchemaResourceError('remote-ref', `${first.keyword} ${JSON.stringify(first.ref)} at #${first.pointer} does not resolve inside the schema`);
@@ -310,6 +325,7 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
           Object.defineProperty(out, keyword, { value, enumerable: true, writable: true, configurable: true });
         }
       }
+      if (!ajvFixes) return finishRefs(out, refs);
       const properties = out['properties'];
       if (hasOwnProto(properties)) {
         const { ['__proto__']: protoSchema, ...rest } = Object.fromEntries(Object.entries(properties as object)) as Record<string, unknown>;
@@ -328,6 +344,9 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
         delete out['enum'];
         out[EMPTY_ENUM_KEYWORD] = true;
       }
+      return finishRefs(out, refs);
+    };
+    const finishRefs = (out: Record<string, unknown>, refs: string[]): Record<string, unknown> => {
       if (refs.length > 0) out['$ref'] = refs[0];
       if (refs.length > 1) {
         const allOf = Array.isArray(out['allOf']) ? out['allOf'] : [];
@@ -342,5 +361,5 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
     return normalised;
   };
 
-  return { needsNormalising, remote, normalise };
+  return { needsNormalising, usesIdentifiers, identifiers: identifiers.sort(), remote, normalise };
 }
