@@ -213,8 +213,16 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
   if (loneIf || usesIdentifiers) needsNormalising = true;
 
   /** The subschema a reference names, or undefined when it is not in this document. */
+  const lookupCache = new Map<string, Schema | undefined>();
   const lookup = (ref: unknown, base: string): Schema | undefined => {
     if (typeof ref !== 'string') return undefined;
+    const cacheKey = `${base}\u0000${ref}`;
+    if (lookupCache.has(cacheKey)) return lookupCache.get(cacheKey);
+    const found = lookupUncached(ref, base);
+    lookupCache.set(cacheKey, found);
+    return found;
+  };
+  const lookupUncached = (ref: string, base: string): Schema | undefined => {
     const resolved = resolveUri(ref, base);
     if (resolved === undefined) return undefined;
     const [uri, fragment] = resolved;
@@ -251,18 +259,41 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
       if (n === undefined) ids.set(o, (n = nextId++));
       return n;
     };
-    const scopeKey = (scope: Scope): string =>
-      [...scope.entries()].map(([name, s]) => `${name}=${idOf(s)}`).sort().join(',');
+    // Scopes are interned (one object per distinct content) and their keys and transitions cached: a hostile schema
+    // reaches the copy bound in well under a second instead of recomputing them per reference.
+    const keys = new WeakMap<Scope, string>();
+    const interned = new Map<string, Scope>();
+    const transitions = new WeakMap<Scope, Map<string, Scope>>();
+    const scopeKey = (scope: Scope): string => {
+      let key = keys.get(scope);
+      if (key === undefined) {
+        key = [...scope.entries()].map(([name, s]) => `${name}=${idOf(s)}`).sort().join(',');
+        keys.set(scope, key);
+      }
+      return key;
+    };
+    const intern = (scope: Scope): Scope => {
+      const key = scopeKey(scope);
+      const existing = interned.get(key);
+      if (existing !== undefined) return existing;
+      interned.set(key, scope);
+      return scope;
+    };
     const enter = (scope: Scope, resource: string): Scope => {
+      let byResource = transitions.get(scope);
+      if (byResource === undefined) transitions.set(scope, (byResource = new Map()));
+      const known = byResource.get(resource);
+      if (known !== undefined) return known;
       const defined = dynamicAnchors.get(resource);
-      if (defined === undefined) return scope;
       let next: Scope | undefined;
-      for (const [name, s] of defined) {
+      for (const [name, s] of defined ?? []) {
         if (scope.has(name)) continue;
         next ??= new Map(scope);
         next.set(name, s);
       }
-      return next ?? scope;
+      const result = next === undefined ? scope : intern(next);
+      byResource.set(resource, result);
+      return result;
     };
     const defs: Record<string, unknown> = {};
     const memo = new Map<string, string>();
@@ -289,10 +320,12 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
         }
         name = `estate-${memo.size}`;
         memo.set(key, name);
-        defs[name] = emit(target, resource, entered);
+        // Emitted later, from the queue: following references by recursion could overflow the stack.
+        pending.push({ name, target, resource, scope: entered });
       }
       return `#/$defs/${name}`;
     };
+    const pending: { name: string; target: Record<string, unknown>; resource: string; scope: Scope }[] = [];
 
     const emit = (node: unknown, parentResource: string, parentScope: Scope): unknown => {
       if (!isPlainObject(node)) return node;
@@ -356,7 +389,11 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
     };
 
     const rootResource = resourceOf.get(root) ?? DOCUMENT_BASE;
-    const normalised = emit(root, rootResource, enter(new Map(), rootResource)) as Record<string, unknown>;
+    const normalised = emit(root, rootResource, enter(intern(new Map()), rootResource)) as Record<string, unknown>;
+    for (let i = 0; i < pending.length; i++) {
+      const job = pending[i] as (typeof pending)[number];
+      defs[job.name] = emit(job.target, job.resource, job.scope);
+    }
     if (Object.keys(defs).length > 0) normalised['$defs'] = defs;
     return normalised;
   };
