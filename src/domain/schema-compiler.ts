@@ -12,6 +12,7 @@ import { canonicalJson } from './hash.ts';
 import { isPlainObject, subschemas } from './json-path.ts';
 import type { JsonObject } from './types.ts';
 import { EMPTY_ENUM_KEYWORD, indexSchemaResources, SchemaResourceError } from './schema-resources.ts';
+import { addUnevaluatedItemsKeyword } from './unevaluated-items.ts';
 import { createCompiledSchema, type CompiledSchema } from './validate.ts';
 
 export interface SchemaCompiler {
@@ -197,6 +198,7 @@ export function createSchemaCompiler(): SchemaCompiler {
   addFormatsPlugin.default(ajv);
   const formats = new Set(Object.keys(ajv.formats));
   ajv.addKeyword({ keyword: EMPTY_ENUM_KEYWORD, schemaType: 'boolean', errors: false, validate: () => false });
+  addUnevaluatedItemsKeyword(ajv);
   ajv.removeKeyword('uniqueItems');
   ajv.addKeyword({
     keyword: 'uniqueItems',

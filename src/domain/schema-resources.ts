@@ -13,6 +13,7 @@
  * The normalised copy is what Ajv compiles; the published schema is kept, and served, as published.
  */
 import { isPlainObject } from './json-path.ts';
+import { UNEVALUATED_ITEMS_KEYWORD } from './unevaluated-items.ts';
 
 /** The base URI of a document whose root has no `$id`. `.invalid` is reserved (RFC 2606): it names, never resolves. */
 export const DOCUMENT_BASE = 'https://estate.invalid/schema.json';
@@ -55,6 +56,8 @@ type Schema = Record<string, unknown> | boolean;
  *   `unevaluatedProperties`, Ajv counts the properties `if` evaluated even when `if` fails: the copy's `if` is
  *   `{anyOf: [<if>]}`, whose annotations Ajv keeps only when it passes (not done for items, where Ajv's anyOf loses
  *   them). Messages do not change: `if` itself never reports;
+ * - Ajv cannot see items evaluated by `contains` (or, in some cases, inside `anyOf`/`if`): `unevaluatedItems` is said
+ *   as UNEVALUATED_ITEMS_KEYWORD, implemented in unevaluated-items.ts;
  * - `enum: []` (valid 2020-12: nothing is allowed) does not compile in Ajv: the copy says it with EMPTY_ENUM_KEYWORD.
  */
 export const EMPTY_ENUM_KEYWORD = 'x-estate-empty-enum';
@@ -210,7 +213,7 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
 
   const wrapIf = hasIf && hasUnevaluatedProperties;
   const loneIf = hasIf && (hasUnevaluatedProperties || hasUnevaluatedItems);
-  if (loneIf || usesIdentifiers) needsNormalising = true;
+  if (loneIf || usesIdentifiers || hasUnevaluatedItems) needsNormalising = true;
 
   /** The subschema a reference names, or undefined when it is not in this document. */
   const lookupCache = new Map<string, Schema | undefined>();
@@ -372,6 +375,10 @@ export function indexSchemaResources(root: Record<string, unknown>): SchemaResou
       if (out['if'] !== undefined) {
         if (loneIf && out['then'] === undefined && out['else'] === undefined) out['then'] = { not: false };
         if (wrapIf) out['if'] = { anyOf: [out['if']] };
+      }
+      if (out['unevaluatedItems'] !== undefined) {
+        out[UNEVALUATED_ITEMS_KEYWORD] = out['unevaluatedItems'];
+        delete out['unevaluatedItems'];
       }
       if (Array.isArray(out['enum']) && out['enum'].length === 0) {
         delete out['enum'];

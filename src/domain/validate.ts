@@ -6,6 +6,7 @@
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { JsonObject } from './types.ts';
 import { EMPTY_ENUM_KEYWORD } from './schema-resources.ts';
+import { UNEVALUATED_ITEMS_KEYWORD, type WrappedItemError } from './unevaluated-items.ts';
 import { appendKey, childSchemas, isPlainObject, pointerToPath, resolveLocalRef } from './json-path.ts';
 
 export interface ValidationError {
@@ -172,7 +173,9 @@ interface Mapped extends ValidationError {
 const mapAjvErrors = (errors: readonly ErrorObject[], data: unknown, reachable: Reachable): ValidationError[] => {
   // Branch errors of a failed combinator are exactly the errors pushed while it ran: a contiguous run just before it.
   const kept: ErrorObject[] = [];
-  for (const error of errors) {
+  for (const reported of errors) {
+    // unevaluated-items.ts reports its item schema's own errors wrapped (see WrappedItemError).
+    const error = reported.keyword === UNEVALUATED_ITEMS_KEYWORD ? (reported.params as unknown as WrappedItemError).inner : reported;
     if (error.keyword === 'if' || error.keyword === 'propertyNames') continue; // their branch errors say it better
     if (COLLAPSING.has(error.keyword)) {
       const branches = reachable(error.parentSchema, error.keyword);
