@@ -66,7 +66,8 @@ const needsAjvFix = (node: Record<string, unknown>): boolean =>
 /**
  * - Ajv drops a property named `__proto__` from `properties` (it never validates it): the copy says it as the
  *   `patternProperties` entry `^__proto__$`, which means the same for validation, `additionalProperties` and
- *   `unevaluatedProperties` (the validator then runs on prototype-free objects, see validate.ts).
+ *   `unevaluatedProperties` (an own property `__proto__` of the arguments, as JSON.parse makes it, shadows the
+ *   prototype accessor, so Ajv's `data[key]` reads it).
  */
 const hasOwnProto = (map: unknown): boolean => isPlainObject(map) && Object.prototype.hasOwnProperty.call(map, '__proto__');
 const PROTO_PATTERN = '^__proto__$';

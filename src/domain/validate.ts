@@ -118,28 +118,15 @@ export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFun
     }
     return set;
   };
-  // Ajv's generated code reads `data.__proto__`, which on an ordinary object is its prototype, not an own property
-  // `__proto__` (JSON.parse makes one). Only for a schema that names `__proto__` somewhere, validation runs on a copy
-  // whose objects have no prototype, where `__proto__` is a plain key.
-  const namesProto = JSON.stringify(compiled).includes('__proto__');
   return {
     schema,
-    validate(input: unknown): ValidationError[] {
-      const value = namesProto ? withoutPrototypes(input) : input;
+    validate(value: unknown): ValidationError[] {
       if (validateFn(value) === true) return [];
       return mapAjvErrors(validateFn.errors ?? [], value, reachable);
     },
   };
 }
 
-/** A copy of a JSON value whose objects have a null prototype. Recursive: only called after the depth limit held. */
-const withoutPrototypes = (value: unknown): unknown => {
-  if (Array.isArray(value)) return value.map(withoutPrototypes);
-  if (value === null || typeof value !== 'object') return value;
-  const out = Object.create(null) as Record<string, unknown>;
-  for (const key of Object.keys(value)) out[key] = withoutPrototypes((value as Record<string, unknown>)[key]);
-  return out;
-};
 
 /** Every object subschema reachable from `start`, following local `$ref`s (and `$dynamicRef`s used as pointers). */
 const reachableFrom = (root: unknown, start: unknown): Set<object> => {
