@@ -303,7 +303,8 @@ class Walk {
     for (const k of ANNOTATIONS) {
       if (!same(this.b[k], this.a[k])) this.add('annotation-changed', this.path, `${k}: ${show(this.b[k])} -> ${show(this.a[k])}`);
     }
-    // Estate refuses every non-local `$ref` at publish, so `$id` can never redirect a resolution: it only names.
+    // A schema with `$id` is compared in its normalised form (see forComparison), where no `$id` is left; this
+    // only sees one in a schema compared as is.
     if (!same(this.b.$id, this.a.$id)) this.add('id-changed', this.path, `$id: ${show(this.b.$id)} -> ${show(this.a.$id)}`);
   }
 

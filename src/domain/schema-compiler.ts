@@ -1,6 +1,7 @@
 /**
  * The schema rules of SPEC §1: a tool schema is JSON Schema 2020-12 with `type: object` at the root, compiled by Ajv in
- * strict mode, with `format` asserted, only local `#...` references, and every `pattern` run by RE2 (linear time).
+ * strict mode, with `format` asserted, references resolved only inside the document (its subschemas, `$id` resources
+ * and anchors; never fetched), and every `pattern` run by RE2 (linear time).
  * What a schema may say is decided here once, at publish; the validator then trusts the compiled result.
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
