@@ -13,6 +13,7 @@ import { canonicalJson } from './hash.ts';
 import { isPlainObject, subschemas } from './json-path.ts';
 import type { JsonObject } from './types.ts';
 import { EMPTY_ENUM_KEYWORD, indexSchemaResources, SchemaResourceError } from './schema-resources.ts';
+import { addIriFormats } from './iri-formats.ts';
 import { addUnevaluatedItemsKeyword } from './unevaluated-items.ts';
 import { createCompiledSchema, type CompiledSchema } from './validate.ts';
 
@@ -197,6 +198,7 @@ export function createSchemaCompiler(): SchemaCompiler {
   });
   // ajv-formats is CommonJS: Node's default import is module.exports, whose `default` is the plugin itself.
   addFormatsPlugin.default(ajv);
+  addIriFormats(ajv);
   const formats = new Set(Object.keys(ajv.formats));
   ajv.addKeyword({ keyword: EMPTY_ENUM_KEYWORD, schemaType: 'boolean', errors: false, validate: () => false });
   addUnevaluatedItemsKeyword(ajv);

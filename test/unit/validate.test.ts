@@ -259,6 +259,19 @@ describe('messages', () => {
     expect(forA({ type: 'array', contains: { type: 'string' }, unevaluatedItems: false }, ['x', 'y'])).toEqual([]);
   });
 
+  it('asserts iri, iri-reference and idn-email (issue 16), in linear time on hostile input', () => {
+    expect(forA({ type: 'string', format: 'iri' }, 'https://例え.テスト/パス?q=ü#frag')).toEqual([]);
+    expect(forA({ type: 'string', format: 'iri' }, '/relative/only')).toEqual(['$.a: must be a valid iri']);
+    expect(forA({ type: 'string', format: 'iri-reference' }, '../ü/ö')).toEqual([]);
+    expect(forA({ type: 'string', format: 'iri-reference' }, 'a b')).toEqual(['$.a: must be a valid iri-reference']);
+    expect(forA({ type: 'string', format: 'idn-email' }, '실례@실례.테스트')).toEqual([]);
+    expect(forA({ type: 'string', format: 'idn-email' }, '2962')).toEqual(['$.a: must be a valid idn-email']);
+    // ~0.9 MiB of arguments that fail only at the end: completes (a backtracking blow-up would hang this test).
+    const long = `https://x.example/${'é/'.repeat(150_000)} `;
+    expect(forA({ type: 'string', format: 'iri' }, long)).toEqual(['$.a: must be a valid iri']);
+    expect(forA({ type: 'string', format: 'idn-email' }, `${'ü'.repeat(150_000)}@x.y `)).toEqual(['$.a: must be a valid idn-email']);
+  });
+
   it('validates a property named __proto__ as the own property it is in the arguments (issue 16)', () => {
     const schema = JSON.parse('{"type":"object","properties":{"__proto__":{"type":"number"}},"required":["__proto__"]}') as JsonObject;
     expect(lines(schema, JSON.parse('{"__proto__":"foo"}'))).toEqual(['$.__proto__: expected type number, got string']);
