@@ -127,7 +127,6 @@ export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFun
   };
 }
 
-
 /** Every object subschema reachable from `start`, following local `$ref`s (and `$dynamicRef`s used as pointers). */
 const reachableFrom = (root: unknown, start: unknown): Set<object> => {
   const seen = new Set<object>();
