@@ -6,6 +6,8 @@
  * - "stock" peer: Ajv with its defaults plus allErrors and formats (native RegExp, not verbose): what the safety
  *   (linear-time patterns, own-property checks) costs on top. The payments patterns are all in the class V8 may run
  *   (see isBacktrackSafe); the last case swaps in patterns that need RE2 (WebAssembly) to show that cost too.
+ * The last four rows use a schema with `$anchor` references and `unevaluatedProperties` (issue 16), which Estate
+ * compiles through its normalised form (src/domain/schema-resources.ts) and raw Ajv compiles as written.
  * Run alone: `node --import tsx bench/validation.ts`.
  */
 import { pathToFileURL } from 'node:url';
@@ -77,15 +79,76 @@ const re2Properties = re2Schema['properties'] as JsonObject;
 re2Properties['reference'] = { type: 'string', pattern: '^(PMT|PAY)-\\d{3,}$' };
 re2Properties['creditor_iban'] = { type: 'string', pattern: '^[A-Z]{2}\\d{2}(?:[A-Z0-9]{4}){2,7}[A-Z0-9]{1,4}$' };
 
-const sameOptionsAjv = (schema: JsonObject = paymentSchema): ValidateFunction => {
+/** The payments contract written with `$anchor` references, a conditional, and `unevaluatedProperties: false`. */
+const anchorSchema: JsonObject = {
+  type: 'object',
+  properties: {
+    reference: { $ref: '#reference' },
+    amount: { $ref: '#money' },
+    currency: { enum: ['AED', 'EUR', 'GBP', 'USD', 'SAR'] },
+    debtor: { $ref: '#party' },
+    creditor: { $ref: '#party' },
+    value_date: { type: 'string', format: 'date' },
+    urgent: { type: 'boolean' },
+    tags: { type: 'array', items: { type: 'string', maxLength: 20 }, maxItems: 10 },
+  },
+  required: ['reference', 'amount', 'currency', 'debtor', 'creditor', 'value_date'],
+  allOf: [
+    {
+      if: { properties: { urgent: { const: true } }, required: ['urgent'] },
+      then: { properties: { reason: { type: 'string', maxLength: 140 } }, required: ['reason'] },
+    },
+  ],
+  unevaluatedProperties: false,
+  $defs: {
+    reference: { $anchor: 'reference', type: 'string', pattern: '^PMT-\\d{3,}$' },
+    money: { $anchor: 'money', type: 'integer', minimum: 1, maximum: 1_000_000_000 },
+    party: {
+      $anchor: 'party',
+      type: 'object',
+      properties: {
+        iban: { type: 'string', pattern: '^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$' },
+        name: { type: 'string', minLength: 1, maxLength: 140 },
+      },
+      required: ['iban', 'name'],
+      unevaluatedProperties: false,
+    },
+  },
+};
+
+const anchorValidArgs = {
+  reference: 'PMT-771',
+  amount: 250_000,
+  currency: 'AED',
+  debtor: { iban: 'AE070331234567890123456', name: 'Acme Trading LLC' },
+  creditor: { iban: 'GB33BUKB20201555555555', name: 'Globex Ltd' },
+  value_date: '2026-11-30',
+  urgent: true,
+  reason: 'payroll',
+  tags: ['supplier', 'q4'],
+};
+
+/** Five errors: a bad pattern, a type, an unevaluated property at the root and in a party, a missing `reason`. */
+const anchorInvalidArgs = {
+  reference: 'PMT771',
+  amount: '250000',
+  currency: 'AED',
+  debtor: { iban: 'AE070331234567890123456', name: 'Acme Trading LLC', note: 'x' },
+  creditor: { iban: 'GB33BUKB20201555555555', name: 'Globex Ltd' },
+  value_date: '2026-11-30',
+  urgent: true,
+  memo: 'x',
+};
+
+const sameOptionsAjv = (schema: JsonObject = paymentSchema, extra: { strictSchema?: boolean } = {}): ValidateFunction => {
   const regExp = Object.assign((pattern: string) => linearRegExp(pattern), { code: 'RE2' });
-  const ajv = new Ajv2020({ ...ajvOptions, verbose: true, ownProperties: true, code: { regExp } });
+  const ajv = new Ajv2020({ ...ajvOptions, ...extra, verbose: true, ownProperties: true, code: { regExp } });
   addFormatsPlugin.default(ajv);
   return ajv.compile(structuredClone(schema));
 };
 
-const stockAjv = (schema: JsonObject = paymentSchema): ValidateFunction => {
-  const ajv = new Ajv2020(ajvOptions);
+const stockAjv = (schema: JsonObject = paymentSchema, extra: { strictSchema?: boolean } = {}): ValidateFunction => {
+  const ajv = new Ajv2020({ ...ajvOptions, ...extra });
   addFormatsPlugin.default(ajv);
   return ajv.compile(structuredClone(schema));
 };
@@ -159,6 +222,39 @@ export async function run(): Promise<BenchRow[]> {
     peer: perCall(() => stockRe2(validArgs)),
     notes: re2Note,
   });
+  const estateAnchor = createSchemaCompiler().compile(anchorSchema, 'inputSchema');
+  const sameAnchor = sameOptionsAjv(anchorSchema, { strictSchema: false });
+  const stockAnchor = stockAjv(anchorSchema, { strictSchema: false });
+  if (estateAnchor.validate(anchorValidArgs).length !== 0 || !sameAnchor(anchorValidArgs) || !stockAnchor(anchorValidArgs)) {
+    throw new Error('valid args rejected ($anchor schema)');
+  }
+  const anchorErrors = estateAnchor.validate(anchorInvalidArgs).length;
+  if (anchorErrors === 0 || sameAnchor(anchorInvalidArgs) || stockAnchor(anchorInvalidArgs)) throw new Error('invalid args accepted ($anchor schema)');
+  const anchorNote = `payments schema with 3 $anchor refs, if/then in allOf, unevaluatedProperties: false at two levels; Estate compiles its normalised form, Ajv the schema as written; median of ${ITERATIONS} batches of ${BATCH}`;
+  for (const [label, args, extra] of [
+    ['valid args', anchorValidArgs, ''],
+    ['invalid args', anchorInvalidArgs, `; ${anchorErrors} errors mapped, sorted`],
+  ] as const) {
+    const estateUs = perCall(() => estateAnchor.validate(args));
+    rows.push({
+      bench: 'validation',
+      case: `$anchor + unevaluatedProperties, ${label}: Estate validate vs Ajv, same options`,
+      unit: 'µs/op',
+      estate: estateUs,
+      peerName: "raw Ajv (allErrors, verbose, Estate's pattern engine, formats), errors ignored",
+      peer: perCall(() => sameAnchor(args)),
+      notes: anchorNote + extra,
+    });
+    rows.push({
+      bench: 'validation',
+      case: `$anchor + unevaluatedProperties, ${label}: Estate validate vs stock Ajv`,
+      unit: 'µs/op',
+      estate: estateUs,
+      peerName: 'stock Ajv (allErrors, native RegExp, formats), errors ignored',
+      peer: perCall(() => stockAnchor(args)),
+      notes: anchorNote + extra,
+    });
+  }
   return rows;
 }
 

@@ -144,7 +144,11 @@ for s in $SUITES; do
   args=(server --url "$URL" -o "$OUT/$s")
   # The 2026 suite's default ("active") leaves out everything introduced in 2026-07-28; the frozen requirement set is
   # what conformance to that revision means.
-  if [[ "$s" == 2026 ]]; then args+=(--requirements 2026-07-28 --timeout 20000); fi
+  # The suite refuses --requirements beside --scenario (a requirement set fixes the scenarios), so one scenario runs without.
+  if [[ "$s" == 2026 ]]; then
+    args+=(--timeout 20000)
+    if [[ -z "${CONFORMANCE_SCENARIO:-}" ]]; then args+=(--requirements 2026-07-28); fi
+  fi
   if [[ -n "${CONFORMANCE_SCENARIO:-}" ]]; then args+=(--scenario "$CONFORMANCE_SCENARIO")
   else args+=(--expected-failures "test/conformance/expected-failures-$s.yml"); fi
   log "suite $s (@modelcontextprotocol/conformance@$version): $NODE22 ${pkg#"$ROOT"/}/dist/index.js ${args[*]}"

@@ -7,6 +7,7 @@
  * Schema); where the structure does not tell, it fails closed with `unmodelled-change`.
  */
 import { canonicalJson } from './hash.ts';
+import { indexSchemaResources } from './schema-resources.ts';
 import { type Direction, type SchemaRule, indexPath, keyPath, schemaReason } from './classify-rules.ts';
 import { LEVEL_RANK, type JsonObject, type JsonValue, type Reason } from './types.ts';
 
@@ -302,7 +303,8 @@ class Walk {
     for (const k of ANNOTATIONS) {
       if (!same(this.b[k], this.a[k])) this.add('annotation-changed', this.path, `${k}: ${show(this.b[k])} -> ${show(this.a[k])}`);
     }
-    // Estate refuses every non-local `$ref` at publish, so `$id` can never redirect a resolution: it only names.
+    // A schema with `$id` is compared in its normalised form (see forComparison), where no `$id` is left; this
+    // only sees one in a schema compared as is.
     if (!same(this.b.$id, this.a.$id)) this.add('id-changed', this.path, `$id: ${show(this.b.$id)} -> ${show(this.a.$id)}`);
   }
 
@@ -606,10 +608,39 @@ const compare = (b: JsonValue, a: JsonValue, path: string, ctx: Ctx): Reason[] =
   }
 };
 
+/**
+ * A schema as the classifier compares it. One using `$id` resources, `$anchor`, `$dynamicAnchor`/`$dynamicRef` (or a
+ * reference by URI into its own resources) is compared in the normalised form the validator compiles (every reference
+ * a `#/$defs/...` pointer, one copy per dynamic scope; src/domain/schema-resources.ts), so what a reference means is
+ * decided the same way for both. `undecided` when it cannot be normalised (a published schema always can): the caller
+ * then fails closed.
+ */
+const forComparison = (schema: JsonObject): { schema: JsonObject; identifiers: string[]; undecided?: string } => {
+  try {
+    const index = indexSchemaResources(schema);
+    if (!index.usesIdentifiers) return { schema, identifiers: [] };
+    return { schema: index.normalise({ ajvFixes: false }) as JsonObject, identifiers: index.identifiers };
+  } catch (e) {
+    return { schema, identifiers: [], undecided: e instanceof Error ? e.message : String(e) };
+  }
+};
+
 /** Reasons, unsorted and possibly repeated, for moving from `before` to `after`; each schema's `$ref`s resolve in its own root. */
-export const compareSchemas = (before: JsonObject, after: JsonObject, direction: Direction, basePath: string): Reason[] => {
+export const compareSchemas = (before0: JsonObject, after0: JsonObject, direction: Direction, basePath: string): Reason[] => {
+  const b = forComparison(before0);
+  const a = forComparison(after0);
+  const undecided = b.undecided ?? a.undecided;
+  if (undecided !== undefined) {
+    return same(before0, after0) ? [] : [schemaReason('unmodelled-change', direction, basePath, `references not resolvable (${undecided}); fails closed`)];
+  }
+  const before = b.schema;
+  const after = a.schema;
   const ctx: Ctx = { beforeRoot: before, afterRoot: after, direction, active: new Set(), depth: 0, budget: MAX_COMPARISONS, exhausted: false };
   const reasons = compare(before, after, basePath, ctx);
+  // `$id` and anchors only name (their effect on references is compared above, through the normalised form).
+  if (!same(b.identifiers, a.identifiers)) {
+    reasons.push(schemaReason('id-changed', direction, basePath, `identifiers: ${show(b.identifiers)} -> ${show(a.identifiers)}`));
+  }
   // Reported at the top, not where it ran out: that spot may have been a discarded branch pairing.
   if (ctx.exhausted) reasons.push(schemaReason('unmodelled-change', direction, basePath, `more than ${MAX_COMPARISONS} schema comparisons (nested combinators); fails closed`));
   return reasons;

@@ -46,8 +46,8 @@ export const isPlainObject = (value: unknown): value is Record<string, unknown> 
 
 /**
  * Resolve a local reference (`#` or `#/json/pointer`, URI-encoded as `$ref` values are) against the root schema.
- * Returns undefined when it points nowhere. Anchors are not resolved: Ajv does not support `$anchor`, so the compiler
- * refuses it.
+ * Returns undefined when it points nowhere. Anchors and `$id`-relative references are not resolved here: a schema
+ * using them is compiled in its normalised form (schema-resources.ts), where every reference is such a pointer.
  */
 export const resolveLocalRef = (root: unknown, ref: string): unknown => {
   if (!ref.startsWith('#')) return undefined;

@@ -1,16 +1,20 @@
 /**
  * The schema rules of SPEC §1: a tool schema is JSON Schema 2020-12 with `type: object` at the root, compiled by Ajv in
- * strict mode, with `format` asserted, only local `#...` references, and every `pattern` run by RE2 (linear time).
+ * strict mode, with `format` asserted, references resolved only inside the document (its subschemas, `$id` resources
+ * and anchors; never fetched), and every `pattern` run by RE2 (linear time).
  * What a schema may say is decided here once, at publish; the validator then trusts the compiled result.
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
 import { RE2 } from 're2-wasm';
-import { invalidDefinition } from './errors.ts';
+import { DomainError, invalidDefinition } from './errors.ts';
 import { canonicalJson } from './hash.ts';
 import { isPlainObject, subschemas } from './json-path.ts';
 import type { JsonObject } from './types.ts';
+import { EMPTY_ENUM_KEYWORD, indexSchemaResources, SchemaResourceError } from './schema-resources.ts';
+import { addIriFormats } from './iri-formats.ts';
+import { addUnevaluatedItemsKeyword } from './unevaluated-items.ts';
 import { createCompiledSchema, type CompiledSchema } from './validate.ts';
 
 export interface SchemaCompiler {
@@ -33,7 +37,7 @@ export const MAX_SCHEMA_DEPTH = 128;
  * thing here and another to every client, so they are refused like typos.
  */
 const KEYWORDS = new Set([
-  '$schema', '$id', '$ref', '$dynamicRef', '$dynamicAnchor', '$vocabulary', '$comment', '$defs', 'definitions',
+  '$schema', '$id', '$anchor', '$ref', '$dynamicRef', '$dynamicAnchor', '$vocabulary', '$comment', '$defs', 'definitions',
   'prefixItems', 'items', 'contains', 'additionalProperties', 'properties', 'patternProperties', 'dependentSchemas',
   'propertyNames', 'if', 'then', 'else', 'allOf', 'anyOf', 'oneOf', 'not', 'unevaluatedItems', 'unevaluatedProperties',
   'type', 'const', 'enum', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum', 'maxLength',
@@ -176,7 +180,10 @@ export function createSchemaCompiler(): SchemaCompiler {
     // strictSchema refuses unknown keywords; strictTypes/strictTuples/strictRequired would refuse valid 2020-12
     // schemas (a `pattern` without `type: string`, say), which is not Estate's to forbid.
     strict: false,
-    strictSchema: true,
+    // Unknown keywords are refused by checkStatic (KEYWORDS), unknown formats too. Ajv's other strictSchema checks
+    // refuse VALID 2020-12 schemas (`if` without `then`, `minContains: 0`, a property a patternProperties also matches),
+    // which is not Estate's to forbid.
+    strictSchema: false,
     strictNumbers: true,
     strictTypes: false,
     strictTuples: false,
@@ -191,6 +198,10 @@ export function createSchemaCompiler(): SchemaCompiler {
   });
   // ajv-formats is CommonJS: Node's default import is module.exports, whose `default` is the plugin itself.
   addFormatsPlugin.default(ajv);
+  addIriFormats(ajv);
+  const formats = new Set(Object.keys(ajv.formats));
+  ajv.addKeyword({ keyword: EMPTY_ENUM_KEYWORD, schemaType: 'boolean', errors: false, validate: () => false });
+  addUnevaluatedItemsKeyword(ajv);
   ajv.removeKeyword('uniqueItems');
   ajv.addKeyword({
     keyword: 'uniqueItems',
@@ -217,20 +228,14 @@ export function createSchemaCompiler(): SchemaCompiler {
         refuse('schema-invalid', `${where} nests subschemas deeper than ${MAX_SCHEMA_DEPTH} levels (at ${location(pointer.slice(0, 200))}...)`);
       }
       for (const keyword of Object.keys(sub)) {
-        if (keyword === '$anchor') {
-          refuse('schema-invalid', `${where}: $anchor at ${location(pointer)} is not supported; use a '#/$defs/...' $ref`);
-        }
         if (!KEYWORDS.has(keyword)) refuse('unknown-keyword', `${where}: unknown keyword '${keyword}' at ${location(pointer)}`);
       }
-      for (const refKeyword of ['$ref', '$dynamicRef']) {
-        const ref = sub[refKeyword];
-        if (ref !== undefined && (typeof ref !== 'string' || !ref.startsWith('#'))) {
-          refuse('remote-ref', `${where}: ${refKeyword} ${JSON.stringify(ref)} at ${location(pointer)} is not a local '#...' reference`);
-        }
+      const subDialect = sub['$schema'];
+      if (pointer !== '' && subDialect !== undefined && subDialect !== DIALECT && subDialect !== `${DIALECT}#`) {
+        refuse('schema-invalid', `${where}: $schema ${JSON.stringify(subDialect)} at ${location(pointer)} is not JSON Schema 2020-12 (${DIALECT})`);
       }
-      if (sub['$id'] !== undefined) {
-        // An $id re-bases references (and names the schema in Ajv's registry): a schema must resolve only within itself.
-        refuse('remote-ref', `${where}: $id at ${location(pointer)} is not allowed; only local '#...' references resolve`);
+      if (typeof sub['format'] === 'string' && !formats.has(sub['format'])) {
+        refuse('schema-invalid', `${where}: unknown format ${JSON.stringify(sub['format'])} at ${location(pointer)}`);
       }
       const patterns: string[] = [];
       if (typeof sub['pattern'] === 'string') patterns.push(sub['pattern']);
@@ -255,24 +260,53 @@ export function createSchemaCompiler(): SchemaCompiler {
     }
   };
 
+  /**
+   * Where every reference points, inside this document only: a reference no resource (`$id`) or anchor of the same
+   * schema defines is `remote-ref`. A schema using `$id`, anchors or `$dynamicRef` is compiled in its normalised form
+   * (src/domain/schema-resources.ts); any other as published.
+   */
+  const resolveReferences = (schema: JsonObject, where: string): JsonObject | undefined => {
+    try {
+      const index = indexSchemaResources(schema);
+      const remote = index.remote[0];
+      if (remote?.local === true) {
+        refuse('schema-invalid', `${where}: ${remote.keyword} ${JSON.stringify(remote.ref)} at ${location(remote.pointer)} points to nothing in the schema`);
+      }
+      if (remote !== undefined) {
+        refuse(
+          'remote-ref',
+          `${where}: ${remote.keyword} ${JSON.stringify(remote.ref)} at ${location(remote.pointer)} leaves the schema; only references to this schema's own subschemas, $id resources and anchors resolve, and nothing is ever fetched`,
+        );
+      }
+      return index.needsNormalising ? (index.normalise() as JsonObject) : undefined;
+    } catch (e) {
+      if (e instanceof SchemaResourceError) return refuse(e.code, `${where}: ${e.message}`);
+      throw e;
+    }
+  };
+
   const compileChecked = (schema: JsonObject, where: string): CompiledSchema => {
     checkStatic(schema, where);
     let own: JsonObject | undefined;
     let fn: ValidateFunction;
+    let normalised: JsonObject | undefined;
     try {
       // Our own copy: the compiled function and the error mapper rely on the schema never changing under them.
       own = structuredClone(schema);
-      fn = ajv.compile(own);
+      normalised = resolveReferences(own, where);
+      fn = ajv.compile(normalised ?? own);
     } catch (e) {
+      if (e instanceof DomainError) throw e;
       const message = e instanceof Error ? e.message : String(e);
       const unknown = /unknown keyword: "([^"]*)"/.exec(message);
       if (unknown) refuse('unknown-keyword', `${where}: unknown keyword '${unknown[1]}'`);
       return refuse('schema-invalid', `${where} does not compile: ${message}`);
     } finally {
       // Ajv would otherwise keep every schema it ever compiled; callers hold the compiled result themselves.
-      if (own !== undefined) ajv.removeSchema(own);
+      if (normalised !== undefined) ajv.removeSchema(normalised);
+      else if (own !== undefined) ajv.removeSchema(own);
     }
-    return createCompiledSchema(own, fn);
+    return createCompiledSchema(own, fn, normalised);
   };
 
   return {

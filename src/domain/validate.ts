@@ -5,6 +5,8 @@
  */
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { JsonObject } from './types.ts';
+import { EMPTY_ENUM_KEYWORD } from './schema-resources.ts';
+import { UNEVALUATED_ITEMS_KEYWORD, type WrappedItemError } from './unevaluated-items.ts';
 import { appendKey, childSchemas, isPlainObject, pointerToPath, resolveLocalRef } from './json-path.ts';
 
 export interface ValidationError {
@@ -96,9 +98,10 @@ export function checkArgumentLimits(args: unknown): ValidationError | null {
 
 /**
  * Wrap an Ajv validate function (compiled with allErrors and verbose) as Estate's CompiledSchema. The valid path is one
- * call into Ajv; errors are mapped only when there are some.
+ * call into Ajv; errors are mapped only when there are some. `compiled` is the schema Ajv compiled when it is not
+ * `schema` itself (the normalised form of one using `$id`, anchors or `$dynamicRef`): Ajv's errors point into it.
  */
-export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFunction): CompiledSchema {
+export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFunction, compiled: JsonObject = schema): CompiledSchema {
   // Per combinator (its parent schema object and keyword), the subschemas its branches can reach; built on first use.
   const reachableCache = new WeakMap<object, Map<string, Set<object>>>();
   const reachable = (parentSchema: unknown, keyword: string): Set<object> => {
@@ -110,7 +113,7 @@ export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFun
     }
     let set = perParent.get(keyword);
     if (set === undefined) {
-      set = reachableFrom(schema, parentSchema[keyword]);
+      set = reachableFrom(compiled, parentSchema[keyword]);
       perParent.set(keyword, set);
     }
     return set;
@@ -156,7 +159,9 @@ interface Mapped extends ValidationError {
 const mapAjvErrors = (errors: readonly ErrorObject[], data: unknown, reachable: Reachable): ValidationError[] => {
   // Branch errors of a failed combinator are exactly the errors pushed while it ran: a contiguous run just before it.
   const kept: ErrorObject[] = [];
-  for (const error of errors) {
+  for (const reported of errors) {
+    // unevaluated-items.ts reports its item schema's own errors wrapped (see WrappedItemError).
+    const error = reported.keyword === UNEVALUATED_ITEMS_KEYWORD ? (reported.params as unknown as WrappedItemError).inner : reported;
     if (error.keyword === 'if' || error.keyword === 'propertyNames') continue; // their branch errors say it better
     if (COLLAPSING.has(error.keyword)) {
       const branches = reachable(error.parentSchema, error.keyword);
@@ -278,6 +283,8 @@ const word = (e: ErrorObject): Worded => {
         ? { message: `must contain at least ${plural(min, 'matching item', 'matching items')}` }
         : { message: `must contain at least ${str(min)} and at most ${plural(p['maxContains'], 'matching item', 'matching items')}` };
     }
+    case EMPTY_ENUM_KEYWORD:
+      return { message: 'must be one of []' };
     case 'false schema':
       return { message: 'is not allowed' };
     default:

@@ -168,6 +168,55 @@ describe('classifySchemaChange: recursion', () => {
     expect(levelOf(classifySchemaChange(obj({ l: {} }), list, 'input', 'inputSchema'))).toBe('major');
   });
 
+  it('resolves $anchor references: a change behind an anchor is seen, a pointer-to-anchor rewrite is no change', () => {
+    const anchored = (minimum: number): JsonObject => ({
+      ...obj({ amount: { $ref: '#money' } }),
+      $defs: { money: { $anchor: 'money', type: 'number', minimum } },
+    });
+    expect(brief(classifySchemaChange(anchored(0), anchored(1), 'input', 'inputSchema'))).toEqual([
+      ['inputSchema.properties.amount', 'lower-bound-tightened', 'major'],
+    ]);
+    expect(classifySchemaChange(anchored(0), anchored(0), 'input', 'inputSchema')).toEqual([]);
+    const pointer = { ...obj({ amount: { $ref: '#/$defs/money' } }), $defs: { money: { type: 'number', minimum: 0 } } };
+    // Same meaning; only the anchor (a name) went away: a patch-level id-changed, nothing else.
+    expect(brief(classifySchemaChange(anchored(0), pointer, 'input', 'inputSchema'))).toEqual([['inputSchema', 'id-changed', 'patch']]);
+  });
+
+  it('resolves references into embedded $id resources, each against its own base', () => {
+    const resource = (type: string): JsonObject => ({
+      ...obj({ amount: { $ref: 'https://example.com/money.json' } }),
+      $defs: { money: { $id: 'https://example.com/money.json', type: 'object', properties: { units: { $ref: '#/$defs/u' } }, $defs: { u: { type } } } },
+    });
+    expect(classifySchemaChange(resource('number'), resource('number'), 'input', 'inputSchema')).toEqual([]);
+    expect(brief(classifySchemaChange(resource('number'), resource('integer'), 'input', 'inputSchema'))).toEqual([
+      ['inputSchema.properties.amount.properties.units', 'type-narrowed', 'major'],
+    ]);
+  });
+
+  it('resolves $dynamicRef to the outermost $dynamicAnchor of its dynamic scope', () => {
+    // The generic list's items are `$dynamicRef: "#item"`; the tool's own `item` anchor (outermost) decides.
+    const list = (itemType: string): JsonObject => ({
+      $id: 'https://example.com/tool.json',
+      type: 'object',
+      properties: { xs: { $ref: 'list.json' } },
+      $defs: {
+        item: { $dynamicAnchor: 'item', type: itemType },
+        list: { $id: 'list.json', type: 'array', items: { $dynamicRef: '#item' }, $defs: { item: { $dynamicAnchor: 'item' } } },
+      },
+    });
+    expect(classifySchemaChange(list('string'), list('string'), 'input', 'inputSchema')).toEqual([]);
+    expect(brief(classifySchemaChange(list('number'), list('integer'), 'input', 'inputSchema'))).toEqual([
+      ['inputSchema.properties.xs.items', 'type-narrowed', 'major'],
+    ]);
+  });
+
+  it('fails closed (MAJOR unmodelled-change) where references cannot be resolved', () => {
+    const remote = obj({ a: { $ref: 'https://example.com/elsewhere.json' } });
+    const reasons = classifySchemaChange(remote, obj({ a: { $ref: 'https://example.com/other.json' } }), 'input', 'inputSchema');
+    expect(brief(reasons)).toEqual([['inputSchema', 'unmodelled-change', 'major']]);
+    expect(classifySchemaChange(remote, remote, 'input', 'inputSchema')).toEqual([]);
+  });
+
   it('compares a property removed into patternProperties / additionalProperties with what now governs it', () => {
     const before = obj({ a: str, b: str }, { additionalProperties: false });
     const covered = obj({ a: str }, { additionalProperties: str });

@@ -50,10 +50,11 @@ describe('schema compiler: refusals', () => {
     expect(refusal(objectWith({ $ref: 'https://json-schema.org/draft/2020-12/schema' })).code).toBe('remote-ref');
   });
 
-  it('refuses a non-local $dynamicRef and any $id', () => {
+  it('refuses a non-local $dynamicRef, and a $ref to an $id the schema does not define (issue 16: $id itself is allowed)', () => {
     expect(refusal(objectWith({ $dynamicRef: 'https://example.com/x#meta' })).code).toBe('remote-ref');
-    expect(refusal({ type: 'object', $id: 'https://example.com/tool.json' }).code).toBe('remote-ref');
-    expect(refusal(objectWith({ $id: 'other.json', type: 'string' })).code).toBe('remote-ref');
+    expect(() => compiler.check({ type: 'object', $id: 'https://example.com/tool.json' }, 'inputSchema')).not.toThrow();
+    expect(() => compiler.check(objectWith({ $id: 'other.json', type: 'string' }), 'inputSchema')).not.toThrow();
+    expect(refusal(objectWith({ $ref: 'other.json' })).code).toBe('remote-ref');
   });
 
   it('does not mistake a property NAMED $ref or an enum value for a reference', () => {

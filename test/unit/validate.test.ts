@@ -246,6 +246,39 @@ describe('messages', () => {
     ]);
   });
 
+  it('words unevaluatedItems as before, and reports items `contains` did not evaluate at their own paths (issue 16)', () => {
+    // Evaluated positions form a prefix: Ajv's wording, at the array.
+    expect(forA({ type: 'array', prefixItems: [{ type: 'string' }], unevaluatedItems: false }, ['a', 'b'])).toEqual([
+      '$.a: must have at most 1 items',
+    ]);
+    // `contains` evaluates positions 0 and 2 only: position 1 is unevaluated, and reported there.
+    expect(forA({ type: 'array', contains: { type: 'string' }, unevaluatedItems: false }, ['x', 1, 'y'])).toEqual(['$.a[1]: is not allowed']);
+    expect(forA({ type: 'array', contains: { type: 'string' }, unevaluatedItems: { type: 'integer' } }, ['x', 1.5, 'y', 2])).toEqual([
+      '$.a[1]: expected type integer, got number',
+    ]);
+    expect(forA({ type: 'array', contains: { type: 'string' }, unevaluatedItems: false }, ['x', 'y'])).toEqual([]);
+  });
+
+  it('asserts iri, iri-reference and idn-email (issue 16), in linear time on hostile input', () => {
+    expect(forA({ type: 'string', format: 'iri' }, 'https://例え.テスト/パス?q=ü#frag')).toEqual([]);
+    expect(forA({ type: 'string', format: 'iri' }, '/relative/only')).toEqual(['$.a: must be a valid iri']);
+    expect(forA({ type: 'string', format: 'iri-reference' }, '../ü/ö')).toEqual([]);
+    expect(forA({ type: 'string', format: 'iri-reference' }, 'a b')).toEqual(['$.a: must be a valid iri-reference']);
+    expect(forA({ type: 'string', format: 'idn-email' }, '실례@실례.테스트')).toEqual([]);
+    expect(forA({ type: 'string', format: 'idn-email' }, '2962')).toEqual(['$.a: must be a valid idn-email']);
+    // ~0.9 MiB of arguments that fail only at the end: completes (a backtracking blow-up would hang this test).
+    const long = `https://x.example/${'é/'.repeat(150_000)} `;
+    expect(forA({ type: 'string', format: 'iri' }, long)).toEqual(['$.a: must be a valid iri']);
+    expect(forA({ type: 'string', format: 'idn-email' }, `${'ü'.repeat(150_000)}@x.y `)).toEqual(['$.a: must be a valid idn-email']);
+  });
+
+  it('validates a property named __proto__ as the own property it is in the arguments (issue 16)', () => {
+    const schema = JSON.parse('{"type":"object","properties":{"__proto__":{"type":"number"}},"required":["__proto__"]}') as JsonObject;
+    expect(lines(schema, JSON.parse('{"__proto__":"foo"}'))).toEqual(['$.__proto__: expected type number, got string']);
+    expect(lines(schema, JSON.parse('{"__proto__":1}'))).toEqual([]);
+    expect(lines(schema, {})).toEqual(['$.__proto__: is required']);
+  });
+
   it('checks required properties as own properties only', () => {
     expect(lines({ type: 'object', required: ['toString'] }, {})).toEqual(['$.toString: is required']);
   });
