@@ -122,7 +122,7 @@ else
     "-Dlog4j.configuration=file:$ROOT/scripts/kafka/log4j.properties" "-Dkafka.logs.dir=$KAFKA_DIR/logs")
   CLUSTER_ID="$(java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool random-uuid 2>>"$KAFKA_DIR/logs/storage.log" 9>&-)" \
     || die "StorageTool random-uuid failed; see $KAFKA_DIR/logs/storage.log"
-  java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format -t "$CLUSTER_ID" \
+  java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format --cluster-id="$CLUSTER_ID" \
     -c "$KAFKA_DIR/server.properties" >>"$KAFKA_DIR/logs/storage.log" 2>&1 9>&- \
     || die "StorageTool format failed; see $KAFKA_DIR/logs/storage.log"
 
