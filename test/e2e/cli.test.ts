@@ -98,9 +98,15 @@ describe('the README walkthrough', () => {
     expect((await estate('list', '--tenant', 'globex', '--scopes', 'payments.read', '--clearance', 'confidential', '--json')).stdout).toContain('"tools": []');
     expect((await estate('deprecate', 'payments.lookup@2.0.0', '--reason', 'include_legs should stay optional')).code).toBe(0);
     expect(await list()).toEqual(['1.0.0']);
+    // Asking for the state it already has: unchanged, exit 0, nothing appended (a retried pipeline step is safe).
+    const historyBefore = (await estate('history', 'payments.lookup', '--json')).stdout;
     const again = await estate('deprecate', 'payments.lookup@2.0.0', '--reason', 'again');
-    expect(again.code).toBe(3);
-    expect(again.stderr).toMatch(/already deprecated/);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe('unchanged payments.lookup@2.0.0 (already in that state; nothing appended)\n');
+    const againJson = await estate('deprecate', 'payments.lookup@2.0.0', '--reason', 'again', '--json');
+    expect(againJson.code).toBe(0);
+    expect(JSON.parse(againJson.stdout)).toEqual({ result: 'unchanged', name: 'payments.lookup', version: '2.0.0' });
+    expect((await estate('history', 'payments.lookup', '--json')).stdout).toBe(historyBefore);
 
     const history = JSON.parse((await estate('history', 'payments.lookup', '--json')).stdout) as { versions: { version: string; status: string; level: string }[] };
     expect(history.versions.map((v) => [v.version, v.status, v.level])).toEqual([['1.0.0', 'active', 'initial'], ['2.0.0', 'deprecated', 'major']]);

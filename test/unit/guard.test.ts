@@ -160,12 +160,17 @@ describe('lifecycle', () => {
   it('active → retired directly', () => {
     expect(ret(state1).map((e) => e.type)).toEqual(['ToolVersionRetired']);
   });
-  it('deprecating twice, deprecating a retired version and retiring twice are refused', () => {
+  it('deprecating a deprecated version and retiring a retired one decide nothing (unchanged); deprecating a retired one is refused', () => {
     const s2 = dep(state1).reduce(evolve, state1);
-    expect(() => dep(s2)).toThrow(/already deprecated/);
+    expect(dep(s2)).toEqual([]);
+    expect(dep(s2, '1.0.0')).toEqual([]);
     const s3 = ret(s2).reduce(evolve, s2);
-    expect(() => dep(s3)).toThrow(/is retired/);
-    expect(() => ret(s3)).toThrow(/already retired/);
+    expect(ret(s3)).toEqual([]);
+    expect(() => dep(s3)).toThrow(expect.objectContaining({ kind: 'lifecycle', code: 'already-retired', message: expect.stringMatching(/is retired; a retired version cannot be deprecated/) }));
+    // Never back: retired stays retired whatever is asked.
+    const s4 = ret(state1).reduce(evolve, state1);
+    expect(ret(s4)).toEqual([]);
+    expect(() => dep(s4)).toThrow(/is retired/);
   });
   it('unknown tool and unknown version are not-found', () => {
     expect(() => dep(initialToolState('payments.lookup'))).toThrow(expect.objectContaining({ kind: 'not-found', code: 'unknown-tool' }));
