@@ -73,6 +73,9 @@ describe('the README walkthrough', () => {
     expect(published).toMatchObject({ result: 'published', name: 'payments.lookup', version: '1.0.0', level: 'initial', reasons: [] });
 
     expect(JSON.parse((await estate('publish', v1, '--json')).stdout)).toMatchObject({ result: 'unchanged' });
+    // A moment after 1.0.0 was recorded (its CLI has exited) and before 2.0.0 is (its CLI has not started).
+    const beforeMajor = new Date().toISOString();
+    const beforeAnything = '2000-01-01T00:00:00Z';
 
     const stricter = aRawDefinition({ version: '1.1.0', inputSchema: { ...(aRawDefinition().inputSchema as object), required: ['reference', 'include_legs'] } });
     const f2 = t.file('lookup-1.1.json', stricter);
@@ -118,5 +121,10 @@ describe('the README walkthrough', () => {
     const asOf = JSON.parse((await estate('replay', '--at', published.position, '--json')).stdout) as { tools: { version: string }[] };
     expect(asOf.tools.map((x) => x.version)).toEqual(['1.0.0']);
     expect((await estate('replay', '--at', 'no-such-position')).code).toBe(4);
+    // --at <ISO-8601 time>: the catalogue as it stood then (events recorded at or before it).
+    const atTime = async (at: string) => JSON.parse((await estate('replay', '--at', at, '--json')).stdout) as { tools: { version: string; status: string }[]; asOf?: unknown };
+    expect((await atTime(beforeMajor)).tools.map((x) => [x.version, x.status])).toEqual([['1.0.0', 'active']]);
+    expect((await atTime(beforeAnything)).tools).toEqual([]);
+    expect((await atTime(new Date().toISOString())).tools.map((x) => x.version)).toEqual(['1.0.0']);
   }, 120_000);
 });
