@@ -146,6 +146,38 @@ describe('bump enforcement', () => {
       { numRuns: 500 },
     );
   });
+  it('property: the guard accepts every version whose bump is at least the classifier verdict (and skips no major)', () => {
+    const edits = fc.constantFrom<(d: ToolDefinition) => ToolDefinition>(
+      (d) => ({ ...d, description: `${d.description}!` }),
+      (d) => ({ ...d, inputSchema: { ...d.inputSchema, properties: { ...(d.inputSchema.properties as object), extra: { type: 'string' } } } }),
+      (d) => ({ ...d, inputSchema: { ...d.inputSchema, required: ['reference', 'include_legs'] } }),
+      (d) => ({ ...d, access: { ...d.access, requiredScopes: ['payments.admin'] } }),
+      (d) => ({ ...d, access: { ...d.access, classification: 'public' } }),
+      (d) => ({ ...d, sideEffect: 'idempotent' }),
+      (d) => ({ ...d, title: 'Another title' }),
+    );
+    const bumps = fc.constantFrom('patch', 'minor', 'major') as fc.Arbitrary<keyof typeof LEVEL_RANK>;
+    const part = fc.integer({ min: 0, max: 5 });
+    let accepted = 0;
+    fc.assert(
+      fc.property(fc.tuple(part, part, part), edits, bumps, fc.tuple(part, part), ([M, m, p], edit, bump, [x, y]) => {
+        const base = aDefinition({ version: `${M}.${m}.${p}` });
+        const next0 = edit(base);
+        const { level } = classifyDefinition(base, next0);
+        fc.pre(LEVEL_RANK[bump] >= LEVEL_RANK[level]);
+        // The smallest version of that bump, plus any amount within it (never past the next major).
+        const version = bump === 'major' ? `${M + 1}.${x}.${y}` : bump === 'minor' ? `${M}.${m + 1 + x}.${y}` : `${M}.${m}.${p + 1 + x}`;
+        const s = given(...published(initialToolState('payments.lookup'), base));
+        const verdict = whenPublished(s, { ...next0, version });
+        expect(verdict.error, `${base.version} → ${version} (${level} change, ${bump} bump)`).toBeUndefined();
+        expect(verdict.result).toBe('published');
+        expect(verdict.level).toBe(level);
+        accepted++;
+      }),
+      { numRuns: 500 },
+    );
+    expect(accepted).toBeGreaterThan(100);
+  });
 });
 
 describe('lifecycle', () => {
