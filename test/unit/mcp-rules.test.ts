@@ -190,7 +190,7 @@ describe('Tool fields per revision', () => {
 
 describe('retries of a handler that times out', () => {
   const hang = (counter: { n: number }): HandlerMap => ({
-    hang: (_a, ctx) =>
+    'slow.hang': (_a, ctx) =>
       new Promise((resolve) => {
         counter.n++;
         ctx.signal.addEventListener('abort', () => resolve({ content: [] }));
@@ -200,7 +200,7 @@ describe('retries of a handler that times out', () => {
   for (const [sideEffect, invocations] of [['none', 3], ['idempotent', 3], ['non_idempotent', 1]] as const) {
     it(`${sideEffect}: the handler is invoked ${invocations} time(s); the call is recorded as a timeout with that many attempts`, async () => {
       const counter = { n: 0 };
-      const h = await makeHarness([aDefinition({ name: 'slow.tool', handler: 'hang', sideEffect, timeoutMs: 20, access: { tenants: ['acme'] } })], hang(counter));
+      const h = await makeHarness([aDefinition({ name: 'slow.tool', handler: 'slow.hang', sideEffect, timeoutMs: 20, access: { tenants: ['acme'] } })], hang(counter));
       const s = h.session(acme, `run-${sideEffect}`);
       await s.initialize();
       const r = resultOf(await s.request('tools/call', { name: 'slow.tool', arguments: { reference: 'PMT-771' } }));
