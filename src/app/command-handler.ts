@@ -17,10 +17,12 @@ export interface PublishOutcome extends PublishVerdict {
 }
 
 export interface LifecycleOutcome {
-  result: 'deprecated' | 'retired';
+  /** `unchanged`: the version already had the state asked for; nothing was appended. */
+  result: 'deprecated' | 'retired' | 'unchanged';
   name: string;
   version: string;
-  position: string;
+  /** Position of the appended event (absent when unchanged). */
+  position?: string;
 }
 
 export interface CommandHandlerOptions {
@@ -81,6 +83,7 @@ export class CommandHandler {
   private lifecycle(type: 'Deprecate' | 'Retire', name: string, version: string, reason: string, by: string): Promise<LifecycleOutcome> {
     return this.retrying(name, async (state, revision) => {
       const events = decideLifecycle({ type, name, version, reason, by, at: this.clock.now() }, state);
+      if (events.length === 0) return { result: 'unchanged' as const, name, version };
       const { positions } = await this.append(name, events, revision);
       return { result: type === 'Deprecate' ? 'deprecated' : 'retired', name, version, position: positions[0] as string };
     });

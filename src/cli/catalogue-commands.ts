@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { decodeToolCalled } from '../app/event-codec.ts';
 import { readRunStreams } from '../app/call-recorder.ts';
-import { definitionErrorJson, verdictJson } from '../app/results-json.ts';
+import { definitionErrorJson, lifecycleLine, verdictJson } from '../app/results-json.ts';
 import { parseAsOf, replayAsOf } from '../app/replay.ts';
 import { makePrincipal } from '../domain/access.ts';
 import { classifyDefinition } from '../domain/classify.ts';
@@ -200,7 +200,7 @@ export const registerCatalogueCommands = (program: Command): void => {
               ? await estate.commands.deprecate(name, version as string, cmdOpts.reason, estate.config.actor)
               : await estate.commands.retire(name, version as string, cmdOpts.reason, estate.config.actor);
           if (opts.json) printJson(out);
-          else console.log(`${out.result} ${name}@${version} at position ${out.position}`);
+          else console.log(lifecycleLine(out));
         })),
       );
   }

@@ -10,6 +10,7 @@ import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
 import { createSchemaCompiler } from '../domain/schema-compiler.ts';
 import { parseDefinitionText, validateDefinition } from '../domain/tool-definition.ts';
 import type { Reason } from '../domain/types.ts';
+import { lifecycleLine } from '../app/results-json.ts';
 import { EXIT } from './exit.ts';
 import { fail, printJson, type GlobalOptions } from './run.ts';
 
@@ -170,9 +171,9 @@ const lifecycle = async (verb: 'deprecate' | 'retire', base: string, ref: string
   if (!name || !version) throw new DomainError('usage', 'bad-ref', `'${ref}': expected <name>@<version>, e.g. payments.lookup@1.0.0`);
   const { status, json } = await post(`${base}/v1/tools/${encodeURIComponent(name)}/versions/${encodeURIComponent(version)}/${verb}`, { reason });
   if (status === 200) {
-    const out = json as { result: string; position: string };
+    const out = json as { result: string; name: string; version: string; position?: string };
     if (opts.json) printJson(out);
-    else console.log(`${out.result} ${name}@${version} at position ${out.position}`);
+    else console.log(lifecycleLine({ ...out, name, version }));
     return EXIT.ok;
   }
   const e = errorOf(json);

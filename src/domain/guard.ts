@@ -178,7 +178,11 @@ const published = (cmd: PublishCommand, level: PublishVerdict['level'], reasons:
   },
 });
 
-/** active → deprecated → retired, or active → retired. Never back; twice is refused. Throws DomainError. */
+/**
+ * active → deprecated → retired, or active → retired. Never back (deprecating a retired version is refused). Asking for
+ * the state a version already has (deprecate a deprecated one, retire a retired one) decides NO events: the caller
+ * answers `unchanged`, so a retried pipeline step is safe (SPEC §2 Lifecycle). Throws DomainError.
+ */
 export const decideLifecycle = (cmd: LifecycleCommand, state: ToolState): CatalogueEvent[] => {
   const ref = `${cmd.name}@${cmd.version}`;
   if (state.versions.size === 0) throw new DomainError('not-found', 'unknown-tool', `unknown tool '${cmd.name}'`);
@@ -187,10 +191,10 @@ export const decideLifecycle = (cmd: LifecycleCommand, state: ToolState): Catalo
   if (!cmd.reason.trim()) throw new DomainError('usage', 'reason-required', `${cmd.type.toLowerCase()} ${ref}: --reason is required`);
   const data = { name: cmd.name, version: cmd.version, reason: cmd.reason, by: cmd.by, at: cmd.at };
   if (cmd.type === 'Deprecate') {
-    if (v.status === 'deprecated') throw new DomainError('lifecycle', 'already-deprecated', `lifecycle: ${ref} is already deprecated (${v.deprecated?.at ?? ''})`);
+    if (v.status === 'deprecated') return [];
     if (v.status === 'retired') throw new DomainError('lifecycle', 'already-retired', `lifecycle: ${ref} is retired; a retired version cannot be deprecated`);
     return [{ type: 'ToolVersionDeprecated', data }];
   }
-  if (v.status === 'retired') throw new DomainError('lifecycle', 'already-retired', `lifecycle: ${ref} is already retired (${v.retired?.at ?? ''})`);
+  if (v.status === 'retired') return [];
   return [{ type: 'ToolVersionRetired', data }];
 };

@@ -2,7 +2,7 @@
  * Checks done on an HTTP request before any MCP code (ours or the SDK's) sees it: Host and Origin against allow
  * lists (DNS rebinding), the JSON content type, and the 1 MiB body bound.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
@@ -37,26 +37,78 @@ export const isJsonContentType = (ct: string | undefined): boolean => {
 
 export type BodyRead = { ok: true; text: string } | { ok: false; tooLarge: true };
 
+/**
+ * The whole body, or `tooLarge` as soon as it is known to exceed `limit` (a declared Content-Length, or the bytes read
+ * so far): the caller then answers with `refuseTooLarge`, which drains the rest.
+ */
 export const readBody = (req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<BodyRead> =>
   new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) {
-      req.resume();
-      return resolve({ ok: false, tooLarge: true });
-    }
+    if (Number.isFinite(declared) && declared > limit) return resolve({ ok: false, tooLarge: true });
     const chunks: Buffer[] = [];
     let size = 0;
-    let over = false;
-    req.on('data', (c: Buffer) => {
-      if (over) return;
+    const onData = (c: Buffer) => {
       size += c.length;
       if (size > limit) {
-        over = true;
         chunks.length = 0;
+        req.off('data', onData).off('end', onEnd).off('error', onError).pause();
+        resolve({ ok: false, tooLarge: true });
         return;
       }
       chunks.push(c);
-    });
-    req.on('end', () => resolve(over ? { ok: false, tooLarge: true } : { ok: true, text: Buffer.concat(chunks).toString('utf8') }));
-    req.on('error', reject);
+    };
+    const onEnd = () => resolve({ ok: true, text: Buffer.concat(chunks).toString('utf8') });
+    const onError = (e: Error) => reject(e);
+    req.on('data', onData).on('end', onEnd).on('error', onError);
   });
+
+/** After a 413, how much more of the body is read and thrown away before the connection is cut hard. */
+export const DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES;
+/** ... and for how long. */
+export const DRAIN_TIMEOUT_MS = 30_000;
+
+/**
+ * Answers 413 with `body` at once, then reads and discards the rest of the request before closing the connection.
+ * Closing while the client is still sending makes the kernel reset the connection, and a reset can destroy the 413
+ * before the client has read it (`EPIPE`/`fetch failed` instead of an answer). The response carries its whole body
+ * (Content-Length) and `Connection: close` straight away, but is ended only once the request has been read to its end;
+ * past `drainLimit` bytes or `timeoutMs` the connection is cut hard.
+ */
+export const refuseTooLarge = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+  headers: Record<string, string> = {},
+  o: { drainLimit?: number; timeoutMs?: number } = {},
+): void => {
+  const text = JSON.stringify(body);
+  res.writeHead(413, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers, connection: 'close' });
+  if (req.complete) {
+    res.end(text);
+    return;
+  }
+  res.write(text);
+  const limit = o.drainLimit ?? DRAIN_LIMIT_BYTES;
+  let drained = 0;
+  const finish = () => {
+    clearTimeout(timer);
+    req.off('data', onData);
+  };
+  const cut = () => {
+    finish();
+    req.socket.destroy();
+  };
+  const onData = (c: Buffer) => {
+    drained += c.length;
+    if (drained > limit) cut();
+  };
+  const timer = setTimeout(cut, o.timeoutMs ?? DRAIN_TIMEOUT_MS);
+  timer.unref();
+  req.on('data', onData);
+  req.once('end', () => {
+    finish();
+    res.end();
+  });
+  req.once('close', finish);
+  req.resume();
+};

@@ -13,7 +13,7 @@ import type { Principal } from '../domain/types.ts';
 import type { EdgeCaller, HttpEdge } from '../auth/http-edge.ts';
 import { isBrowserGet, sendBrowserPage } from './browser-page.ts';
 import { httpStatusOf, notInitialized } from './error-map.ts';
-import { hostAllowed, isJsonContentType, originAllowed, readBody } from './http-guards.ts';
+import { hostAllowed, isJsonContentType, originAllowed, readBody, refuseTooLarge } from './http-guards.ts';
 import { HttpSessions, KEEP_ALIVE_MS, type SessionCaps } from './http-sessions.ts';
 import { duplicateId, type BatchLimits } from './stateful-session.ts';
 import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
@@ -180,7 +180,7 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
       return sendJson(res, 415, failure(null, FORBIDDEN, 'Unsupported Media Type: Content-Type must be application/json'));
     }
     const body = await readBody(req);
-    if (!body.ok) return sendJson(res, 413, failure(null, FORBIDDEN, 'Payload Too Large: the body exceeds 1 MiB'), { connection: 'close' });
+    if (!body.ok) return refuseTooLarge(req, res, failure(null, FORBIDDEN, 'Payload Too Large: the body exceeds 1 MiB'));
     const parsed = parseFrame(body.text);
     if (!parsed.ok) return sendJson(res, 400, parsed.response);
     const raw = parsed.value;

@@ -22,7 +22,7 @@ import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
 import { parseDefinitionText, validateDefinition } from '../domain/tool-definition.ts';
 import type { ToolDefinition } from '../domain/types.ts';
-import { isJsonContentType, readBody } from './http-guards.ts';
+import { isJsonContentType, readBody, refuseTooLarge } from './http-guards.ts';
 
 export interface PublishApiOptions {
   commands: CommandHandler;
@@ -63,7 +63,7 @@ const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<stri
   }
   const body = await readBody(req);
   if (!body.ok) {
-    sendJson(res, 413, { error: { code: 'payload-too-large', message: 'Payload Too Large: the body exceeds 1 MiB' } }, { connection: 'close' });
+    refuseTooLarge(req, res, { error: { code: 'payload-too-large', message: 'Payload Too Large: the body exceeds 1 MiB' } }, { 'cache-control': 'no-store' });
     return undefined;
   }
   return body.text;

@@ -9,6 +9,8 @@ import { toolFields } from './revisions.ts';
 export const VERSION_META = 'io.estate/version';
 export const DEPRECATED_META = 'io.estate/deprecated';
 export const RUN_ID_META = 'io.estate/runId';
+/** On a tools/call result whose arguments repair changed: `[{path, action}]` (SPEC §3). */
+export const REPAIRS_META = 'io.estate/repairs';
 export const INCLUDE_DEPRECATED_META = 'io.estate/includeDeprecated';
 
 export const deprecationNotice = (v: CatalogueVersion): { reason: string; at: string } | undefined =>

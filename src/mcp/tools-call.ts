@@ -20,7 +20,8 @@ import { InputRound, openState, parseInputResponses, type CallIdentity, type Inp
 import { isPlainObject, type JsonRpcNotification } from './jsonrpc.ts';
 import { resolveCallable } from './resolve-tool.ts';
 import { runHandler } from './run-handler.ts';
-import { DEPRECATED_META, deprecationNotice, RUN_ID_META, VERSION_META } from './tool-projection.ts';
+import { hasStructuredContent } from './revisions.ts';
+import { DEPRECATED_META, deprecationNotice, REPAIRS_META, RUN_ID_META, VERSION_META } from './tool-projection.ts';
 
 export interface ToolCallDeps {
   reader: CatalogueReader;
@@ -97,10 +98,22 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
   if (!handler) throw unknownTool(name);
 
   const notice = deprecationNotice(v);
-  const withMeta = (r: CallToolResult): CallToolResult => ({
-    ...r,
-    _meta: { ...(isPlainObject(r._meta) ? r._meta : {}), [VERSION_META]: v.version, [RUN_ID_META]: runId, ...(notice ? { [DEPRECATED_META]: notice } : {}) },
-  });
+  let repairs: { path: string; action: 'dropped' | 'coerced' | 'defaulted' }[] = [];
+  const withMeta = (r: CallToolResult): CallToolResult => {
+    // A revision without structuredContent (2024-11-05, 2025-03-26) does not get it, as its tools/list gets no outputSchema.
+    const { structuredContent, ...rest } = r;
+    return {
+      ...(hasStructuredContent(req.protocolVersion) && structuredContent !== undefined ? { ...rest, structuredContent } : rest),
+      _meta: {
+        ...(isPlainObject(r._meta) ? r._meta : {}),
+        [VERSION_META]: v.version,
+        [RUN_ID_META]: runId,
+        ...(notice ? { [DEPRECATED_META]: notice } : {}),
+        // What repair changed, so an extra argument silently dropped is not a surprise to the caller.
+        ...(repairs.length > 0 ? { [REPAIRS_META]: repairs.map(({ path, action }) => ({ path, action })) } : {}),
+      },
+    };
+  };
 
   const received: unknown = params.arguments === undefined ? {} : params.arguments;
   const tooBig = checkArgumentLimits(received);
@@ -108,7 +121,6 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
 
   const schemas = deps.schemas.get(v);
   let args: unknown = received;
-  let repairs: { path: string; action: 'dropped' | 'coerced' | 'defaulted' }[] = [];
   if (v.definition.sideEffect === 'non_idempotent') {
     // Silently dropping `urgent: true` from a payment is not a repair: every error goes back, nothing runs.
     const errors = schemas.input.validate(received);

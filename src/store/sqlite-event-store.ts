@@ -48,7 +48,14 @@ type RawRow = [number, string, number, string, string, string];
 /** Appends from any store instance in this process wake the subscriptions on the same file at once. */
 const localAppendListeners = new Map<string, Set<() => void>>();
 
-export function createSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
+/** The durability settings of a store's own connection (PRAGMAs are per connection: only it can answer them). */
+export interface SqliteDurability {
+  journalMode: string;
+  /** 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA. */
+  synchronous: number;
+}
+
+export function createSqliteEventStore(options: SqliteEventStoreOptions): EventStore & { durability(): SqliteDurability } {
   const file = resolve(options.path);
   const pollIntervalMs = options.pollIntervalMs ?? 50;
   mkdirSync(dirname(file), { recursive: true });
@@ -144,6 +151,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
   return {
     kind: 'sqlite',
+    durability: () => ({ journalMode: String(db.pragma('journal_mode', { simple: true })), synchronous: Number(db.pragma('synchronous', { simple: true })) }),
 
     append: (streamId, events, { expectedRevision }) =>
       settle(() => appendAll([{ streamId, events, expectedRevision }])[0]!),

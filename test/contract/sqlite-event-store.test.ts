@@ -42,6 +42,9 @@ describe('SqliteEventStore specifics', () => {
     stores.push(store);
     await store.append('tool-x', [{ type: 'T', data: { a: 1 } }], { expectedRevision: 'no_stream' });
     expect(existsSync(path)).toBe(true);
+    // synchronous is a per-connection setting: asked of the store's own connection. FULL (2) makes a call record
+    // durable before its result is returned (SPEC §4); NORMAL (1) in WAL mode may lose the last commits on power loss.
+    expect(store.durability()).toEqual({ journalMode: 'wal', synchronous: 2 });
 
     const raw = new Database(path, { readonly: true });
     try {

@@ -188,6 +188,12 @@ describe('estate serve --http with authorization', () => {
     expect((await call(srv.url, { body: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers: { 'mcp-session-id': sid } })).status).toBe(401);
     // The owner's session is untouched.
     expect(namesOf(await list(owner, sid))).toEqual(['fx.rates', 'payments.lookup']);
+    // Its owner ends it: DELETE answers 200, and from then on the session is unknown, to the owner too.
+    expect((await call(srv.url, { token: owner, method: 'DELETE', headers: { 'mcp-session-id': sid } })).status).toBe(200);
+    const ended = await list(owner, sid);
+    expect(ended.status).toBe(404);
+    expect(ended.text).toBe(madeUp.text);
+    expect((await call(srv.url, { token: owner, method: 'DELETE', headers: { 'mcp-session-id': sid } })).status).toBe(404);
   });
 
   // Last: it changes the issuer's key set.

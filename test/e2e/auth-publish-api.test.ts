@@ -159,10 +159,12 @@ describe('the publishing API (/v1) with tokens', { timeout: 120_000 }, () => {
     const ok = await post(url('payments.lookup', '1.0.0', 'deprecate'), { reason: 'use 2.x' }, ops);
     expect(ok.status).toBe(200);
     expect(ok.json()).toEqual({ result: 'deprecated', name: 'payments.lookup', version: '1.0.0', position: expect.any(String) as string });
+    // Deprecating a deprecated version: 200 `unchanged`, nothing appended — the body the CLI prints locally (exit 0).
     const twice = await post(url('payments.lookup', '1.0.0', 'deprecate'), { reason: 'again' }, ops);
-    expect(twice.status).toBe(422);
+    expect(twice.status).toBe(200);
+    expect(twice.json()).toEqual({ result: 'unchanged', name: 'payments.lookup', version: '1.0.0' });
     const localTwice = await runCli(['deprecate', 'payments.lookup@1.0.0', '--reason', 'again', '--json', '--store', tmp.store]);
-    expect(localTwice.code).toBe(3);
+    expect(localTwice.code).toBe(0);
     expect(twice.json()).toEqual(JSON.parse(localTwice.stdout));
     expect((await post(url('payments.lookup', '7.0.0', 'retire'), { reason: 'x' }, ops)).status).toBe(404);
     expect((await post(url('payments.lookup', '1.0.0', 'retire'), { nope: 1 }, ops)).status).toBe(400);
@@ -218,9 +220,16 @@ describe('the publishing API (/v1) with tokens', { timeout: 120_000 }, () => {
       const retire = await remote(['retire', 'payments.refund@1.0.0', '--reason', 'replaced', '--json'], ops);
       expect(retire.code).toBe(0);
       expect(JSON.parse(retire.stdout)).toMatchObject({ result: 'retired', name: 'payments.refund', version: '1.0.0' });
+      // Retiring a retired version: unchanged, exit 0 — the same through the API as locally.
       const twice = await remote(['retire', 'payments.refund@1.0.0', '--reason', 'replaced'], ops);
-      expect(twice.code).toBe(3);
-      expect(twice.stderr).toContain('estate: refused: lifecycle: payments.refund@1.0.0 is already retired');
+      expect(twice.code).toBe(0);
+      expect(twice.stdout).toBe('unchanged payments.refund@1.0.0 (already in that state; nothing appended)\n');
+      const twiceJson = await remote(['retire', 'payments.refund@1.0.0', '--reason', 'replaced', '--json'], ops);
+      expect(JSON.parse(twiceJson.stdout)).toEqual({ result: 'unchanged', name: 'payments.refund', version: '1.0.0' });
+      // Deprecating a retired version is still refused (never back).
+      const back = await remote(['deprecate', 'payments.refund@1.0.0', '--reason', 'x'], ops);
+      expect(back.code).toBe(3);
+      expect(back.stderr).toContain('estate: refused: lifecycle: payments.refund@1.0.0 is retired; a retired version cannot be deprecated');
       const unknown = await remote(['deprecate', 'payments.refund@4.0.0', '--reason', 'x'], ops);
       expect(unknown.code).toBe(4);
       expect(unknown.stderr).toContain('estate: not found: unknown version payments.refund@4.0.0');

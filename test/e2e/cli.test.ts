@@ -75,6 +75,9 @@ describe('the README walkthrough', () => {
     expect(published).toMatchObject({ result: 'published', name: 'payments.lookup', version: '1.0.0', level: 'initial', reasons: [] });
 
     expect(JSON.parse((await estate('publish', v1, '--json')).stdout)).toMatchObject({ result: 'unchanged' });
+    // A moment after 1.0.0 was recorded (its CLI has exited) and before 2.0.0 is (its CLI has not started).
+    const beforeMajor = new Date().toISOString();
+    const beforeAnything = '2000-01-01T00:00:00Z';
 
     const stricter = aRawDefinition({ version: '1.1.0', inputSchema: { ...(aRawDefinition().inputSchema as object), required: ['reference', 'include_legs'] } });
     const f2 = t.file('lookup-1.1.json', stricter);
@@ -100,9 +103,15 @@ describe('the README walkthrough', () => {
     expect((await estate('list', '--tenant', 'globex', '--scopes', 'payments.read', '--clearance', 'confidential', '--json')).stdout).toContain('"tools": []');
     expect((await estate('deprecate', 'payments.lookup@2.0.0', '--reason', 'include_legs should stay optional')).code).toBe(0);
     expect(await list()).toEqual(['1.0.0']);
+    // Asking for the state it already has: unchanged, exit 0, nothing appended (a retried pipeline step is safe).
+    const historyBefore = (await estate('history', 'payments.lookup', '--json')).stdout;
     const again = await estate('deprecate', 'payments.lookup@2.0.0', '--reason', 'again');
-    expect(again.code).toBe(3);
-    expect(again.stderr).toMatch(/already deprecated/);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe('unchanged payments.lookup@2.0.0 (already in that state; nothing appended)\n');
+    const againJson = await estate('deprecate', 'payments.lookup@2.0.0', '--reason', 'again', '--json');
+    expect(againJson.code).toBe(0);
+    expect(JSON.parse(againJson.stdout)).toEqual({ result: 'unchanged', name: 'payments.lookup', version: '2.0.0' });
+    expect((await estate('history', 'payments.lookup', '--json')).stdout).toBe(historyBefore);
 
     const history = JSON.parse((await estate('history', 'payments.lookup', '--json')).stdout) as { versions: { version: string; status: string; level: string }[] };
     expect(history.versions.map((v) => [v.version, v.status, v.level])).toEqual([['1.0.0', 'active', 'initial'], ['2.0.0', 'deprecated', 'major']]);
@@ -114,6 +123,11 @@ describe('the README walkthrough', () => {
     const asOf = JSON.parse((await estate('replay', '--at', published.position, '--json')).stdout) as { tools: { version: string }[] };
     expect(asOf.tools.map((x) => x.version)).toEqual(['1.0.0']);
     expect((await estate('replay', '--at', '999999')).code).toBe(4);
+    // --at <ISO-8601 time>: the catalogue as it stood then (events recorded at or before it).
+    const atTime = async (at: string) => JSON.parse((await estate('replay', '--at', at, '--json')).stdout) as { tools: { version: string; status: string }[]; asOf?: unknown };
+    expect((await atTime(beforeMajor)).tools.map((x) => [x.version, x.status])).toEqual([['1.0.0', 'active']]);
+    expect((await atTime(beforeAnything)).tools).toEqual([]);
+    expect((await atTime(new Date().toISOString())).tools.map((x) => x.version)).toEqual(['1.0.0']);
   }, 120_000);
 });
 

@@ -20,6 +20,11 @@ interface Sent {
   line: string;
   /** The id of a request whose id is a valid JSON-RPC id (string or integer); such an id may come back at most once. */
   id?: string | number;
+  /**
+   * The id of a well-formed request: it must be answered, exactly once. (A batch's members never are: the session is
+   * 2025-11-25, which has no batches, so the whole line gets one null-id -32600 and no `b…` id may ever come back.)
+   */
+  mustAnswer?: (string | number)[];
   /** A well-formed notification: it must never be answered. */
   notification?: boolean;
   /** Any other string or number id the line carried (a malformed line's id may be echoed, e.g. 1.5). */
@@ -85,7 +90,8 @@ const message = (i: number): fc.Arbitrary<Sent> =>
       arbitrary: fc.tuple(fc.constantFrom(...METHODS), fc.string(), fc.boolean(), params, fc.boolean()).map(([known, random, useKnown, p, stringId]) => {
         const id = stringId ? `r${i}` : i;
         const msg = { jsonrpc: '2.0', id, method: useKnown ? known : random, ...(p === undefined ? {} : { params: p }) };
-        return { line: JSON.stringify(msg), id };
+        // A subscriptions/listen that is accepted stays open until the client cancels it: answered at most once.
+        return { line: JSON.stringify(msg), id, ...(msg.method === 'subscriptions/listen' ? {} : { mustAnswer: [id] }) };
       }),
     },
     // A valid call that makes the server talk back unasked: progress for its token, log messages once a level is set.
@@ -95,7 +101,7 @@ const message = (i: number): fc.Arbitrary<Sent> =>
         const msg = setLevel
           ? { jsonrpc: '2.0', id: i, method: 'logging/setLevel', params: { level } }
           : { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'payments.lookup', arguments: { reference: `PMT-${100 + i}` }, _meta: { progressToken: `p${i}` } } };
-        return { line: JSON.stringify(msg), id: i };
+        return { line: JSON.stringify(msg), id: i, mustAnswer: [i] };
       }),
     },
     // A well-formed notification: never answered.
@@ -220,7 +226,34 @@ describe('fuzz: 10,000 random messages into one estate serve --stdio', () => {
     }
     expect(server.child.exitCode, `the process exited (${context})`).toBeNull();
 
-    const requestIds = new Set<unknown>(sent.filter((s) => s.id !== undefined).map((s) => s.id));
+    // Every well-formed request (batch members included) is answered: wait until each id has come back, then judge.
+    const mustAnswer = sent.flatMap((s) => s.mustAnswer ?? []);
+    const answered = new Set<unknown>();
+    let parsedUpTo = 0;
+    const collect = (): void => {
+      for (; parsedUpTo < server.lines.seen.length; parsedUpTo++) {
+        try {
+          const m = JSON.parse(server.lines.seen[parsedUpTo] as string) as unknown;
+          for (const r of Array.isArray(m) ? m : [m]) if (typeof r === 'object' && r !== null && 'id' in r) answered.add((r as { id: unknown }).id);
+        } catch {
+          // judged below
+        }
+      }
+    };
+    server.lines.drain();
+    const deadline = Date.now() + 30_000;
+    let missing: (string | number)[] = [];
+    for (;;) {
+      collect();
+      missing = mustAnswer.filter((id) => !answered.has(id));
+      if (missing.length === 0 || Date.now() > deadline) break;
+      await server.lines.next(() => true, Math.max(1, deadline - Date.now())).catch(() => undefined);
+    }
+    const unanswered = missing.slice(0, 10).map((id) => sent.find((s) => s.mustAnswer?.includes(id))?.line.slice(0, 300));
+    expect(unanswered, `requests never answered (${context})`).toEqual([]);
+    expect(mustAnswer.length, context).toBeGreaterThan(MESSAGES / 4);
+
+    const requestIds = new Set<unknown>([...sent.filter((s) => s.id !== undefined).map((s) => s.id), ...sent.flatMap((s) => s.mustAnswer ?? [])]);
     for (let k = 0; k < sentinels; k++) requestIds.add(`sentinel-${k * SENTINEL_EVERY}`);
     requestIds.add(init.id);
     const echoIds = new Set<unknown>(sent.filter((s) => s.echo !== undefined).map((s) => s.echo));
@@ -249,7 +282,7 @@ describe('fuzz: 10,000 random messages into one estate serve --stdio', () => {
         }
         if (o.id === null) nullIds++;
         else if (echoIds.has(o.id) && !requestIds.has(o.id)) continue;
-        else if (!requestIds.has(o.id) && !String(o.id).startsWith('b')) bad.push(`a response to an id never sent: ${line.slice(0, 200)}`);
+        else if (!requestIds.has(o.id)) bad.push(`a response to an id never sent: ${line.slice(0, 200)}`);
         else counts.set(o.id, (counts.get(o.id) ?? 0) + 1);
       }
     }
@@ -260,7 +293,18 @@ describe('fuzz: 10,000 random messages into one estate serve --stdio', () => {
     // are owed only to lines whose id is unreadable, so they can never outnumber those lines.
     const unreadable = sent.filter((s) => s.id === undefined && !s.notification).length;
     expect(nullIds, context).toBeLessThanOrEqual(unreadable);
-    console.log(`fuzz (${context}): ${sent.length} messages, ${server.lines.seen.length} stdout lines, ${counts.size} ids answered, ${nullIds} null-id errors, ${notifications} server notifications`);
+    // Every array line (a batch, or any JSON array) is refused as a whole, once: batches do not exist on 2025-11-25.
+    const arrays = sent.filter((s) => {
+      try {
+        return Array.isArray(JSON.parse(s.line));
+      } catch {
+        return false;
+      }
+    }).length;
+    const refusals = server.lines.seen.filter((l) => l.includes('batches are only accepted on 2025-03-26 sessions')).length;
+    expect(refusals, context).toBe(arrays);
+    expect(mustAnswer.every((id) => counts.get(id) === 1), context).toBe(true);
+    console.log(`fuzz (${context}): ${sent.length} messages, ${mustAnswer.length} requests all answered once, ${server.lines.seen.length} stdout lines, ${counts.size} ids answered, ${nullIds} null-id errors, ${notifications} server notifications`);
   }, 120_000);
 
   it('answers nothing to well-formed notifications alone', async () => {

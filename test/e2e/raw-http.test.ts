@@ -4,6 +4,7 @@
  * after every refusal.
  */
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempStore, parseMcpBody, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
@@ -29,6 +30,64 @@ const send = (url: string, o: { method?: string; body?: string | Buffer; headers
     });
     if (o.body !== undefined) req.end(o.body);
     else req.end();
+  });
+
+interface SlowPost {
+  head: string;
+  body: string;
+  /** Body bytes written (all of them, unless the connection broke). */
+  sent: number;
+  /** Body bytes written when the 413's last byte arrived. */
+  answeredAfter: number;
+  /** The server closed with a FIN after reading everything (no reset, no write error). */
+  endedCleanly: boolean;
+  errors: string[];
+}
+
+/** POSTs `size` bytes of JSON-ish padding in 64 KiB pieces, each write awaited and followed by a short pause. */
+const slowOversizedPost = (url: string, framing: 'content-length' | 'chunked', size: number): Promise<SlowPost> =>
+  new Promise((resolve) => {
+    const u = new URL(url);
+    const socket = connect(Number(u.port), u.hostname);
+    const out: SlowPost = { head: '', body: '', sent: 0, answeredAfter: -1, endedCleanly: false, errors: [] };
+    let received = Buffer.alloc(0);
+    socket.on('data', (c: Buffer) => {
+      received = Buffer.concat([received, c]);
+      const split = received.indexOf('\r\n\r\n');
+      if (split < 0) return;
+      out.head = received.subarray(0, split).toString('latin1');
+      const length = Number(/content-length: *(\d+)/i.exec(out.head)?.[1] ?? NaN);
+      const body = received.subarray(split + 4);
+      if (body.length >= length && out.answeredAfter < 0) out.answeredAfter = out.sent;
+      out.body = body.toString('utf8');
+    });
+    socket.on('error', (e: NodeJS.ErrnoException) => out.errors.push(`${e.code ?? ''} ${e.message}`));
+    socket.on('end', () => {
+      out.endedCleanly = out.errors.length === 0;
+      socket.end();
+    });
+    socket.on('close', () => resolve(out));
+    const write = (data: string | Buffer): Promise<void> =>
+      new Promise((ok) => {
+        if (socket.destroyed) return ok();
+        socket.write(data, (e) => {
+          if (e) out.errors.push(`write: ${e.message}`);
+          ok();
+        });
+      });
+    socket.once('connect', () => {
+      void (async () => {
+        const framingHeader = framing === 'chunked' ? 'transfer-encoding: chunked' : `content-length: ${size}`;
+        await write(`POST ${u.pathname} HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n${framingHeader}\r\n\r\n`);
+        const piece = Buffer.alloc(64 * 1024, 0x20);
+        while (out.sent < size && !socket.destroyed) {
+          await write(framing === 'chunked' ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]) : piece);
+          if (!socket.destroyed) out.sent += piece.length;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        if (framing === 'chunked') await write('0\r\n\r\n');
+      })();
+    });
   });
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
@@ -66,6 +125,23 @@ describe('estate serve --http, raw requests', () => {
     const r = await send(srv.url, { body: big, headers: JSON_HEADERS });
     expect(r.status).toBe(413);
   });
+
+  // Sent over a raw socket, slowly, with every write awaited: the 413 must be readable while the client is still
+  // sending, and the server must read the rest of the body and close cleanly — a reset (EPIPE/ECONNRESET on the
+  // client's writes) is what made `fetch` report "fetch failed" instead of the 413.
+  for (const framing of ['content-length', 'chunked'] as const) {
+    it(`a body far over 1 MiB sent slowly (${framing}) → a 413 the client reads, and a clean close after the body`, async () => {
+      const r = await slowOversizedPost(srv.url, framing, 4 * 1024 * 1024);
+      expect(r.errors).toEqual([]);
+      expect(r.sent).toBe(4 * 1024 * 1024);
+      expect(r.head).toMatch(/^HTTP\/1\.1 413 /);
+      expect(r.head.toLowerCase()).toContain('connection: close');
+      expect(JSON.parse(r.body)).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Payload Too Large: the body exceeds 1 MiB' } });
+      // The answer arrived before the client had finished sending: it never waited for a body it will not use.
+      expect(r.answeredAfter).toBeLessThan(r.sent);
+      expect(r.endedCleanly).toBe(true);
+    }, 60_000);
+  }
 
   it('a content type other than JSON → 415', async () => {
     const r = await send(srv.url, { body: stateless('tools/list'), headers: { ...statelessHeaders('tools/list'), 'content-type': 'text/plain' } });

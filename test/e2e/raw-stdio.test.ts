@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempStore, runCli, startStdioServer, toolDefinition, type StdioServer, type TempStore } from './helpers.ts';
+import { lookupV1 } from './sdk-fixtures.ts';
 
 const ACME = ['--tenant', 'acme', '--scopes', 'payments.read', '--clearance', 'confidential'];
 const isListChanged = (l: string) => l.includes('notifications/tools/list_changed');
@@ -167,5 +168,46 @@ describe('estate serve --stdio, a second process on the same store', () => {
       await old.stop();
       tmp2.cleanup();
     }
+  });
+});
+
+describe('estate serve --stdio without principal flags: the default principal', () => {
+  // SPEC §5: stdio default is tenant "default", no scopes, clearance public.
+  let tmp: TempStore;
+  let srv: StdioServer;
+  const FIXTURES = new URL('./sdk-fixtures.ts', import.meta.url).pathname;
+  const tool = (name: string, access: Record<string, unknown>) => ({ ...lookupV1, name, access: { requiredScopes: [], tenants: [], classification: 'public', ...access } });
+  const tools = [
+    tool('payments.open', {}),
+    tool('payments.home', { tenants: ['default'] }),
+    tool('payments.acme', { tenants: ['acme'] }),
+    tool('payments.scoped', { requiredScopes: ['payments.read'] }),
+    tool('payments.internal', { classification: 'internal' }),
+  ];
+
+  beforeAll(async () => {
+    tmp = makeTempStore();
+    for (const t of tools) {
+      const r = await runCli(['publish', tmp.file(`${t.name}.json`, t), '--store', tmp.store]);
+      if (r.code !== 0) throw new Error(r.stderr);
+    }
+    srv = await startStdioServer(['--store', tmp.store, '--handlers', FIXTURES]);
+  }, 60_000);
+  afterAll(async () => {
+    await srv?.stop();
+    tmp?.cleanup();
+  });
+
+  it('sees only what tenant "default", no scopes and clearance public may see, and is recorded as tenant default', async () => {
+    await srv.initialize();
+    const list = await srv.request('tools/list');
+    expect(((list.result as { tools: { name: string }[] }).tools).map((t) => t.name)).toEqual(['payments.home', 'payments.open']);
+    const hidden = await srv.request('tools/call', { name: 'payments.internal', arguments: { reference: 'PMT-771' } });
+    expect(hidden.error).toEqual({ code: -32602, message: 'Unknown tool: payments.internal' });
+    const ok = await srv.request('tools/call', { name: 'payments.home', arguments: { reference: 'PMT-771' }, _meta: { 'io.estate/runId': 'default-principal-run' } });
+    expect((ok.result as { isError?: boolean }).isError).toBeUndefined();
+    const calls = await runCli(['calls', 'default-principal-run', '--json', '--store', tmp.store]);
+    expect(calls.code, calls.stderr).toBe(0);
+    expect((JSON.parse(calls.stdout) as { calls: { tenant: string; tool: string }[] }).calls).toEqual([expect.objectContaining({ tool: 'payments.home', tenant: 'default' })]);
   });
 });

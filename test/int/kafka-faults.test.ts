@@ -5,6 +5,9 @@
  * private one started for this file (same jars, its own ports and data): stopping the shared broker would break the
  * suites running beside this one. It is restarted with its data, as a real broker restart keeps it.
  */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
 import { CommandHandler } from '../../src/app/command-handler.ts';
@@ -12,7 +15,7 @@ import type { EventStore, Subscription } from '../../src/app/ports.ts';
 import { startKafkaChangeFeed } from '../../src/bus/kafka-change-feed.ts';
 import { createPostgresEventStore } from '../../src/store/postgres-event-store.ts';
 import { aDefinition } from '../fixtures/builders.ts';
-import { privateBrokerUnavailable, readTopicUntil, requireServices, startPrivateBroker, uniqueTopic, type PrivateBroker } from './kafka-helpers.ts';
+import { formatStorage, javaArgs, newClusterId, privateBrokerUnavailable, readTopicUntil, requireServices, startPrivateBroker, uniqueTopic, writeBrokerProps, type PrivateBroker } from './kafka-helpers.ts';
 import { dropSchema, uniqueSchema } from './pg-helpers.ts';
 
 const found = await requireServices('Kafka outage: no change lost');
@@ -118,3 +121,26 @@ if (services) {
     }, 240_000);
   });
 }
+
+// The private broker's storage is formatted with a random KRaft cluster id, which starts with `-` about 1 run in 64.
+describe.skipIf(privateBrokerUnavailable() !== null && process.env.CI !== 'true')('private broker storage format', () => {
+  it('formats with a cluster id that starts with "-" (passed so it cannot be read as a flag)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'estate-kafka-format-'));
+    try {
+      const id = `-${newClusterId().slice(1)}`;
+      formatStorage(javaArgs(dir), id, writeBrokerProps(dir, 1, 2));
+      expect(readFileSync(join(dir, 'data', 'meta.properties'), 'utf8')).toContain(`cluster.id=${id}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('a failed format shows the tool\'s own output', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'estate-kafka-format-'));
+    try {
+      expect(() => formatStorage(javaArgs(dir), newClusterId(), join(dir, 'no-such.properties'))).toThrow(/StorageTool format .*failed: exit 1\n(.|\n)*no-such\.properties/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

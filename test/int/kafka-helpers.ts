@@ -3,9 +3,9 @@
  * real PostgreSQL. The rule (DESIGN.md): a test that cannot reach its server FAILS when CI=true and is skipped with a
  * loud reason anywhere else.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -180,28 +180,69 @@ export async function startPrivateBroker(): Promise<PrivateBroker> {
   const why = privateBrokerUnavailable();
   if (why) throw new Error(why);
   const dir = mkdtempSync(join(tmpdir(), 'estate-kafka-'));
-  const [port, controllerPort] = [await freePort(), await freePort()];
+  try {
+    return await startBrokerIn(dir);
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/**
+ * A KRaft cluster id: 16 random bytes, URL-safe base64 without padding. Such an id may start with `-` (1 in 64); it
+ * is always passed as `--cluster-id=<id>`, which no argument parser can read as a flag.
+ */
+export const newClusterId = (): string => randomBytes(16).toString('base64url');
+
+/** `StorageTool format` the data directory; on failure the error carries the tool's own output. */
+export function formatStorage(java: string[], clusterId: string, propsFile: string): void {
+  const run = spawnSync('java', [...java, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propsFile], { encoding: 'utf8' });
+  if (run.error !== undefined || run.status !== 0) {
+    const output = `${run.stdout ?? ''}${run.stderr ?? ''}`.trim();
+    const cause = run.error !== undefined ? run.error.message : `exit ${run.status ?? run.signal}`;
+    throw new Error(`kafka StorageTool format (cluster id ${clusterId}) failed: ${cause}\n${output}`);
+  }
+}
+
+/** The JVM arguments of a private broker (and its tools) whose logs go to `dir`. */
+export const javaArgs = (dir: string): string[] => ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', '-Djava.awt.headless=true', `-Dlog4j.configuration=file:${join(REPO, 'scripts', 'kafka', 'log4j.properties')}`, `-Dkafka.logs.dir=${dir}`, '-cp', `${LIBS}/*`];
+
+/** The private broker's server.properties, with its data under `dir` and the given ports. */
+export function writeBrokerProps(dir: string, port: number, controllerPort: number): string {
   const props = readFileSync(join(REPO, 'scripts', 'kafka', 'server.properties'), 'utf8')
     .replaceAll('@DATA_DIR@', join(dir, 'data'))
     .replaceAll('127.0.0.1:9092', `127.0.0.1:${port}`)
     .replaceAll('127.0.0.1:9093', `127.0.0.1:${controllerPort}`);
   const propsFile = join(dir, 'server.properties');
   writeFileSync(propsFile, props);
-  const java = ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', '-Djava.awt.headless=true', `-Dlog4j.configuration=file:${join(REPO, 'scripts', 'kafka', 'log4j.properties')}`, `-Dkafka.logs.dir=${dir}`, '-cp', `${LIBS}/*`];
-  // A cluster id is 16 random bytes, URL-safe base64 without padding.
-  const clusterId = randomBytes(16).toString('base64url');
-  execFileSync('java', [...java, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], { stdio: 'ignore' });
+  return propsFile;
+}
+
+async function startBrokerIn(dir: string): Promise<PrivateBroker> {
+  const [port, controllerPort] = [await freePort(), await freePort()];
+  const propsFile = writeBrokerProps(dir, port, controllerPort);
+  const java = javaArgs(dir);
+  formatStorage(java, newClusterId(), propsFile);
   const brokers = [`127.0.0.1:${port}`];
   let pid: number | null = null;
+  // The broker's own output, shown in the error (its folder is removed once the test gives up on it).
+  const logTail = (): string => {
+    try {
+      return readFileSync(join(dir, 'stdout.log'), 'utf8').split('\n').slice(-40).join('\n');
+    } catch {
+      return '(no broker output)';
+    }
+  };
 
   const start = async (): Promise<void> => {
     const log = openSync(join(dir, 'stdout.log'), 'a');
     const child = spawn('java', [...java, 'kafka.Kafka', propsFile], { detached: true, stdio: ['ignore', log, log] });
+    closeSync(log);
     child.unref();
     pid = child.pid ?? null;
     const deadline = Date.now() + 90_000;
     for (;;) {
-      if (pid === null || !alive(pid)) throw new Error(`private Kafka broker exited; see ${dir}/stdout.log`);
+      if (pid === null || !alive(pid)) throw new Error(`private Kafka broker exited:\n${logTail()}`);
       const admin = quietKafka(brokers).admin();
       try {
         await admin.connect();
@@ -214,7 +255,7 @@ export async function startPrivateBroker(): Promise<PrivateBroker> {
       } finally {
         await admin.disconnect().catch(() => undefined);
       }
-      if (Date.now() > deadline) throw new Error(`private Kafka broker did not answer within 90 s; see ${dir}/stdout.log`);
+      if (Date.now() > deadline) throw new Error(`private Kafka broker did not answer within 90 s:\n${logTail()}`);
       await new Promise((r) => setTimeout(r, 500));
     }
   };
@@ -231,7 +272,13 @@ export async function startPrivateBroker(): Promise<PrivateBroker> {
     }
   };
 
-  await start();
+  try {
+    await start();
+  } catch (e) {
+    // A broker that started but never answered must not outlive the test (its folder is removed by the caller).
+    await stop().catch(() => undefined);
+    throw e;
+  }
   return {
     brokers,
     stop,

@@ -4,13 +4,41 @@
  * Prints one JSON line per fact: {"active":true} once it holds the lease, {"acked":n} after each batch Kafka
  * acknowledged. With dieAfterAckedBatches = n it SIGKILLs itself right after Kafka acknowledged its n-th batch and
  * BEFORE the checkpoint is written: the worst moment for a relay to die.
+ *
+ * It also prints {"held":[from,to]} for every successful append of its own lease state: the longest time it may
+ * believe it holds the lease from that append (it starts counting just before it), on CLOCK_MONOTONIC in ms, which
+ * every process on the machine shares; and {"released":at} when it gave the lease up. Two candidates' intervals must
+ * never overlap, however the machine stalls them: that is the lease's property, judged without a wall-clock race.
  */
+import type { EventStore } from '../../src/app/ports.ts';
+import { RELAY_STATE_EVENT } from '../../src/app/relay-lease.ts';
 import { startRelay, type ChangePublisher } from '../../src/app/relay.ts';
 import { KafkaChangePublisher } from '../../src/bus/kafka-change-bus.ts';
 import { createPostgresEventStore } from '../../src/store/postgres-event-store.ts';
 
 const [pgUrl, schema, brokers, topic, holder, ttl, batch, dieAfter] = process.argv.slice(2);
 const store = await createPostgresEventStore({ connectionString: pgUrl as string, schema: schema as string, pollIntervalMs: 20 });
+const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+/** The store as the relay sees it, reporting each of our own lease appends that succeeded. */
+const watched: EventStore = {
+  kind: store.kind,
+  appendMany: (requests) => store.appendMany(requests),
+  readStream: (streamId, options) => store.readStream(streamId, options),
+  readAll: (options) => store.readAll(options),
+  subscribe: (options) => store.subscribe(options),
+  close: () => store.close(),
+  async append(...args) {
+    const before = monotonicMs();
+    const r = await store.append(...args);
+    for (const e of args[1]) {
+      if (e.type !== RELAY_STATE_EVENT) continue;
+      const state = e.data as { holder: string; ttlMs: number };
+      if (state.holder === holder) console.log(JSON.stringify({ held: [before, before + state.ttlMs] }));
+      else if (state.holder === '') console.log(JSON.stringify({ released: before }));
+    }
+    return r;
+  },
+};
 const kafka = new KafkaChangePublisher({ brokers: (brokers as string).split(','), topic: topic as string });
 let acked = 0;
 const publisher: ChangePublisher = {
@@ -22,7 +50,9 @@ const publisher: ChangePublisher = {
   close: () => kafka.close(),
 };
 const relay = startRelay({
-  store,
+  store: watched,
+  // The same clock as the intervals reported above (the lease measures on it).
+  now: monotonicMs,
   publisher,
   topic: topic as string,
   holder: holder as string,

@@ -146,6 +146,38 @@ describe('bump enforcement', () => {
       { numRuns: 500 },
     );
   });
+  it('property: the guard accepts every version whose bump is at least the classifier verdict (and skips no major)', () => {
+    const edits = fc.constantFrom<(d: ToolDefinition) => ToolDefinition>(
+      (d) => ({ ...d, description: `${d.description}!` }),
+      (d) => ({ ...d, inputSchema: { ...d.inputSchema, properties: { ...(d.inputSchema.properties as object), extra: { type: 'string' } } } }),
+      (d) => ({ ...d, inputSchema: { ...d.inputSchema, required: ['reference', 'include_legs'] } }),
+      (d) => ({ ...d, access: { ...d.access, requiredScopes: ['payments.admin'] } }),
+      (d) => ({ ...d, access: { ...d.access, classification: 'public' } }),
+      (d) => ({ ...d, sideEffect: 'idempotent' }),
+      (d) => ({ ...d, title: 'Another title' }),
+    );
+    const bumps = fc.constantFrom('patch', 'minor', 'major') as fc.Arbitrary<keyof typeof LEVEL_RANK>;
+    const part = fc.integer({ min: 0, max: 5 });
+    let accepted = 0;
+    fc.assert(
+      fc.property(fc.tuple(part, part, part), edits, bumps, fc.tuple(part, part), ([M, m, p], edit, bump, [x, y]) => {
+        const base = aDefinition({ version: `${M}.${m}.${p}` });
+        const next0 = edit(base);
+        const { level } = classifyDefinition(base, next0);
+        fc.pre(LEVEL_RANK[bump] >= LEVEL_RANK[level]);
+        // The smallest version of that bump, plus any amount within it (never past the next major).
+        const version = bump === 'major' ? `${M + 1}.${x}.${y}` : bump === 'minor' ? `${M}.${m + 1 + x}.${y}` : `${M}.${m}.${p + 1 + x}`;
+        const s = given(...published(initialToolState('payments.lookup'), base));
+        const verdict = whenPublished(s, { ...next0, version });
+        expect(verdict.error, `${base.version} → ${version} (${level} change, ${bump} bump)`).toBeUndefined();
+        expect(verdict.result).toBe('published');
+        expect(verdict.level).toBe(level);
+        accepted++;
+      }),
+      { numRuns: 500 },
+    );
+    expect(accepted).toBeGreaterThan(100);
+  });
 });
 
 describe('lifecycle', () => {
@@ -160,12 +192,17 @@ describe('lifecycle', () => {
   it('active → retired directly', () => {
     expect(ret(state1).map((e) => e.type)).toEqual(['ToolVersionRetired']);
   });
-  it('deprecating twice, deprecating a retired version and retiring twice are refused', () => {
+  it('deprecating a deprecated version and retiring a retired one decide nothing (unchanged); deprecating a retired one is refused', () => {
     const s2 = dep(state1).reduce(evolve, state1);
-    expect(() => dep(s2)).toThrow(/already deprecated/);
+    expect(dep(s2)).toEqual([]);
+    expect(dep(s2, '1.0.0')).toEqual([]);
     const s3 = ret(s2).reduce(evolve, s2);
-    expect(() => dep(s3)).toThrow(/is retired/);
-    expect(() => ret(s3)).toThrow(/already retired/);
+    expect(ret(s3)).toEqual([]);
+    expect(() => dep(s3)).toThrow(expect.objectContaining({ kind: 'lifecycle', code: 'already-retired', message: expect.stringMatching(/is retired; a retired version cannot be deprecated/) }));
+    // Never back: retired stays retired whatever is asked.
+    const s4 = ret(state1).reduce(evolve, state1);
+    expect(ret(s4)).toEqual([]);
+    expect(() => dep(s4)).toThrow(/is retired/);
   });
   it('unknown tool and unknown version are not-found', () => {
     expect(() => dep(initialToolState('payments.lookup'))).toThrow(expect.objectContaining({ kind: 'not-found', code: 'unknown-tool' }));

@@ -190,7 +190,7 @@ describe('tools/call', () => {
     await h.deprecate('payments.lookup', '1.0.0', 'use 2.x');
     const s = h.session(confidential, 'sess');
     await s.initialize();
-    const r = resultOf(await s.request('tools/call', { name: 'payments.lookup', arguments: { reference: 'PMT-771' }, _meta: { 'io.estate/version': '1.0.0', 'io.estate/runId': 'my-run' } }));
+    const r = resultOf(await s.request('tools/call', { name: 'payments.lookup', arguments: { reference: 'PMT-771', include_legs: false }, _meta: { 'io.estate/version': '1.0.0', 'io.estate/runId': 'my-run' } }));
     expect(r._meta).toEqual({ 'io.estate/version': '1.0.0', 'io.estate/runId': 'my-run', 'io.estate/deprecated': { reason: 'use 2.x', at: expect.any(String) } });
     expect(await h.calls('my-run')).toHaveLength(1);
     expect(await h.calls('sess')).toHaveLength(0);
