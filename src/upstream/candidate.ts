@@ -61,6 +61,59 @@ export interface CandidateRefusal {
 
 export type MappedTool = { ok: true; upstreamTool: string; candidate: UpstreamCandidate } | { ok: false; refusal: CandidateRefusal };
 
+/**
+ * MCP defines `idempotentHint` and `destructiveHint` as meaningful only when `readOnlyHint` is false, and a
+ * `destructiveHint: false` asserts nothing a none/idempotent side-effect class does not already say. Servers built on
+ * the SDKs send them anyway (server-everything marks every read-only tool `destructiveHint: false`); kept as given,
+ * SPEC §1's annotation rule would refuse every such tool. Only hints that carry no meaning are dropped; a real
+ * contradiction (`destructiveHint: true` on an idempotent tool) is kept and refused.
+ */
+export const meaningfulAnnotations = (a: JsonObject | undefined): JsonObject | undefined => {
+  if (!a) return a;
+  const out: JsonObject = { ...a };
+  if (out.readOnlyHint === true) {
+    delete out.idempotentHint;
+    if (out.destructiveHint === false) delete out.destructiveHint;
+  } else if (out.idempotentHint === true && out.destructiveHint === false) delete out.destructiveHint;
+  return out;
+};
+
+const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-0[67]\/schema#?$/;
+/** Keywords whose meaning differs between draft-07 and 2020-12: a schema using them cannot simply be re-read. */
+const DRAFT_SPECIFIC = ['additionalItems', 'dependencies', '$recursiveRef', '$recursiveAnchor'];
+
+/**
+ * Servers built on the v1 SDKs declare draft-07 (`$schema: .../draft-07/schema#`). Estate's contracts are 2020-12.
+ * A draft-07 schema that uses no keyword whose meaning changed between the drafts (array-form `items`,
+ * `additionalItems`, `dependencies`) means the same under 2020-12 once `definitions` is spelled `$defs`: that one is
+ * re-read (and the upstream's text kept byte for byte elsewhere). Any other draft-07 schema is left as it is and
+ * refused by the definition rules, with their reason. Deterministic, so the same upstream schema maps to the same
+ * candidate on every sync.
+ */
+export const asDraft2020 = (schema: Record<string, unknown>): Record<string, unknown> => {
+  if (typeof schema.$schema !== 'string' || !DRAFT_07.test(schema.$schema)) return schema;
+  let portable = true;
+  const rewrite = (v: unknown, key?: string): unknown => {
+    if (Array.isArray(v)) return v.map((x) => rewrite(x));
+    if (typeof v !== 'object' || v === null) return key === '$ref' && typeof v === 'string' ? v.replace(/^#\/definitions\//, '#/$defs/') : v;
+    const o = v as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(o)) {
+      if (DRAFT_SPECIFIC.includes(k) || (k === 'items' && Array.isArray(x))) portable = false;
+      // Inside `properties` (and `$defs`) the keys are names, not keywords.
+      if (k === 'properties' || k === 'patternProperties' || k === 'definitions' || k === '$defs') {
+        const named: Record<string, unknown> = {};
+        for (const [n, sub] of Object.entries((x ?? {}) as Record<string, unknown>)) named[n] = rewrite(sub);
+        out[k === 'definitions' ? '$defs' : k] = named;
+      } else out[k] = rewrite(x, k);
+    }
+    return out;
+  };
+  const { $schema: _s, ...rest } = schema;
+  const converted = rewrite(rest) as Record<string, unknown>;
+  return portable ? converted : schema;
+};
+
 const asObject = (v: unknown): JsonObject | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : undefined);
 
 /**
@@ -98,14 +151,14 @@ const mapOne = (ns: string, name: string, t: UpstreamTool, defaults: ToolAccess,
   const upstreamTool = String(t.name);
   const refuse = (code: string, message: string): MappedTool => ({ ok: false, refusal: { upstreamTool, tool: name, code, message } });
   if (typeof t.name !== 'string' || t.name.length === 0) return refuse('invalid-name', 'the upstream tool has no name');
-  const annotations = asObject(t.annotations);
+  const annotations = meaningfulAnnotations(asObject(t.annotations));
   const raw: Record<string, unknown> = {
     name,
     version: '1.0.0',
     ...(t.title !== undefined ? { title: t.title } : {}),
     description: t.description ?? '',
-    inputSchema: t.inputSchema,
-    ...(t.outputSchema !== undefined ? { outputSchema: t.outputSchema } : {}),
+    inputSchema: asObject(t.inputSchema) ? asDraft2020(t.inputSchema) : t.inputSchema,
+    ...(t.outputSchema !== undefined ? { outputSchema: asObject(t.outputSchema) ? asDraft2020(t.outputSchema) : t.outputSchema } : {}),
     ...(annotations !== undefined ? { annotations } : {}),
     access: pinned?.access ?? defaults,
     sideEffect: sideEffectOf(annotations),

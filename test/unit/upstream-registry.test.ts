@@ -9,7 +9,7 @@ import type { EventStore } from '../../src/app/ports.ts';
 import { upstreamStream } from '../../src/domain/events.ts';
 import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
 import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
-import { mapToolName, sideEffectOf, type UpstreamTool } from '../../src/upstream/candidate.ts';
+import { asDraft2020, mapToolName, meaningfulAnnotations, sideEffectOf, type UpstreamTool } from '../../src/upstream/candidate.ts';
 import { nextVersion, UpstreamRegistry } from '../../src/upstream/registry.ts';
 
 const compiler = createSchemaCompiler();
@@ -45,6 +45,21 @@ describe('candidates', () => {
     expect(sideEffectOf({ idempotentHint: true })).toBe('idempotent');
     expect(sideEffectOf({ readOnlyHint: false })).toBe('non_idempotent');
     expect(sideEffectOf(undefined)).toBe('non_idempotent');
+  });
+
+  it('re-reads a portable draft-07 schema as 2020-12, and leaves a non-portable one to be refused', async () => {
+    const d7 = { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { a: { $ref: '#/definitions/x' } }, definitions: { x: { type: 'string' } } };
+    expect(asDraft2020(d7)).toEqual({ type: 'object', properties: { a: { $ref: '#/$defs/x' } }, $defs: { x: { type: 'string' } } });
+    const tuple = { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { p: { type: 'array', items: [{ type: 'string' }] } } };
+    expect(asDraft2020(tuple)).toBe(tuple);
+    const r = await reg.sync('fx', [echo({ name: 'tuple', inputSchema: tuple }), echo({ name: 'd7', inputSchema: d7 })], 't');
+    expect(r.refused.map((x) => [x.upstreamTool, x.code])).toEqual([['tuple', 'schema-invalid']]);
+    expect(r.drift.map((x) => x.tool)).toEqual(['fx.d7']);
+  });
+
+  it('drops only the hints MCP gives no meaning; a real contradiction is still refused', () => {
+    expect(meaningfulAnnotations({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false })).toEqual({ readOnlyHint: true, openWorldHint: false });
+    expect(meaningfulAnnotations({ idempotentHint: true, destructiveHint: true })).toEqual({ idempotentHint: true, destructiveHint: true });
   });
 
   it('refuses both tools of a name collision, and a candidate the definition rules refuse, with reasons', async () => {
