@@ -195,6 +195,12 @@ export class UpstreamLink {
       }
       this.breaker.failure();
       this.o.log.warn({ upstream: this.ns, tool: upstreamTool, error: describeFailure(e) }, 'upstream call failed');
+      // An HTTP upstream that stopped answering may come back as a new process (its sessions gone): reconnect next time.
+      if (this.o.target.transport === 'http' && this.current) {
+        const dead = this.current;
+        this.current = null;
+        void dead.then((s) => s.close(), () => undefined).catch(() => undefined);
+      }
       // It may have reached the upstream: RETRYABLE decides (a non_idempotent call is never re-sent).
       throw this.unavailable(true);
     } finally {
