@@ -30,6 +30,14 @@ const others = [
   { name: 'crash_ro', description: 'Dies mid-call (read-only).', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'fail', description: 'Always fails.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'rpc_error', description: 'Answers a JSON-RPC error.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
+  { name: 'slow', description: 'Answers after ms.', inputSchema: { type: 'object', properties: { ms: { type: 'integer' } } }, annotations: { readOnlyHint: true } },
+  {
+    name: 'structured',
+    description: 'Returns what it is told to.',
+    inputSchema: { type: 'object', properties: { shape: { type: 'object' } } },
+    outputSchema: { type: 'object', properties: { total: { type: 'integer' } }, required: ['total'] },
+    annotations: { readOnlyHint: true },
+  },
   { name: 'whoami', description: 'Tells what it was given.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
 ];
 
@@ -69,7 +77,7 @@ describe('upstream rug pull, through estate serve', () => {
     expect(add.code, add.stderr).toBe(0);
     const sync = await cli(['upstream', 'sync', 'fx', '--json']);
     expect(sync.code, sync.stderr).toBe(0);
-    expect((sync.json?.drift as unknown[]).length).toBe(7);
+    expect((sync.json?.drift as unknown[]).length).toBe(9);
     const approve = await cli(['upstream', 'approve', 'fx', '--all', '--json']);
     expect(approve.code, approve.stderr).toBe(0);
     http = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstream-sync-interval', '0'], { env: { FIX_TOK: 'fixture-secret-123', ESTATE_SECRET: 'do-not-leak' } });
@@ -172,6 +180,29 @@ describe('upstream rug pull, through estate serve', () => {
     const r = await client.callTool({ name: 'fx.crash_ro', arguments: {} });
     expect(textOf(r)).toBe('upstream fx unavailable');
     expect(callLog().filter((c) => c.tool === 'crash_ro').length - before).toBe(3);
+  });
+
+  it('checks the upstream\'s result against the PINNED outputSchema (output_invalid)', async () => {
+    const ok = await client.callTool({ name: 'fx.structured', arguments: { shape: { total: 3 } } });
+    expect([ok.isError ?? false, ok.structuredContent]).toEqual([false, { total: 3 }]);
+    const runId = `rug-output-${Date.now()}`;
+    const bad = await client.callTool({ name: 'fx.structured', arguments: { shape: { total: 'three' } }, _meta: { 'io.estate/runId': runId } });
+    expect(bad.isError).toBe(true);
+    expect(textOf(bad)).toContain('$.total: expected type integer, got string');
+    const recorded = await cli(['calls', runId, '--json']);
+    expect((recorded.json?.calls as { outcome: string }[])[0]?.outcome).toBe('output_invalid');
+  });
+
+  it('passes the caller\'s cancellation on to the upstream, and forwards its progress', async () => {
+    const ac = new AbortController();
+    const progress: number[] = [];
+    const call = client.callTool(
+      { name: 'fx.slow', arguments: { ms: 60_000 } },
+      { signal: ac.signal, onprogress: (p) => (progress.push(p.progress), ac.abort()) },
+    );
+    await expect(call).rejects.toThrow();
+    expect(progress).toEqual([1]);
+    await eventually('the upstream got notifications/cancelled', async () => (callLog().some((c) => c.tool === '(cancelled)') ? true : undefined));
   });
 
   it('gives the child only the variables named at add time', async () => {
