@@ -4,7 +4,7 @@ import { verdictJson } from '../app/results-json.ts';
 import { DomainError } from '../domain/errors.ts';
 import { CLASSIFICATIONS, type Reason } from '../domain/types.ts';
 import type { Estate } from '../main.ts';
-import { openUpstream } from '../upstream/connection.ts';
+import { describeFailure, openUpstream } from '../upstream/connection.ts';
 import { describeTarget, UpstreamRegistry, type PendingView } from '../upstream/registry.ts';
 import { accessOverrides, defaultAccessFromFlags, targetFromFlags, type AccessFlags, type TargetFlags } from '../upstream/target-flags.ts';
 import { EXIT } from './exit.ts';
@@ -33,9 +33,20 @@ const reasonsInline = (reasons: readonly Reason[]): string => reasons.map((r) =>
 export const syncOnce = async (estate: Estate, ns: string) => {
   const registry = registryOf(estate);
   const { state } = await registry.active(ns);
-  const session = await openUpstream(ns, state.target, process.env);
+  let session: Awaited<ReturnType<typeof openUpstream>>;
+  let tools: Awaited<ReturnType<typeof session.listTools>>;
   try {
-    const tools = await session.listTools();
+    session = await openUpstream(ns, state.target, process.env);
+  } catch (e) {
+    if (e instanceof DomainError) throw e;
+    throw new Error(`upstream ${ns} unavailable: ${describeFailure(e)}`);
+  }
+  try {
+    try {
+      tools = await session.listTools();
+    } catch (e) {
+      throw new Error(`upstream ${ns}: tools/list failed: ${describeFailure(e)}`);
+    }
     return { ...(await registry.sync(ns, tools, estate.config.actor)), protocolVersion: session.protocolVersion ?? null };
   } finally {
     await session.close().catch(() => undefined);

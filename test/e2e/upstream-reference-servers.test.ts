@@ -169,6 +169,18 @@ describe('Estate in front of the reference MCP servers', () => {
     }
   });
 
+  it('turns the upstream\'s elicitation and sampling into an InputRequiredResult for a 2026-07-28 caller (answered by the SDK)', async () => {
+    const client = await connect('2026-07-28', true);
+    try {
+      const elicited = await client.callTool({ name: 'ev.trigger-elicitation-request', arguments: {} });
+      expect(textOf(elicited)).toContain('Ada Lovelace');
+      const sampled = await client.callTool({ name: 'ev.trigger-sampling-request', arguments: { prompt: 'hi', maxTokens: 10 } });
+      expect(textOf(sampled)).toContain('sampled by the test client');
+    } finally {
+      await client.close();
+    }
+  });
+
   it('an HTTP upstream that is down: "upstream evh unavailable"; after 5 failures nothing more is sent (breaker open)', async () => {
     everythingHttp.child.kill('SIGKILL');
     await new Promise((r) => everythingHttp.child.once('exit', r));
