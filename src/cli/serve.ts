@@ -83,13 +83,13 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
     const seeded = await seedDemoEstate(estate);
     log.info(seeded, 'demo estate published');
   }
-  if (Object.keys(handlers).length === 0 && !pool) log.warn('no handlers bound (--handlers <module> or --demo): no tool will be offered');
 
   const principal = principalFromFlags(flags);
   const reader = estate.reader({ isOffered: isOfferedBy(handlers) });
   // --bus local: catch up and tail the store; --bus kafka://...: relay candidate + topic consumer (src/main.ts).
   const following = await estate.followChanges(reader, log);
-  await pool?.start();
+  const upstreams = (await pool?.start()) ?? 0;
+  if (Object.keys(moduleHandlers).length === 0 && upstreams === 0) log.warn('no handlers bound (--handlers <module> or --demo): no tool will be offered');
   const core = new ServerCore({
     reader,
     handlers,

@@ -143,8 +143,8 @@ export class UpstreamPool {
     );
   }
 
-  /** Sync every served upstream at start and then on the interval. */
-  async start(): Promise<void> {
+  /** Sync every served upstream at start and then on the interval; returns how many active upstreams it fronts. */
+  async start(): Promise<number> {
     const all = (await this.o.registry.namespaces()).filter((ns) => this.serves(ns));
     const active: string[] = [];
     for (const ns of all) {
@@ -159,6 +159,7 @@ export class UpstreamPool {
       }, every);
       this.interval.unref();
     }
+    return active.length;
   }
 
   /** Each served upstream's breaker state, for status output. */

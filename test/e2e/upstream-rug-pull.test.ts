@@ -205,6 +205,20 @@ describe('upstream rug pull, through estate serve', () => {
     await eventually('the upstream got notifications/cancelled', async () => (callLog().some((c) => c.tool === '(cancelled)') ? true : undefined));
   });
 
+  it('--upstreams none (or a list without fx) offers none of its tools', async () => {
+    for (const which of ['none', 'other']) {
+      const other = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstreams', which, '--upstream-sync-interval', '0']);
+      const c = new Client({ name: 'rug-e2e-none', version: '1.0.0' });
+      try {
+        await c.connect(new StreamableHTTPClientTransport(new URL(other.url)));
+        expect((await c.listTools()).tools.filter((t) => t.name.startsWith('fx.')), which).toEqual([]);
+      } finally {
+        await c.close().catch(() => undefined);
+        await other.stop();
+      }
+    }
+  });
+
   it('gives the child only the variables named at add time', async () => {
     const r = await client.callTool({ name: 'fx.whoami', arguments: {} });
     expect(textOf(r)).toBe(`token length ${'fixture-secret-123'.length}; ESTATE_SECRET absent`);
