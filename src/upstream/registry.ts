@@ -139,8 +139,10 @@ export class UpstreamRegistry {
         seen.add(c.name);
         const pinned = pinnedDefs.get(c.name);
         const hash = contentHash(c);
-        if (pinned && contentHash(pinned) === hash) continue; // identical to what clients see: nothing to say
         const known = state.tools.get(c.name);
+        // Identical to what clients see: nothing to say — unless it had vanished, when the event records its return
+        // (it is not pending: its content is the pinned version's).
+        if (pinned && contentHash(pinned) === hash && !known?.vanished) continue;
         if (known?.lastDrift?.candidateHash === hash && !known.vanished) continue; // recorded by an earlier sync
         const { level, reasons } = pinned ? classifyDefinition(pinned, { ...c, version: pinned.version }) : { level: 'initial' as const, reasons: [] };
         events.push({

@@ -143,6 +143,15 @@ describe('sync, approve, reject', () => {
     expect((await reg.sync('fx', [echo()], 't')).vanished).toEqual([]);
   });
 
+  it('records a pinned tool that comes back unchanged, so a second disappearance is reported again', async () => {
+    await reg.sync('fx', [echo()], 't');
+    await reg.approveOne('fx', 'fx.echo', { by: 't' });
+    expect((await reg.sync('fx', [], 't')).vanished).toEqual(['fx.echo']);
+    expect((await reg.sync('fx', [echo()], 't')).drift.map((d) => [d.tool, d.level, d.reasons])).toEqual([['fx.echo', 'patch', []]]);
+    expect(await reg.pending('fx')).toEqual([]);
+    expect((await reg.sync('fx', [], 't')).vanished).toEqual(['fx.echo']);
+  });
+
   it('remove retires every version of the upstream\'s tools', async () => {
     await reg.sync('fx', [echo()], 't');
     await reg.approveOne('fx', 'fx.echo', { by: 't' });
