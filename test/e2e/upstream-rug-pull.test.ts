@@ -205,6 +205,18 @@ describe('upstream rug pull, through estate serve', () => {
     await eventually('the upstream got notifications/cancelled', async () => (callLog().some((c) => c.tool === '(cancelled)') ? true : undefined));
   });
 
+  it('schema-minor auto-approves an added optional property, never a changed description', async () => {
+    const autoSpec = store.file('auto-tools.json', { tools: [echoTool(D1)] });
+    const add = await cli(['upstream', 'add', 'fxa', '--command', `${process.execPath} ${FIXTURE} ${autoSpec} ${calls}`, '--scopes', 'fx.use', '--clearance', 'internal', '--auto-approve', 'schema-minor']);
+    expect(add.code, add.stderr).toBe(0);
+    expect((await cli(['upstream', 'sync', 'fxa', '--json'])).json?.autoApproved).toEqual([]); // initial: a person approves
+    expect((await cli(['upstream', 'approve', 'fxa.echo', '--json'])).json).toMatchObject({ result: 'published', version: '1.0.0' });
+    writeFileSync(autoSpec, JSON.stringify({ tools: [echoTool(D2)] }));
+    expect((await cli(['upstream', 'sync', 'fxa', '--json'])).json?.autoApproved).toEqual([]);
+    writeFileSync(autoSpec, JSON.stringify({ tools: [echoTool(D1, { loud: { type: 'boolean' } })] }));
+    expect((await cli(['upstream', 'sync', 'fxa', '--json'])).json?.autoApproved).toEqual([{ tool: 'fxa.echo', version: '1.1.0' }]);
+  });
+
   it('--upstreams none (or a list without fx) offers none of its tools', async () => {
     for (const which of ['none', 'other']) {
       const other = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstreams', which, '--upstream-sync-interval', '0']);
