@@ -3,7 +3,7 @@
  * versions of Estate (or written by hand) must not crash a replica with a malformed row.
  */
 import { z } from 'zod';
-import type { CatalogueEvent, ToolCalled } from '../domain/events.ts';
+import type { CatalogueEvent, ToolCalled, UpstreamEvent } from '../domain/events.ts';
 import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject } from '../domain/types.ts';
 import type { StoredEvent } from './ports.ts';
 
@@ -54,7 +54,7 @@ const toolCalled = z.object({
   argsHash: z.string(),
   repaired: z.boolean(),
   repairs: z.array(z.object({ path: z.string(), action: z.enum(['dropped', 'coerced', 'defaulted']) })),
-  outcome: z.enum(['ok', 'tool_error', 'output_invalid', 'timeout', 'cancelled']),
+  outcome: z.enum(['ok', 'tool_error', 'output_invalid', 'timeout', 'cancelled', 'upstream_error', 'upstream_unavailable']),
   attempts: z.number(),
   durationMs: z.number(),
   at: z.string(),
@@ -95,4 +95,41 @@ export const decodeToolCalled = (stored: StoredEvent): ToolCalled => {
   const r = toolCalled.safeParse(stored.data);
   if (!r.success) throw new CorruptEventError(stored, firstIssue(r.error));
   return { type: 'ToolCalled', data: r.data };
+};
+
+// ───────────────────────────── upstreams (SPEC §7) ─────────────────────────────
+
+const envNames = z.record(z.string(), z.string());
+const target = z.discriminatedUnion('transport', [
+  z.object({ transport: z.literal('stdio'), command: z.string(), args: z.array(z.string()), cwd: z.string().optional(), env: envNames }),
+  z.object({ transport: z.literal('http'), url: z.string(), headers: envNames }),
+]);
+const access = definition.shape.access;
+const candidate = definition.omit({ version: true });
+
+const upstreamSchemas = {
+  UpstreamRegistered: z.object({ ns: z.string(), target, access, autoApprove: z.enum(['none', 'schema-minor']), by: z.string(), at: z.string() }),
+  UpstreamDriftDetected: z.object({
+    ns: z.string(),
+    tool: z.string(),
+    upstreamTool: z.string(),
+    level: z.union([level, z.literal('initial')]),
+    reasons: z.array(reason),
+    candidate,
+    candidateHash: z.string(),
+    pinned: z.string().optional(),
+    at: z.string(),
+  }),
+  UpstreamToolVanished: z.object({ ns: z.string(), tool: z.string(), upstreamTool: z.string(), pinned: z.string().optional(), at: z.string() }),
+  UpstreamDriftRejected: z.object({ ns: z.string(), tool: z.string(), candidateHash: z.string(), reason: z.string(), by: z.string(), at: z.string() }),
+  UpstreamRemoved: z.object({ ns: z.string(), reason: z.string(), retired: z.array(z.string()), by: z.string(), at: z.string() }),
+} as const;
+
+/** Decode a stored upstream event; returns null for event types that are not upstream events. */
+export const decodeUpstreamEvent = (stored: StoredEvent): UpstreamEvent | null => {
+  const schema = (upstreamSchemas as Record<string, z.ZodType>)[stored.type];
+  if (!schema) return null;
+  const r = schema.safeParse(stored.data);
+  if (!r.success) throw new CorruptEventError(stored, firstIssue(r.error));
+  return { type: stored.type, data: r.data } as UpstreamEvent;
 };

@@ -7,6 +7,7 @@ import { registerCatalogueCommands } from './catalogue-commands.ts';
 import { EXIT } from './exit.ts';
 import { fail, type GlobalOptions } from './run.ts';
 import { registerServeCommand } from './serve-command.ts';
+import { registerUpstreamCommands } from './upstream-commands.ts';
 
 export const buildProgram = (): Command => {
   const program = new Command('estate')
@@ -31,6 +32,7 @@ Examples:
     );
   registerCatalogueCommands(program);
   registerServeCommand(program);
+  registerUpstreamCommands(program);
   return program;
 };
 

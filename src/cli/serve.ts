@@ -18,6 +18,8 @@ import type { Estate } from '../main.ts';
 import { principalFromFlags, type PrincipalFlags } from './catalogue-commands.ts';
 import type { GlobalOptions } from './run.ts';
 import { startupBanner, type BannerFacts } from './banner.ts';
+import { parseUpstreamSelection, UpstreamPool } from '../upstream/pool.ts';
+import { UpstreamRegistry } from '../upstream/registry.ts';
 
 export interface ServeFlags extends PrincipalFlags, AuthFlags {
   stdio?: boolean;
@@ -28,7 +30,17 @@ export interface ServeFlags extends PrincipalFlags, AuthFlags {
   demo?: boolean;
   allowedHosts?: string;
   allowedOrigins?: string;
+  upstreams?: string;
+  upstreamSyncInterval?: string;
 }
+
+/** `90`, `90s`, `10m`, `1h`, `500ms` → milliseconds; `0` = never. */
+export const parseInterval = (s: string): number => {
+  const m = /^(\d+)(ms|s|m|h)?$/.exec(s.trim());
+  if (!m) throw new DomainError('usage', 'serve-interval', `serve: --upstream-sync-interval '${s.slice(0, 40)}' is not a duration such as 30s, 10m or 1h`);
+  const n = Number(m[1]);
+  return n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h']);
+};
 
 const list = (s: string | undefined, fallback: readonly string[]): string[] =>
   s === undefined ? [...fallback] : s.split(',').map((x) => x.trim().toLowerCase()).filter((x) => x.length > 0);
@@ -52,17 +64,33 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
   const maps: HandlerMap[] = [];
   if (flags.demo) maps.push(demoHandlers);
   if (flags.handlers) maps.push(await loadHandlerModule(flags.handlers));
-  const handlers = mergeHandlerMaps(...maps);
+  const moduleHandlers = mergeHandlerMaps(...maps);
+  const selection = parseUpstreamSelection(flags.upstreams);
+  const syncIntervalMs = parseInterval(flags.upstreamSyncInterval ?? '10m');
+  // Upstream tools (SPEC §7) are served by executors resolved from their handler names `upstream:<ns>/<t>`.
+  const pool =
+    selection === 'none'
+      ? undefined
+      : new UpstreamPool({
+          registry: new UpstreamRegistry({ store: estate.store, commands: estate.commands, compiler: estate.compiler }),
+          selection,
+          env: process.env,
+          log,
+          actor: estate.config.actor,
+          syncIntervalMs,
+        });
+  const handlers = pool ? pool.handlers(moduleHandlers) : moduleHandlers;
   if (flags.demo) {
     const seeded = await seedDemoEstate(estate);
     log.info(seeded, 'demo estate published');
   }
-  if (Object.keys(handlers).length === 0) log.warn('no handlers bound (--handlers <module> or --demo): no tool will be offered');
 
   const principal = principalFromFlags(flags);
   const reader = estate.reader({ isOffered: isOfferedBy(handlers) });
   // --bus local: catch up and tail the store; --bus kafka://...: relay candidate + topic consumer (src/main.ts).
   const following = await estate.followChanges(reader, log);
+  const upstreams = (await pool?.start()) ?? 0;
+  if (Object.keys(moduleHandlers).length === 0 && upstreams === 0) log.warn('no handlers bound (--handlers <module> or --demo): no tool will be offered');
   const core = new ServerCore({
     reader,
     handlers,
@@ -84,7 +112,7 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
         total: reader.catalogue.size,
         ...(perRequestPrincipal ? {} : { principal }),
         demo: Boolean(flags.demo),
-        handlers: Object.keys(handlers).length,
+        handlers: Object.keys(moduleHandlers).length,
       }),
     );
   };
@@ -130,6 +158,7 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
     }
   } finally {
     await core.close();
+    await pool?.close();
     await following.close();
   }
 };

@@ -60,7 +60,7 @@ export interface ToolVersionRetired {
 
 export type CatalogueEvent = ToolVersionPublished | ToolVersionDeprecated | ToolVersionRetired;
 
-export type CallOutcome = 'ok' | 'tool_error' | 'output_invalid' | 'timeout' | 'cancelled';
+export type CallOutcome = 'ok' | 'tool_error' | 'output_invalid' | 'timeout' | 'cancelled' | 'upstream_error' | 'upstream_unavailable';
 
 export interface ToolCalled {
   type: 'ToolCalled';
@@ -84,4 +84,69 @@ export interface ToolCalled {
   };
 }
 
-export type EstateEvent = CatalogueEvent | ToolCalled;
+// ───────────────────────────── upstreams (SPEC §7) ─────────────────────────────
+
+export const upstreamStream = (ns: string): string => `upstream-${ns}`;
+export const UPSTREAM_STREAM_PREFIX = 'upstream-';
+
+/**
+ * Where an upstream lives. Secrets are never here: `env` and `headers` map a name to the NAME of an environment
+ * variable of the serving process (`--env TOKEN=env:GITHUB_TOKEN` is stored as `{TOKEN: 'GITHUB_TOKEN'}`).
+ */
+export type UpstreamTarget =
+  | { transport: 'stdio'; command: string; args: string[]; cwd?: string; env: Record<string, string> }
+  | { transport: 'http'; url: string; headers: Record<string, string> };
+
+export type AutoApprove = 'none' | 'schema-minor';
+
+/** A candidate definition mapped from an upstream tool: everything but the version, which approval decides. */
+export type UpstreamCandidate = Omit<ToolDefinition, 'version'>;
+
+export interface UpstreamRegistered {
+  type: 'UpstreamRegistered';
+  data: {
+    ns: string;
+    target: UpstreamTarget;
+    access: ToolDefinition['access'];
+    autoApprove: AutoApprove;
+    by: string;
+    at: string;
+  };
+}
+
+export interface UpstreamDriftDetected {
+  type: 'UpstreamDriftDetected';
+  data: {
+    ns: string;
+    /** The catalogue name `<ns>.<t'>`. */
+    tool: string;
+    upstreamTool: string;
+    level: Classified['level'] | 'initial';
+    reasons: Classified['reasons'];
+    candidate: UpstreamCandidate;
+    /** sha256 hex of the canonical JSON of `candidate`: the identity "once per distinct candidate" keys on. */
+    candidateHash: string;
+    /** The pinned version it was compared with, if any. */
+    pinned?: string;
+    at: string;
+  };
+}
+
+export interface UpstreamToolVanished {
+  type: 'UpstreamToolVanished';
+  data: { ns: string; tool: string; upstreamTool: string; pinned?: string; at: string };
+}
+
+export interface UpstreamDriftRejected {
+  type: 'UpstreamDriftRejected';
+  data: { ns: string; tool: string; candidateHash: string; reason: string; by: string; at: string };
+}
+
+export interface UpstreamRemoved {
+  type: 'UpstreamRemoved';
+  data: { ns: string; reason: string; retired: string[]; by: string; at: string };
+}
+
+export type UpstreamEvent = UpstreamRegistered | UpstreamDriftDetected | UpstreamToolVanished | UpstreamDriftRejected | UpstreamRemoved;
+
+export type EstateEvent = CatalogueEvent | ToolCalled | UpstreamEvent;

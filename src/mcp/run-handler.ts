@@ -6,6 +6,7 @@
 import { RETRYABLE, type SideEffect } from '../domain/types.ts';
 import type { CallOutcome } from '../domain/events.ts';
 import type { CallToolResult, HandlerContext, ToolHandler } from '../handlers/types.ts';
+import { ExecutorFailure, type ExecutorTraits } from '../handlers/executor-failure.ts';
 import { ClientRequestError } from './client-requests.ts';
 import { errorResult } from './error-map.ts';
 
@@ -97,8 +98,11 @@ export const runHandler = async (o: RunOptions): Promise<HandlerRun> => {
       // The client refused or could not be asked: asking again would only repeat the question to its user or model.
       if (e instanceof ClientRequestError) return { result: errorResult(`Tool failed: ${e.message}`), outcome: 'tool_error', attempts, refusal: e };
       const timedOut = e instanceof Timeout;
+      // An executor's own outcome (an upstream proxy): retried only when it says a repeat could help.
+      const failure = e instanceof ExecutorFailure ? e : timedOut ? (o.handler as ExecutorTraits).timeoutFailure?.(o.timeoutMs) : undefined;
+      if (failure && !(failure.retryable && attempts < maxAttempts)) return { result: errorResult(failure.message), outcome: failure.outcome, attempts };
       if (attempts < maxAttempts) {
-        o.context.log.warn('handler failed; retrying', { attempt: attempts, timedOut, error: (e as Error).message });
+        o.context.log.warn('handler failed; retrying', { attempt: attempts, timedOut, error: (failure ?? (e as Error)).message });
         await sleep(backoff(attempts), o.cancel);
         if (o.cancel?.aborted) return { result: errorResult('Tool call cancelled'), outcome: 'cancelled', attempts };
         continue;

@@ -1,0 +1,156 @@
+/**
+ * Proxying (SPEC §7): a tools/call through `estate serve --http` in front of server-everything (over stdio, and over
+ * Streamable HTTP), beside the same call made directly to the same upstream by the SDK v2 Client. Latency p50/p99 of
+ * sequential calls and throughput at 16 in flight; Estate's figures include its durable call record (SQLite,
+ * synchronous=FULL) and the validation of the arguments against the pinned schema. Runnable alone:
+ * `node --import tsx bench/upstream.ts`.
+ */
+import { Client, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { percentile, type BenchRow } from './lib.ts';
+
+const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
+const ESTATE = join(REPO_ROOT, 'bin', 'estate.js');
+const EVERYTHING = join(REPO_ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
+const SEQUENTIAL = 200;
+const CONCURRENT_REQUESTS = 480;
+const CONCURRENCY = 16;
+const WARMUP = 30;
+
+/** A local handler with the same answer, served by the same process (`--handlers bench/upstream.ts`): Estate's own cost. */
+export const handlers = { 'bench.echo': async (args: Record<string, unknown>) => ({ content: [{ type: 'text' as const, text: `Echo: ${String(args.message)}` }] }) };
+
+const localEcho = {
+  name: 'bench.echo',
+  version: '1.0.0',
+  description: 'Echoes the message (a local handler).',
+  inputSchema: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
+  access: { requiredScopes: ['bench.use'], tenants: [], classification: 'internal' },
+  sideEffect: 'none',
+  handler: 'bench.echo',
+};
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+
+const waitFor = (child: ChildProcess, text: string): Promise<string> =>
+  new Promise((resolve, reject) => {
+    let seen = '';
+    child.stderr?.on('data', (c: Buffer) => {
+      seen += c.toString();
+      const line = seen.split('\n').find((l) => l.includes(text));
+      if (line) resolve(line);
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${String(code)} before "${text}": ${seen.slice(-2000)}`)));
+  });
+
+const cli = (args: string[], store: string): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [ESTATE, ...args, '--store', store], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ESTATE_LOG_LEVEL: 'warn' } });
+    let err = '';
+    c.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`estate ${args.join(' ')}: ${err}`))));
+  });
+
+const connect = async (transport: Transport): Promise<Client> => {
+  const client = new Client({ name: 'bench-upstream', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
+};
+
+const measure = async (client: Client, tool: string): Promise<{ p50: number; p99: number; opsPerSec: number }> => {
+  const call = () => client.callTool({ name: tool, arguments: { message: 'bench' } });
+  for (let i = 0; i < WARMUP; i++) await call();
+  const lat: number[] = [];
+  for (let i = 0; i < SEQUENTIAL; i++) {
+    const t0 = process.hrtime.bigint();
+    await call();
+    lat.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  let next = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next++ < CONCURRENT_REQUESTS) await call();
+    }),
+  );
+  const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+  return { p50: percentile(lat, 50), p99: percentile(lat, 99), opsPerSec: CONCURRENT_REQUESTS / secs };
+};
+
+const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
+
+export async function run(): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'estate-bench-upstream-'));
+  const store = `sqlite:${join(dir, 'e.db')}`;
+  const port = await freePort();
+  const children: ChildProcess[] = [];
+  const clients: Client[] = [];
+  try {
+    const everythingHttp = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+    children.push(everythingHttp);
+    await waitFor(everythingHttp, 'listening on port');
+    const upstreamUrl = `http://127.0.0.1:${port}/mcp`;
+    const access = ['--scopes', 'bench.use', '--clearance', 'internal'];
+    await cli(['upstream', 'add', 'ev', '--command', `${process.execPath} ${EVERYTHING} stdio`, ...access], store);
+    await cli(['upstream', 'add', 'evh', '--url', upstreamUrl, ...access], store);
+    for (const ns of ['ev', 'evh']) {
+      await cli(['upstream', 'sync', ns], store);
+      await cli(['upstream', 'approve', ns, '--all'], store);
+    }
+    const def = join(dir, 'bench.echo.json');
+    writeFileSync(def, JSON.stringify(localEcho));
+    await cli(['publish', def], store);
+    const estate = spawn(process.execPath, [ESTATE, 'serve', '--http', '--port', '0', '--store', store, '--handlers', fileURLToPath(import.meta.url), '--scopes', 'bench.use', '--clearance', 'internal', '--upstream-sync-interval', '0'], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ESTATE_LOG_LEVEL: 'info' },
+    });
+    children.push(estate);
+    const ready = JSON.parse(await waitFor(estate, 'estate serve ready')) as { url: string };
+
+    const direct = {
+      stdio: await connect(new StdioClientTransport({ command: process.execPath, args: [EVERYTHING, 'stdio'], stderr: 'ignore' })),
+      http: await connect(new StreamableHTTPClientTransport(new URL(upstreamUrl))),
+    };
+    const viaEstate = await connect(new StreamableHTTPClientTransport(new URL(ready.url)));
+    clients.push(direct.stdio, direct.http, viaEstate);
+
+    const rows: BenchRow[] = [];
+    const local = await measure(viaEstate, 'bench.echo');
+    for (const [kind, ns, directClient] of [['HTTP', 'evh', direct.http], ['stdio', 'ev', direct.stdio]] as const) {
+      const d = await measure(directClient, 'echo');
+      const p = await measure(viaEstate, `${ns}.echo`);
+      const peerName = `SDK Client direct to the upstream (${kind})`;
+      const notes = `server-everything echo over ${kind}; Estate over HTTP 2025-11-25 in front; Estate with a LOCAL handler: p50 ${round(local.p50)} ms, p99 ${round(local.p99)} ms, ${Math.round(local.opsPerSec)} ops/s`;
+      rows.push(
+        { bench: 'upstream', case: `proxied tools/call, upstream over ${kind}, p50`, unit: 'ms', estate: round(p.p50), peerName, peer: round(d.p50), notes: `${notes}; adds ${round(p.p50 - d.p50)} ms over direct, ${round(p.p50 - local.p50)} ms over Estate's local handler` },
+        { bench: 'upstream', case: `proxied tools/call, upstream over ${kind}, p99`, unit: 'ms', estate: round(p.p99), peerName, peer: round(d.p99), notes },
+        { bench: 'upstream', case: `proxied tools/call, upstream over ${kind}, ${CONCURRENCY} in flight`, unit: 'ops/s', estate: Math.round(p.opsPerSec), peerName, peer: Math.round(d.opsPerSec), notes: `${notes}; ratio ${round(p.opsPerSec / d.opsPerSec)}` },
+      );
+    }
+    return rows;
+  } finally {
+    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    for (const c of children) c.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const rows = await run();
+  console.log(JSON.stringify(rows, null, 2));
+}

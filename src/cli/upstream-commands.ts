@@ -1,0 +1,191 @@
+/** `estate upstream add|list|sync|drift|approve|reject|remove` (SPEC §7): the JSON shapes and exit codes of SPEC §5. */
+import { Option, type Command } from 'commander';
+import { verdictJson } from '../app/results-json.ts';
+import { DomainError } from '../domain/errors.ts';
+import { CLASSIFICATIONS, type Reason } from '../domain/types.ts';
+import type { Estate } from '../main.ts';
+import { describeFailure, openUpstream } from '../upstream/connection.ts';
+import { describeTarget, UpstreamRegistry, type PendingView } from '../upstream/registry.ts';
+import { accessOverrides, defaultAccessFromFlags, targetFromFlags, type AccessFlags, type TargetFlags } from '../upstream/target-flags.ts';
+import { EXIT } from './exit.ts';
+import { printJson, withEstate } from './run.ts';
+
+const registryOf = (estate: Estate): UpstreamRegistry => new UpstreamRegistry({ store: estate.store, commands: estate.commands, compiler: estate.compiler });
+
+const collect = (v: string, prev: string[] = []): string[] => [...prev, v];
+
+const addAccessFlags = (cmd: Command, what: string): Command =>
+  cmd
+    .option('--tenants <tenants>', `${what}: tenants, comma-separated (none: every tenant)`)
+    .option('--scopes <scopes>', `${what}: required scopes, comma-separated`)
+    .addOption(new Option('--clearance <level>', `${what}: classification`).choices([...CLASSIFICATIONS]));
+
+/** `<ns>.<tool>` → ns and the full tool name. */
+const parseToolRef = (ref: string): { ns: string; tool: string } => {
+  const dot = ref.indexOf('.');
+  if (dot <= 0 || dot === ref.length - 1) throw new DomainError('usage', 'bad-ref', `'${ref.slice(0, 80)}': expected <ns>.<tool>, e.g. everything.echo`);
+  return { ns: ref.slice(0, dot), tool: ref };
+};
+
+const reasonsInline = (reasons: readonly Reason[]): string => reasons.map((r) => `${r.level} ${r.rule} at ${r.path}`).join('; ');
+
+/** Connect, list every page, record what changed; the connection is closed whatever happens. */
+export const syncOnce = async (estate: Estate, ns: string) => {
+  const registry = registryOf(estate);
+  const { state } = await registry.active(ns);
+  let session: Awaited<ReturnType<typeof openUpstream>>;
+  let tools: Awaited<ReturnType<typeof session.listTools>>;
+  try {
+    session = await openUpstream(ns, state.target, process.env);
+  } catch (e) {
+    if (e instanceof DomainError) throw e;
+    throw new Error(`upstream ${ns} unavailable: ${describeFailure(e)}`);
+  }
+  try {
+    try {
+      tools = await session.listTools();
+    } catch (e) {
+      throw new Error(`upstream ${ns}: tools/list failed: ${describeFailure(e)}`);
+    }
+    return { ...(await registry.sync(ns, tools, estate.config.actor)), protocolVersion: session.protocolVersion ?? null };
+  } finally {
+    await session.close().catch(() => undefined);
+  }
+};
+
+const printPending = (pending: PendingView[]): void => {
+  if (pending.length === 0) {
+    console.log('(no pending drift)');
+    return;
+  }
+  for (const p of pending) {
+    console.log(`${p.tool}  ${p.level}${p.pinned ? ` (pinned ${p.pinned})` : ' (never approved)'}  upstream tool '${p.upstreamTool}'`);
+    for (const r of p.reasons) console.log(`  ${r.level.padEnd(5)} ${r.path}: ${r.rule} — ${r.detail}`);
+    if (p.textDiff) console.log(p.textDiff.replace(/^/gm, '    '));
+  }
+};
+
+export const registerUpstreamCommands = (program: Command): void => {
+  const up = program.command('upstream').description('mirror, pin and proxy upstream MCP servers (their tools become catalogue versions only when approved)');
+
+  addAccessFlags(
+    up
+      .command('add')
+      .description('register an upstream MCP server under a namespace (stdio: --command; Streamable HTTP: --url)')
+      .argument('<ns>', 'namespace: its tools become <ns>.<tool>')
+      .option('--command <cmdline>', 'stdio: the command line that starts the server')
+      .option('--cwd <dir>', 'stdio: working directory of the child')
+      .option('--env <NAME=env:VAR>', 'stdio: an environment variable for the child, from the serving process\'s VAR (repeatable)', collect)
+      .option('--url <url>', 'Streamable HTTP: the server\'s MCP endpoint (https, or http on loopback)')
+      .option('--header <Name=env:VAR>', 'HTTP: a request header, from the serving process\'s VAR (repeatable)', collect)
+      .addOption(new Option('--auto-approve <policy>', 'publish drift without a person: schema-minor = minor/patch schema changes with identical text').choices(['none', 'schema-minor']).default('none')),
+    'default access of its tools (required: --scopes and --clearance)',
+  ).action(
+    withEstate(async (estate, opts, ns: string, flags: TargetFlags & AccessFlags & { autoApprove: 'none' | 'schema-minor' }) => {
+      const target = targetFromFlags(flags);
+      const access = defaultAccessFromFlags(flags);
+      const r = await registryOf(estate).register(ns, target, access, flags.autoApprove, estate.config.actor);
+      if (opts.json) printJson({ result: 'registered', ns, transport: target.transport, target: describeTarget(target), access, autoApprove: flags.autoApprove, position: r.position });
+      else console.log(`registered upstream ${ns} (${target.transport}: ${describeTarget(target)}); next: estate upstream sync ${ns}`);
+    }),
+  );
+
+  up.command('list')
+    .description('registered upstreams with their tool and pending-drift counts')
+    .action(
+      withEstate(async (estate, opts) => {
+        const registry = registryOf(estate);
+        const rows = [];
+        for (const ns of await registry.namespaces()) rows.push(await registry.summary(ns));
+        if (opts.json) printJson({ upstreams: rows });
+        else if (rows.length === 0) console.log('(no upstreams)');
+        else for (const r of rows) console.log(`${r.ns}  ${r.status}  ${r.transport}  ${r.target}  tools=${r.tools} pending=${r.pending}`);
+      }),
+    );
+
+  up.command('sync')
+    .description('connect to the upstream, list every page and record drift (nothing reaches a client until approved)')
+    .argument('<ns>')
+    .action(
+      withEstate(async (estate, opts, ns: string) => {
+        const r = await syncOnce(estate, ns);
+        if (opts.json) printJson(r);
+        else {
+          console.log(`${ns}: ${r.listed} tools listed (${r.protocolVersion ?? '?'}); ${r.drift.length} new drift, ${r.refused.length} refused, ${r.vanished.length} vanished${r.autoApproved.length ? `, ${r.autoApproved.length} auto-approved` : ''}`);
+          for (const d of r.drift) console.log(`  drift ${d.tool} ${d.level}${d.reasons.length ? `: ${reasonsInline(d.reasons)}` : ''}`);
+          for (const x of r.refused) console.log(`  refused ${x.upstreamTool} (${x.code}): ${x.message}`);
+          for (const v of r.vanished) console.log(`  vanished ${v}`);
+          for (const a of r.autoApproved) console.log(`  auto-approved ${a.tool}@${a.version}`);
+        }
+      }),
+    );
+
+  up.command('drift')
+    .description('pending candidates with level, reasons and a line diff of changed text')
+    .argument('[ns]')
+    .action(
+      withEstate(async (estate, opts, ns: string | undefined) => {
+        const pending = await registryOf(estate).pending(ns);
+        if (opts.json) {
+          printJson({ pending: pending.map((p) => ({ ns: p.ns, tool: p.tool, upstreamTool: p.upstreamTool, level: p.level, reasons: p.reasons, ...(p.pinned ? { pinned: p.pinned } : {}), ...(p.textDiff ? { textDiff: p.textDiff } : {}), candidateHash: p.candidateHash, at: p.at })) });
+        } else printPending(pending);
+      }),
+    );
+
+  addAccessFlags(
+    up
+      .command('approve')
+      .description('publish a pending candidate through the publish guard (version: the pinned one bumped by the level)')
+      .argument('<ref>', '<ns>.<tool>, or <ns> with --all')
+      .option('--all', 'every pending candidate of the namespace')
+      .option('--version <x.y.z>', 'publish as this version instead'),
+    'access of the published version (default: the candidate\'s)',
+  ).action(
+    withEstate(async (estate, opts, ref: string, flags: AccessFlags & { all?: boolean; version?: string }) => {
+      const registry = registryOf(estate);
+      const o = { by: estate.config.actor, ...(flags.version !== undefined ? { version: flags.version } : {}), access: accessOverrides(flags) };
+      const verdicts = flags.all
+        ? await registry.approveAll(ref, o)
+        : [await registry.approveOne(parseToolRef(ref).ns, parseToolRef(ref).tool, o)];
+      if (flags.all && verdicts.length === 0) {
+        if (opts.json) printJson({ approved: [] });
+        else console.log(`${ref}: no pending drift`);
+        return EXIT.ok;
+      }
+      if (opts.json) printJson(flags.all ? { approved: verdicts.map((v) => verdictJson(v, v.result, v.position)) } : verdictJson(verdicts[0]!, verdicts[0]!.result, verdicts[0]!.position));
+      let code: number = EXIT.ok;
+      for (const v of verdicts) {
+        if (v.result === 'refused') {
+          console.error(`estate: refused: ${v.error?.message ?? 'refused'}`);
+          code = EXIT.refused;
+        } else if (!opts.json) console.log(`${v.result} ${v.name}@${v.version} (${v.level})${v.reasons.length ? `: ${reasonsInline(v.reasons)}` : ''}`);
+      }
+      return code;
+    }),
+  );
+
+  up.command('reject')
+    .description('reject a pending candidate; the pinned version keeps serving')
+    .argument('<ref>', '<ns>.<tool>')
+    .requiredOption('--reason <text>', 'why (recorded)')
+    .action(
+      withEstate(async (estate, opts, ref: string, flags: { reason: string }) => {
+        const { ns, tool } = parseToolRef(ref);
+        const r = await registryOf(estate).reject(ns, tool, flags.reason, estate.config.actor);
+        if (opts.json) printJson({ result: 'rejected', ...r });
+        else console.log(`rejected the pending candidate of ${tool}; the pinned version keeps serving`);
+      }),
+    );
+
+  up.command('remove')
+    .description('retire every version of the upstream\'s tools and remove it')
+    .argument('<ns>')
+    .requiredOption('--reason <text>', 'why (recorded on every retirement)')
+    .action(
+      withEstate(async (estate, opts, ns: string, flags: { reason: string }) => {
+        const r = await registryOf(estate).remove(ns, flags.reason, estate.config.actor);
+        if (opts.json) printJson({ result: 'removed', ...r });
+        else console.log(`removed upstream ${ns}; retired ${r.retired.length ? r.retired.join(', ') : 'nothing'}`);
+      }),
+    );
+};

@@ -1,0 +1,130 @@
+/**
+ * Estate as an MCP client of one upstream, through the official SDK v2 Client, over stdio (a spawned child) or
+ * Streamable HTTP, at the newest revision both sides speak (`versionNegotiation: auto`: a 2026-07-28 server is spoken
+ * to statelessly, a 2025 one through initialize). Secrets come from environment variables NAMED at add time and are
+ * resolved here, at connect time, never stored and never logged. A child gets a minimal environment (the SDK's
+ * default: PATH, HOME, ...) plus what was named for it, never the whole environment of the serving process.
+ */
+import { Client, ProtocolError, SdkError, SdkErrorCode, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { DomainError } from '../domain/errors.ts';
+import type { UpstreamTarget } from '../domain/events.ts';
+import type { UpstreamTool } from './candidate.ts';
+
+export const ESTATE_CLIENT_INFO = { name: 'estate', version: '0.1.0' };
+/** A defence against an upstream whose cursor never converges. */
+const MAX_PAGES = 1000;
+
+export interface UpstreamHooks {
+  /** `notifications/tools/list_changed` from the upstream. */
+  onToolsChanged?(): void;
+  /** `notifications/message` from the upstream. */
+  onLog?(params: Record<string, unknown>): void;
+  /** The upstream asks the user (`elicitation/create`); reject to answer it with an error. */
+  onElicit?(params: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** The upstream asks the model (`sampling/createMessage`). */
+  onSample?(params: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** The connection ended (the child exited, or close()). */
+  onClose?(): void;
+  /** One line the child wrote on stderr. */
+  onStderr?(line: string): void;
+}
+
+export interface UpstreamSession {
+  readonly client: Client;
+  /** The revision negotiated. */
+  readonly protocolVersion: string | undefined;
+  listTools(): Promise<UpstreamTool[]>;
+  close(): Promise<void>;
+}
+
+/** Resolve `{NAME: 'VAR'}` against the environment; a missing variable is a usage error naming both, never a value. */
+export const resolveNamed = (ns: string, names: Record<string, string>, env: NodeJS.ProcessEnv, what: '--env' | '--header'): Record<string, string> => {
+  const out: Record<string, string> = {};
+  for (const [name, variable] of Object.entries(names)) {
+    const value = env[variable];
+    if (value === undefined) throw new DomainError('usage', 'upstream-env-missing', `upstream ${ns}: environment variable ${variable} (for ${what} ${name}) is not set`);
+    out[name] = value;
+  }
+  return out;
+};
+
+const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv, hooks: UpstreamHooks): Transport => {
+  if (target.transport === 'stdio') {
+    const t = new StdioClientTransport({
+      command: target.command,
+      args: target.args,
+      ...(target.cwd !== undefined ? { cwd: target.cwd } : {}),
+      env: { ...getDefaultEnvironment(), ...resolveNamed(ns, target.env, env, '--env') },
+      stderr: 'pipe',
+    });
+    const stderr = t.stderr;
+    if (stderr) {
+      let buf = '';
+      stderr.on('data', (chunk: Buffer) => {
+        buf += chunk.toString('utf8');
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          hooks.onStderr?.(buf.slice(0, nl).slice(0, 2000));
+          buf = buf.slice(nl + 1);
+        }
+        if (buf.length > 8192) buf = buf.slice(-8192);
+      });
+    }
+    return t;
+  }
+  return new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: resolveNamed(ns, target.headers, env, '--header') } });
+};
+
+export const openUpstream = async (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv, hooks: UpstreamHooks = {}, timeoutMs = 30_000): Promise<UpstreamSession> => {
+  const transport = transportFor(ns, target, env, hooks);
+  const client = new Client(ESTATE_CLIENT_INFO, {
+    capabilities: { elicitation: {}, sampling: {} },
+    versionNegotiation: { mode: 'auto' },
+  });
+  client.setNotificationHandler('notifications/tools/list_changed', () => hooks.onToolsChanged?.());
+  client.setNotificationHandler('notifications/message', (n) => hooks.onLog?.(n.params as Record<string, unknown>));
+  client.setRequestHandler('elicitation/create', async (req) => {
+    if (!hooks.onElicit) throw new ProtocolError(-32601, 'elicitation is not relayed here');
+    return (await hooks.onElicit(req.params as Record<string, unknown>)) as never;
+  });
+  client.setRequestHandler('sampling/createMessage', async (req) => {
+    if (!hooks.onSample) throw new ProtocolError(-32601, 'sampling is not relayed here');
+    return (await hooks.onSample(req.params as Record<string, unknown>)) as never;
+  });
+  client.onclose = () => hooks.onClose?.();
+  try {
+    await client.connect(transport, { timeout: timeoutMs });
+  } catch (e) {
+    await client.close().catch(() => undefined);
+    throw e;
+  }
+  return {
+    client,
+    get protocolVersion() {
+      return client.getNegotiatedProtocolVersion();
+    },
+    async listTools() {
+      const out: UpstreamTool[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_PAGES; page++) {
+        const r = await client.listTools(cursor !== undefined ? { cursor } : undefined, { timeout: timeoutMs, cacheMode: 'bypass' });
+        out.push(...(r.tools as unknown as UpstreamTool[]));
+        if (!r.nextCursor) return out;
+        cursor = r.nextCursor;
+      }
+      throw new Error(`upstream ${ns}: tools/list did not end after ${MAX_PAGES} pages`);
+    },
+    close: () => client.close(),
+  };
+};
+
+/** Whether an error from the SDK means the upstream answered (a JSON-RPC error) rather than did not (unavailable). */
+export const upstreamAnswered = (e: unknown): boolean => e instanceof ProtocolError;
+
+/** A message that can be shown to a caller: the upstream's own words for a JSON-RPC error, else a short cause. */
+export const describeFailure = (e: unknown): string => {
+  if (e instanceof ProtocolError) return e.message;
+  if (e instanceof SdkError) return e.code === SdkErrorCode.RequestTimeout ? 'timed out' : e.code === SdkErrorCode.ConnectionClosed ? 'connection closed' : e.message;
+  return e instanceof Error ? e.message : String(e);
+};

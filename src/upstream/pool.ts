@@ -1,0 +1,179 @@
+/**
+ * The upstreams one serving process fronts (`estate serve --upstreams all|none|<ns,...>`): a link per namespace,
+ * made on first use from the namespace's registration; the executors that the tools/call path runs for handler names
+ * `upstream:<ns>/<t>`; and the syncs a serving process makes on its own — on the upstream's list_changed (debounced
+ * 1 s) and every `--upstream-sync-interval`.
+ */
+import type { HandlerMap, ToolHandler } from '../handlers/types.ts';
+import type { ExecutorTraits } from '../handlers/executor-failure.ts';
+import { ExecutorFailure } from '../handlers/executor-failure.ts';
+import type { BreakerOptions } from './breaker.ts';
+import { parseUpstreamHandler } from './candidate.ts';
+import { describeFailure } from './connection.ts';
+import { UpstreamLink, type LinkLog } from './link.ts';
+import type { UpstreamRegistry } from './registry.ts';
+
+export type UpstreamSelection = 'all' | 'none' | readonly string[];
+
+export const parseUpstreamSelection = (s: string | undefined): UpstreamSelection => {
+  if (s === undefined || s === 'all') return 'all';
+  if (s === 'none') return 'none';
+  return s.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+};
+
+export interface PoolOptions {
+  registry: UpstreamRegistry;
+  selection: UpstreamSelection;
+  env: NodeJS.ProcessEnv;
+  log: LinkLog & { error(obj: object, msg?: string): void };
+  actor: string;
+  /** 0 = never on a timer. */
+  syncIntervalMs?: number;
+  debounceMs?: number;
+  breaker?: BreakerOptions;
+}
+
+export class UpstreamPool {
+  private readonly links = new Map<string, Promise<UpstreamLink>>();
+  private readonly debouncers = new Map<string, NodeJS.Timeout>();
+  private readonly syncing = new Map<string, Promise<void>>();
+  private interval: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly o: PoolOptions) {}
+
+  serves(ns: string): boolean {
+    const s = this.o.selection;
+    return s === 'all' ? true : s === 'none' ? false : s.includes(ns);
+  }
+
+  /** The link of a served, registered upstream. */
+  link(ns: string): Promise<UpstreamLink> {
+    let p = this.links.get(ns);
+    if (!p) {
+      p = this.o.registry.active(ns).then(
+        ({ state }) =>
+          new UpstreamLink({
+            ns,
+            target: state.target,
+            env: this.o.env,
+            log: this.o.log,
+            onToolsChanged: () => this.scheduleSync(ns),
+            ...(this.o.breaker ? { breaker: this.o.breaker } : {}),
+          }),
+      );
+      this.links.set(ns, p);
+      p.catch(() => this.links.delete(ns));
+    }
+    return p;
+  }
+
+  /** The executor for one handler name, shaped as a module handler. */
+  private executor(ns: string, upstreamTool: string): ToolHandler & ExecutorTraits {
+    const run: ToolHandler & ExecutorTraits = async (args, ctx) => {
+      let link: UpstreamLink;
+      try {
+        link = await this.link(ns);
+      } catch {
+        throw new ExecutorFailure('upstream_unavailable', `upstream ${ns} unavailable`, false);
+      }
+      return link.call(upstreamTool, args, ctx);
+    };
+    run.timeoutFailure = () => new ExecutorFailure('upstream_unavailable', `upstream ${ns} unavailable`, true);
+    return run;
+  }
+
+  /**
+   * The module handlers plus an executor for every `upstream:<ns>/<t>` name of a served namespace. The handler map is
+   * looked up by name on every call and every discovery, so the executors are resolved by name too (a Proxy), rather
+   * than listed: the catalogue decides which upstream tools exist, and a newly approved one is served at once.
+   */
+  handlers(base: HandlerMap): HandlerMap {
+    const cache = new Map<string, ToolHandler>();
+    const resolve = (name: string | symbol): ToolHandler | undefined => {
+      if (typeof name !== 'string') return undefined;
+      const parsed = parseUpstreamHandler(name);
+      if (!parsed || !this.serves(parsed.ns)) return undefined;
+      let h = cache.get(name);
+      if (!h) cache.set(name, (h = this.executor(parsed.ns, parsed.tool)));
+      return h;
+    };
+    return new Proxy(base as Record<string, ToolHandler>, {
+      get: (t, name) => (Object.prototype.hasOwnProperty.call(t, name) ? t[name as string] : resolve(name)),
+      has: (t, name) => name in t || resolve(name) !== undefined,
+      getOwnPropertyDescriptor: (t, name) => {
+        const own = Object.getOwnPropertyDescriptor(t, name);
+        if (own) return own;
+        const h = resolve(name);
+        return h ? { value: h, writable: false, enumerable: false, configurable: true } : undefined;
+      },
+    });
+  }
+
+  /** Sync one upstream now through this process's link (one at a time per upstream; a second request joins it). */
+  sync(ns: string): Promise<void> {
+    const running = this.syncing.get(ns);
+    if (running) return running;
+    const p = (async () => {
+      try {
+        const link = await this.link(ns);
+        const tools = await (await link.session()).listTools();
+        const r = await this.o.registry.sync(ns, tools, this.o.actor);
+        this.o.log.info({ upstream: ns, listed: r.listed, drift: r.drift.length, refused: r.refused.length, vanished: r.vanished.length, autoApproved: r.autoApproved }, 'upstream synced');
+      } catch (e) {
+        this.o.log.warn({ upstream: ns, error: describeFailure(e) }, 'upstream sync failed');
+      } finally {
+        this.syncing.delete(ns);
+      }
+    })();
+    this.syncing.set(ns, p);
+    return p;
+  }
+
+  /** list_changed: sync once the upstream has been quiet for `debounceMs` (default 1 s). */
+  scheduleSync(ns: string): void {
+    if (this.closed) return;
+    clearTimeout(this.debouncers.get(ns));
+    this.debouncers.set(
+      ns,
+      setTimeout(() => {
+        this.debouncers.delete(ns);
+        void this.sync(ns);
+      }, this.o.debounceMs ?? 1000),
+    );
+  }
+
+  /** Sync every served upstream at start and then on the interval; returns how many active upstreams it fronts. */
+  async start(): Promise<number> {
+    const all = (await this.o.registry.namespaces()).filter((ns) => this.serves(ns));
+    const active: string[] = [];
+    for (const ns of all) {
+      const { state } = await this.o.registry.load(ns);
+      if (state?.status === 'active') active.push(ns);
+    }
+    for (const ns of active) void this.sync(ns);
+    const every = this.o.syncIntervalMs ?? 600_000;
+    if (every > 0) {
+      this.interval = setInterval(() => {
+        void this.o.registry.namespaces().then((nss) => nss.filter((ns) => this.serves(ns)).forEach((ns) => void this.sync(ns)));
+      }, every);
+      this.interval.unref();
+    }
+    return active.length;
+  }
+
+  /** Each served upstream's breaker state, for status output. */
+  async statuses(): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    for (const [ns, p] of this.links) out[ns] = await p.then((l) => l.status, () => 'unregistered');
+    return out;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.interval);
+    for (const t of this.debouncers.values()) clearTimeout(t);
+    await Promise.all([...this.syncing.values()]);
+    await Promise.all([...this.links.values()].map((p) => p.then((l) => l.close(), () => undefined)));
+  }
+}

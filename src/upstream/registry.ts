@@ -1,0 +1,326 @@
+/**
+ * The upstream registry (SPEC §7) on the ports: register, sync (given what the upstream lists), approve, reject,
+ * remove, and the read queries behind `estate upstream list|drift`. Every write to `upstream-<ns>` is appended with the
+ * revision read (optimistic concurrency): two processes syncing the same upstream at once record one drift, because
+ * the loser re-reads, sees the winner's event and has nothing left to append.
+ */
+import { createTwoFilesPatch } from 'diff';
+import { decodeUpstreamEvent } from '../app/event-codec.ts';
+import type { CommandHandler, PublishOutcome } from '../app/command-handler.ts';
+import { ConcurrencyError, systemClock, type Clock, type EventStore } from '../app/ports.ts';
+import { classifyDefinition } from '../domain/classify.ts';
+import { DomainError } from '../domain/errors.ts';
+import { upstreamStream, type AutoApprove, type UpstreamCandidate, type UpstreamEvent, type UpstreamTarget } from '../domain/events.ts';
+import { baselineOf } from '../domain/guard.ts';
+import { canonicalJson } from '../domain/hash.ts';
+import type { SchemaCompiler } from '../domain/schema-compiler.ts';
+import { parseVersion } from '../domain/semver.ts';
+import type { Reason, ToolAccess, ToolDefinition } from '../domain/types.ts';
+import { foldUpstream, pendingDrift, type DriftData, type UpstreamState } from '../../projections/upstreams.ts';
+import { contentHash, mapCandidates, mapToolName, NS_PATTERN, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
+
+export interface RegistryDeps {
+  store: EventStore;
+  commands: CommandHandler;
+  compiler: SchemaCompiler;
+  clock?: Clock;
+}
+
+export interface SyncResult {
+  ns: string;
+  /** Tools the upstream listed. */
+  listed: number;
+  /** Drift recorded by THIS sync (a candidate already recorded is not recorded again). */
+  drift: { tool: string; upstreamTool: string; level: DriftData['level']; reasons: Reason[] }[];
+  refused: CandidateRefusal[];
+  vanished: string[];
+  /** Candidates published by `--auto-approve schema-minor`. */
+  autoApproved: { tool: string; version: string }[];
+}
+
+export interface PendingView {
+  ns: string;
+  tool: string;
+  upstreamTool: string;
+  level: DriftData['level'];
+  reasons: Reason[];
+  pinned?: string;
+  candidateHash: string;
+  at: string;
+  textDiff?: string;
+}
+
+const MAX_ATTEMPTS = 20;
+
+export class UpstreamRegistry {
+  private readonly clock: Clock;
+
+  constructor(private readonly deps: RegistryDeps) {
+    this.clock = deps.clock ?? systemClock;
+  }
+
+  /** The namespace's state and the stream revision read (-1: no stream). */
+  async load(ns: string): Promise<{ state: UpstreamState | undefined; revision: number }> {
+    const stored = await this.deps.store.readStream(upstreamStream(ns));
+    const events: UpstreamEvent[] = [];
+    for (const s of stored) {
+      const e = decodeUpstreamEvent(s);
+      if (e) events.push(e);
+    }
+    return { state: foldUpstream(events), revision: stored.length ? (stored[stored.length - 1]?.revision ?? -1) : -1 };
+  }
+
+  /** An active registration, or a not-found error naming the namespace. */
+  async active(ns: string): Promise<{ state: UpstreamState; revision: number }> {
+    const { state, revision } = await this.load(ns);
+    if (!state || state.status !== 'active') throw new DomainError('not-found', 'unknown-upstream', `unknown upstream '${ns}'${state ? ' (removed)' : ''}`);
+    return { state, revision };
+  }
+
+  /** Every registered namespace (active or removed), sorted. */
+  async namespaces(): Promise<string[]> {
+    const out = new Set<string>();
+    let after: string | null = null;
+    for (;;) {
+      const page = await this.deps.store.readAll({ after, limit: 1000, streamPrefix: 'upstream-' });
+      if (page.length === 0) break;
+      for (const e of page) if (e.type === 'UpstreamRegistered') out.add(e.streamId.slice('upstream-'.length));
+      after = page[page.length - 1]?.position ?? null;
+    }
+    return [...out].sort();
+  }
+
+  async register(ns: string, target: UpstreamTarget, access: ToolAccess, autoApprove: AutoApprove, by: string): Promise<{ ns: string; position: string }> {
+    if (!NS_PATTERN.test(ns) || ns.length > 64) throw new DomainError('usage', 'invalid-namespace', `upstream namespace '${ns.slice(0, 70)}' must match ${NS_PATTERN.source} (one name segment, at most 64 characters)`);
+    const { state, revision } = await this.load(ns);
+    if (state && state.status === 'active') throw new DomainError('conflict', 'upstream-exists', `upstream '${ns}' is already registered (${state.registeredAt}); remove it first`);
+    const at = this.clock.now();
+    const r = await this.append(ns, [{ type: 'UpstreamRegistered', data: { ns, target, access, autoApprove, by, at } }], revision);
+    return { ns, position: r.positions[0] as string };
+  }
+
+  private append(ns: string, events: UpstreamEvent[], revision: number) {
+    return this.deps.store.append(
+      upstreamStream(ns),
+      events.map((e) => ({ type: e.type, data: e.data })),
+      { expectedRevision: revision < 0 ? 'no_stream' : revision },
+    );
+  }
+
+  private async pinned(name: string): Promise<ToolDefinition | undefined> {
+    const { state } = await this.deps.commands.load(name);
+    return baselineOf(state)?.definition;
+  }
+
+  /**
+   * Record what the upstream lists now: drift once per distinct candidate, vanished tools once, then (schema-minor)
+   * publish what may be approved without a person. Re-run from the top on a lost race.
+   */
+  async sync(ns: string, tools: readonly UpstreamTool[], by: string): Promise<SyncResult> {
+    for (let attempt = 1; ; attempt++) {
+      const { state, revision } = await this.active(ns);
+      // The pinned definitions, read once per candidate name (their access and timeout are kept by the candidate).
+      const pinnedDefs = new Map<string, ToolDefinition | undefined>();
+      for (const t of tools) {
+        const name = mapToolName(ns, String(t.name));
+        if (!pinnedDefs.has(name)) pinnedDefs.set(name, await this.pinned(name));
+      }
+      const remapped = mapCandidates(ns, tools, state.access, this.deps.compiler, (n) => pinnedDefs.get(n));
+      const at = this.clock.now();
+      const events: UpstreamEvent[] = [];
+      const result: SyncResult = { ns, listed: tools.length, drift: [], refused: [], vanished: [], autoApproved: [] };
+      const seen = new Set<string>();
+      for (const m of remapped) {
+        if (!m.ok) {
+          result.refused.push(m.refusal);
+          continue;
+        }
+        const c = m.candidate;
+        seen.add(c.name);
+        const pinned = pinnedDefs.get(c.name);
+        const hash = contentHash(c);
+        const known = state.tools.get(c.name);
+        // Identical to what clients see: nothing to say — unless it had vanished, when the event records its return
+        // (it is not pending: its content is the pinned version's).
+        if (pinned && contentHash(pinned) === hash && !known?.vanished) continue;
+        if (known?.lastDrift?.candidateHash === hash && !known.vanished) continue; // recorded by an earlier sync
+        const { level, reasons } = pinned ? classifyDefinition(pinned, { ...c, version: pinned.version }) : { level: 'initial' as const, reasons: [] };
+        events.push({
+          type: 'UpstreamDriftDetected',
+          data: { ns, tool: c.name, upstreamTool: m.upstreamTool, level, reasons, candidate: c, candidateHash: hash, ...(pinned ? { pinned: pinned.version } : {}), at },
+        });
+        result.drift.push({ tool: c.name, upstreamTool: m.upstreamTool, level, reasons });
+      }
+      for (const t of state.tools.values()) {
+        if (seen.has(t.tool) || t.vanished) continue;
+        // A refused candidate is still listed: it has not vanished.
+        if (result.refused.some((r) => r.tool === t.tool)) continue;
+        const pinned = await this.pinned(t.tool);
+        events.push({ type: 'UpstreamToolVanished', data: { ns, tool: t.tool, upstreamTool: t.upstreamTool, ...(pinned ? { pinned: pinned.version } : {}), at } });
+        result.vanished.push(t.tool);
+      }
+      if (events.length > 0) {
+        try {
+          await this.append(ns, events, revision);
+        } catch (e) {
+          if (!(e instanceof ConcurrencyError) || attempt >= MAX_ATTEMPTS) throw e;
+          await new Promise((r) => setTimeout(r, Math.random() * 20));
+          continue; // re-read: the winner's drift is now known and not recorded twice
+        }
+      }
+      if (state.autoApprove === 'schema-minor') result.autoApproved = await this.autoApprove(ns, by);
+      return result;
+    }
+  }
+
+  /** schema-minor: minor or patch AND title, description and annotations byte-identical to the pinned version's. */
+  private async autoApprove(ns: string, by: string): Promise<{ tool: string; version: string }[]> {
+    const out: { tool: string; version: string }[] = [];
+    for (const p of await this.pending(ns)) {
+      if (p.level !== 'minor' && p.level !== 'patch') continue;
+      const { state } = await this.active(ns);
+      const drift = state.tools.get(p.tool)?.lastDrift;
+      const pinned = await this.pinned(p.tool);
+      if (!drift || !pinned || !sameText(pinned, drift.candidate)) continue;
+      const v = await this.approveOne(ns, p.tool, { by });
+      if (v.result === 'published') out.push({ tool: p.tool, version: v.version });
+    }
+    return out;
+  }
+
+  /** Pending candidates of one namespace (or every active one), sorted by tool name. */
+  async pending(ns?: string): Promise<PendingView[]> {
+    const nss = ns === undefined ? await this.namespaces() : [ns];
+    const out: PendingView[] = [];
+    for (const n of nss) {
+      const { state } = ns === undefined ? await this.load(n) : await this.active(n);
+      if (!state || state.status !== 'active') continue;
+      for (const t of [...state.tools.values()].sort((a, b) => (a.tool < b.tool ? -1 : 1))) {
+        const pinned = await this.pinned(t.tool);
+        const d = pendingDrift(t, pinned ? contentHash(pinned) : undefined);
+        if (!d) continue;
+        const diff = pinned ? textDiff(pinned, d.candidate) : undefined;
+        out.push({
+          ns: n,
+          tool: d.tool,
+          upstreamTool: d.upstreamTool,
+          level: d.level,
+          reasons: d.reasons,
+          ...(pinned ? { pinned: pinned.version } : {}),
+          candidateHash: d.candidateHash,
+          at: d.at,
+          ...(diff ? { textDiff: diff } : {}),
+        });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Publish a tool's pending candidate through the normal publish guard. Version: `version` if given, else the
+   * pinned one bumped by the level (1.0.0 for an initial candidate). `access` overrides the candidate's access.
+   */
+  async approveOne(ns: string, tool: string, o: { by: string; version?: string; access?: Partial<ToolAccess> }): Promise<PublishOutcome> {
+    const { state } = await this.active(ns);
+    const t = state.tools.get(tool);
+    const pinned = await this.pinned(tool);
+    const d = t ? pendingDrift(t, pinned ? contentHash(pinned) : undefined) : undefined;
+    if (!t || !d) throw new DomainError('not-found', 'no-pending-drift', `no pending candidate for ${tool}`);
+    const version = o.version ?? nextVersion(pinned?.version, d.level);
+    const access = { ...d.candidate.access, ...o.access };
+    const def: ToolDefinition = {
+      ...d.candidate,
+      version,
+      access: { ...access, requiredScopes: [...new Set(access.requiredScopes)].sort(), tenants: [...new Set(access.tenants)].sort() },
+    };
+    return this.deps.commands.publish(def, o.by);
+  }
+
+  /** Every pending candidate of the namespace, in name order; stops at nothing (each verdict is reported). */
+  async approveAll(ns: string, o: { by: string; version?: string; access?: Partial<ToolAccess> }): Promise<PublishOutcome[]> {
+    const out: PublishOutcome[] = [];
+    for (const p of await this.pending(ns)) out.push(await this.approveOne(ns, p.tool, o));
+    return out;
+  }
+
+  async reject(ns: string, tool: string, reason: string, by: string): Promise<{ ns: string; tool: string; candidateHash: string; position: string }> {
+    if (!reason.trim()) throw new DomainError('usage', 'reason-required', `reject ${tool}: --reason is required`);
+    for (let attempt = 1; ; attempt++) {
+      const { state, revision } = await this.active(ns);
+      const t = state.tools.get(tool);
+      const pinned = await this.pinned(tool);
+      const d = t ? pendingDrift(t, pinned ? contentHash(pinned) : undefined) : undefined;
+      if (!d) throw new DomainError('not-found', 'no-pending-drift', `no pending candidate for ${tool}`);
+      try {
+        const r = await this.append(ns, [{ type: 'UpstreamDriftRejected', data: { ns, tool, candidateHash: d.candidateHash, reason, by, at: this.clock.now() } }], revision);
+        return { ns, tool, candidateHash: d.candidateHash, position: r.positions[0] as string };
+      } catch (e) {
+        if (!(e instanceof ConcurrencyError) || attempt >= MAX_ATTEMPTS) throw e;
+      }
+    }
+  }
+
+  /** Retire every version of the upstream's tools, then record the removal. */
+  async remove(ns: string, reason: string, by: string): Promise<{ ns: string; retired: string[]; position: string }> {
+    if (!reason.trim()) throw new DomainError('usage', 'reason-required', `remove ${ns}: --reason is required`);
+    const { state } = await this.active(ns);
+    const retired: string[] = [];
+    for (const tool of [...state.tools.keys()].sort()) {
+      const { state: ts } = await this.deps.commands.load(tool);
+      for (const v of ts.versions.values()) {
+        if (v.status === 'retired' || !v.definition.handler.startsWith(`upstream:${ns}/`)) continue;
+        await this.deps.commands.retire(tool, v.definition.version, `upstream ${ns} removed: ${reason}`, by);
+        retired.push(`${tool}@${v.definition.version}`);
+      }
+    }
+    for (let attempt = 1; ; attempt++) {
+      const { revision } = await this.active(ns);
+      try {
+        const r = await this.append(ns, [{ type: 'UpstreamRemoved', data: { ns, reason, retired, by, at: this.clock.now() } }], revision);
+        return { ns, retired, position: r.positions[0] as string };
+      } catch (e) {
+        if (!(e instanceof ConcurrencyError) || attempt >= MAX_ATTEMPTS) throw e;
+      }
+    }
+  }
+
+  /** One row of `estate upstream list` (status is the registration's; a serving process adds up/down). */
+  async summary(ns: string): Promise<{ ns: string; transport: string; target: string; tools: number; pending: number; status: string }> {
+    const { state } = await this.load(ns);
+    if (!state) throw new DomainError('not-found', 'unknown-upstream', `unknown upstream '${ns}'`);
+    let tools = 0;
+    for (const t of state.tools.keys()) {
+      const pinned = await this.pinned(t);
+      if (pinned && state.status === 'active') tools++;
+    }
+    const pending = state.status === 'active' ? (await this.pending(ns)).length : 0;
+    return { ns, transport: state.target.transport, target: describeTarget(state.target), tools, pending, status: state.status };
+  }
+}
+
+export const describeTarget = (t: UpstreamTarget): string =>
+  t.transport === 'http' ? t.url : [t.command, ...t.args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+
+const sameText = (pinned: ToolDefinition, c: UpstreamCandidate): boolean =>
+  pinned.title === c.title && pinned.description === c.description && canonicalJson(pinned.annotations ?? null) === canonicalJson(c.annotations ?? null);
+
+export const nextVersion = (pinned: string | undefined, level: DriftData['level']): string => {
+  const p = pinned ? parseVersion(pinned) : null;
+  if (!p || level === 'initial') return '1.0.0';
+  if (level === 'major') return `${p.major + 1}.0.0`;
+  if (level === 'minor') return `${p.major}.${p.minor + 1}.0`;
+  return `${p.major}.${p.minor}.${p.patch + 1}`;
+};
+
+const textOf = (d: { title?: string | undefined; description: string; annotations?: unknown }): string =>
+  [`title: ${d.title ?? ''}`, 'description:', d.description, `annotations: ${d.annotations === undefined ? '' : canonicalJson(d.annotations)}`].join('\n') + '\n';
+
+/** A unified line diff of the text a model reads (title, description, annotations); undefined when it did not change. */
+export const textDiff = (pinned: ToolDefinition, c: UpstreamCandidate): string | undefined => {
+  const a = textOf(pinned);
+  const b = textOf(c);
+  if (a === b) return undefined;
+  const patch = createTwoFilesPatch(`${pinned.name}@${pinned.version}`, `${c.name} (upstream)`, a, b, undefined, undefined, { context: 2 });
+  // Drop the "Index"/separator preamble: keep from the first ---.
+  return patch.slice(patch.indexOf('---'));
+};
