@@ -7,6 +7,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
 import { invalidDefinition } from './errors.ts';
+import { findInPlaceRefCycle } from './ref-cycles.ts';
 import { linearRegExp, patternBudgetExceeded, REGEXP_ENGINE_CODE } from './linear-regexp.ts';
 import { canonicalJson } from './hash.ts';
 import { isPlainObject, subschemas } from './json-path.ts';
@@ -143,6 +144,10 @@ export function createSchemaCompiler(): SchemaCompiler {
     const tooCostly = patternBudgetExceeded(patterns.length, patternChars);
     if (tooCostly !== null) refuse('schema-too-costly', `${where} ${tooCostly}`);
     for (const { pattern, pointer } of patterns) checkPattern(pattern, pointer, where);
+    const cycle = findInPlaceRefCycle(schema);
+    if (cycle !== null) {
+      refuse('schema-invalid', `${where}: $ref cycle at ${location(cycle)} never descends into the value, so validation would recurse without end`);
+    }
   };
 
   const checkPattern = (pattern: string, pointer: string, where: string): void => {
