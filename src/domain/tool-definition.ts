@@ -55,6 +55,14 @@ const definitionSchema = z
   })
   .strict();
 
+/** The name rules alone (cheap, nothing compiled): the publishing API applies them before authorizing a namespace. */
+export const checkName = (name: string): void => {
+  if (name.length > NAME_MAX) throw invalidDefinition('invalid-name', `name: '${name.slice(0, 40)}...' is longer than ${NAME_MAX} characters`);
+  if (!NAME_PATTERN.test(name)) {
+    throw invalidDefinition('invalid-name', `name: '${name}' must match ${NAME_PATTERN.source} (lower case, dots separate namespaces)`);
+  }
+};
+
 const issuePath = (path: readonly PropertyKey[]): string => (path.length ? path.map(String).join('.') : '(root)');
 
 /** Check every SPEC §1 rule and return the normalised definition. Throws DomainError('invalid-definition', code, ...). */
@@ -73,10 +81,7 @@ export const validateDefinition = (raw: unknown, compiler: SchemaCompiler): Tool
   }
   const d = parsed.data;
 
-  if (d.name.length > NAME_MAX) throw invalidDefinition('invalid-name', `name: '${d.name.slice(0, 40)}...' is longer than ${NAME_MAX} characters`);
-  if (!NAME_PATTERN.test(d.name)) {
-    throw invalidDefinition('invalid-name', `name: '${d.name}' must match ${NAME_PATTERN.source} (lower case, dots separate namespaces)`);
-  }
+  checkName(d.name);
   if (!isStrictSemver(d.version)) {
     throw invalidDefinition('invalid-version', `version: '${d.version}' is not strict semver MAJOR.MINOR.PATCH (no pre-release, no build, no leading zeros)`);
   }

@@ -25,7 +25,7 @@ import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
 import { invalidDefinition } from '../domain/errors.ts';
 import { scanJsonDepth } from '../domain/json-depth.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import { parseDefinitionText } from '../domain/tool-definition.ts';
+import { checkName, parseDefinitionText } from '../domain/tool-definition.ts';
 import type { DefinitionChecker } from '../app/definition-budget.ts';
 import { createDefinitionChecker } from '../app/definition-budget.ts';
 import { isJsonContentType, readBody } from './http-guards.ts';
@@ -112,10 +112,8 @@ export const createPublishApi = (o: PublishApiOptions) => {
       }
       const name = (raw as Record<string, unknown>).name;
       if (typeof name !== 'string') throw invalidDefinition('invalid-field', 'name: is required (a string)');
-      if (!covers(held, PUBLISH_SCOPE, name)) {
-        const shown = name.length > 200 ? `${name.slice(0, 200)}...` : name;
-        return forbid(res, scopeNeededFor(PUBLISH_SCOPE, shown), `${verb === 'publish' ? 'publishing' : 'checking'} ${shown}`);
-      }
+      checkName(name); // a malformed name names no namespace: refused as the CLI refuses it (422 invalid-name)
+      if (!covers(held, PUBLISH_SCOPE, name)) return forbid(res, scopeNeededFor(PUBLISH_SCOPE, name), `${verb === 'publish' ? 'publishing' : 'checking'} ${name}`);
     } catch (e) {
       if (!(e instanceof DomainError)) throw e;
       return refuseDefinition(res, e);
