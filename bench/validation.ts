@@ -202,7 +202,7 @@ export async function run(): Promise<BenchRow[]> {
   if (estateRe2.validate(validArgs).length !== 0) throw new Error('valid args rejected (RE2 schema)');
   const sameRe2 = sameOptionsAjv(re2Schema);
   const re2Us = perCall(() => estateRe2.validate(validArgs));
-  const re2Note = `${notes}; reference and creditor_iban patterns run on RE2 (re2-wasm)`;
+  const re2Note = `${notes}; reference and creditor_iban patterns run on RE2 (native re2)`;
   rows.push({
     bench: 'validation',
     case: 'valid args, 2 RE2 patterns: Estate validate vs Ajv, same options',

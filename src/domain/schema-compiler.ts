@@ -7,8 +7,9 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
-import { RE2 } from 're2-wasm';
 import { DomainError, invalidDefinition } from './errors.ts';
+import { findInPlaceRefCycle } from './ref-cycles.ts';
+import { linearRegExp, patternBudgetExceeded, REGEXP_ENGINE_CODE } from './linear-regexp.ts';
 import { canonicalJson } from './hash.ts';
 import { isPlainObject, subschemas } from './json-path.ts';
 import type { JsonObject } from './types.ts';
@@ -20,7 +21,7 @@ import { createCompiledSchema, type CompiledSchema } from './validate.ts';
 export interface SchemaCompiler {
   /**
    * Throws DomainError('invalid-definition', code, one-line message). Codes: `schema-root-not-object`,
-   * `unknown-keyword`, `remote-ref`, `unsafe-pattern`, `schema-invalid`. `where` (e.g. `inputSchema`) starts the message.
+   * `unknown-keyword`, `remote-ref`, `unsafe-pattern`, `schema-too-costly`, `schema-invalid`. `where` (e.g. `inputSchema`) starts the message.
    */
   check(schema: JsonObject, where: string): void;
   /** Check, then compile. Callers cache the result per published version and compile lazily, on first use. */
@@ -47,111 +48,9 @@ const KEYWORDS = new Set([
   'format', 'contentEncoding', 'contentMediaType', 'contentSchema',
 ]);
 
-/** What a pattern needs to be for validation: a membership test. */
-export interface PatternMatcher {
-  test(input: string): boolean;
-}
+export { isBacktrackSafe, linearRegExp, re2RegExp, type PatternMatcher } from './linear-regexp.ts';
 
-/** Most fixed-length atoms allowed after the one variable quantifier of a backtrack-safe pattern. */
-const MAX_SAFE_SUFFIX = 4;
-const SAFE_ESCAPE = /[dDwW\\/.\-^$*+?()[\]{}|]/;
-const SAFE_CLASS_ESCAPE = /[dDwW\\\]\-^./[]/;
-
-/**
- * Whether V8's own (backtracking) RegExp runs `pattern` in linear time AND means what RE2 means by it, so it may run
- * natively: RE2 through WebAssembly costs ~2 µs a call, V8 ~0.05 µs. Deliberately narrow; anything else goes to RE2:
- * - anchored with `^`, optionally ending in `$`; no groups, no alternation, no lazy quantifiers;
- * - atoms: literal characters, `\d \D \w \W`, escaped punctuation, simple `[...]` classes. Not `.`, `\s`, `\S`, `\b`:
- *   V8 and RE2 disagree on line terminators and Unicode spaces;
- * - at most ONE atom with a variable quantifier (`? * + {n,} {n,m}`), followed by at most 4 fixed atoms.
- * Then the only choice point is how many characters the variable atom takes (at most n+1 tries, each checking at most
- * 4 atoms): O(4·n) however hostile the input. Two variable atoms (`^\d*\d*$`) already allow O(n²).
- */
-export const isBacktrackSafe = (pattern: string): boolean => {
-  if (!pattern.startsWith('^')) return false;
-  let i = 1;
-  let variableSeen = false;
-  let suffix = 0;
-  while (i < pattern.length) {
-    const c = pattern[i] as string;
-    if (c === '$') return i === pattern.length - 1;
-    if (c === '\\') {
-      const next = pattern[i + 1];
-      if (next === undefined || !SAFE_ESCAPE.test(next)) return false;
-      i += 2;
-    } else if (c === '[') {
-      let j = i + 1;
-      if (pattern[j] === '^') j++;
-      if (pattern[j] === ']') return false;
-      for (;;) {
-        const d = pattern[j];
-        if (d === undefined || d === '[') return false;
-        if (d === ']') break;
-        if (d === '\\') {
-          const next = pattern[j + 1];
-          if (next === undefined || !SAFE_CLASS_ESCAPE.test(next)) return false;
-          j += 2;
-        } else j++;
-      }
-      i = j + 1;
-    } else if ('^*+?(){}|.]'.includes(c)) {
-      return false;
-    } else {
-      // One code point (a surrogate pair is one atom under the `u` flag).
-      const code = c.charCodeAt(0);
-      i += code >= 0xd800 && code <= 0xdbff ? 2 : 1;
-    }
-    let count = 1;
-    let variable = false;
-    const q = pattern[i];
-    if (q === '*' || q === '+' || q === '?') {
-      variable = true;
-      i++;
-    } else if (q === '{') {
-      const m = /^\{(\d{1,6})(,(\d{0,6}))?\}/.exec(pattern.slice(i, i + 16));
-      if (m === null) return false;
-      count = Number(m[1]);
-      variable = m[2] !== undefined && m[3] !== m[1];
-      if (m[3] !== undefined && m[3] !== '' && Number(m[3]) < count) return false;
-      i += m[0].length;
-    }
-    const after = pattern[i];
-    if (after === '?' || after === '*' || after === '+' || after === '{') return false;
-    if (variable) {
-      if (variableSeen) return false;
-      variableSeen = true;
-    } else if (variableSeen) {
-      suffix += count;
-      if (suffix > MAX_SAFE_SUFFIX) return false;
-    }
-  }
-  return true;
-};
-
-const linearCache = new Map<string, PatternMatcher>();
-
-/**
- * A pattern as a linear-time matcher: V8's RegExp for the narrow backtrack-safe class above, RE2 otherwise (the `u`
- * flag is what re2-wasm requires and what Ajv uses for JSON Schema patterns anyway). Throws for a pattern RE2 cannot
- * run, even when V8 could: what a schema may say must not depend on which engine happens to run it. Cached: the same
- * pattern recurs across versions of a tool.
- */
-export const linearRegExp = (pattern: string): PatternMatcher => {
-  let matcher = linearCache.get(pattern);
-  if (matcher === undefined) {
-    const re2 = new RE2(pattern, 'u');
-    matcher = isBacktrackSafe(pattern) ? new RegExp(pattern, 'u') : re2;
-    linearCache.set(pattern, matcher);
-  }
-  return matcher;
-};
-
-/** RE2 alone, for tests that compare the two engines. */
-export const re2RegExp = (pattern: string): PatternMatcher => new RE2(pattern, 'u');
-
-const regExpEngine = Object.assign((pattern: string, _flags: string) => linearRegExp(pattern), {
-  code: 'require("re2-wasm").RE2',
-});
+const regExpEngine = Object.assign((pattern: string, _flags: string) => linearRegExp(pattern), { code: REGEXP_ENGINE_CODE });
 
 /**
  * JSON Schema equality of array items in O(total size): equal JSON values have equal RFC 8785 canonical forms (key
@@ -223,6 +122,8 @@ export function createSchemaCompiler(): SchemaCompiler {
     if (dialect !== undefined && dialect !== DIALECT && dialect !== `${DIALECT}#`) {
       refuse('schema-invalid', `${where}: $schema ${JSON.stringify(dialect)} is not JSON Schema 2020-12 (${DIALECT})`);
     }
+    const patterns: { pattern: string; pointer: string }[] = [];
+    let patternChars = 0;
     for (const { schema: sub, pointer, depth } of subschemas(schema)) {
       if (depth > MAX_SCHEMA_DEPTH) {
         refuse('schema-invalid', `${where} nests subschemas deeper than ${MAX_SCHEMA_DEPTH} levels (at ${location(pointer.slice(0, 200))}...)`);
@@ -237,10 +138,20 @@ export function createSchemaCompiler(): SchemaCompiler {
       if (typeof sub['format'] === 'string' && !formats.has(sub['format'])) {
         refuse('schema-invalid', `${where}: unknown format ${JSON.stringify(sub['format'])} at ${location(pointer)}`);
       }
-      const patterns: string[] = [];
-      if (typeof sub['pattern'] === 'string') patterns.push(sub['pattern']);
-      if (isPlainObject(sub['patternProperties'])) patterns.push(...Object.keys(sub['patternProperties']));
-      for (const pattern of patterns) checkPattern(pattern, pointer, where);
+      const own = typeof sub['pattern'] === 'string' ? [sub['pattern']] : [];
+      if (isPlainObject(sub['patternProperties'])) own.push(...Object.keys(sub['patternProperties']));
+      for (const pattern of own) {
+        patterns.push({ pattern, pointer });
+        patternChars += pattern.length;
+      }
+    }
+    // The size budget before any pattern is compiled: the time budget (a worker with a deadline) is the caller's.
+    const tooCostly = patternBudgetExceeded(patterns.length, patternChars);
+    if (tooCostly !== null) refuse('schema-too-costly', `${where} ${tooCostly}`);
+    for (const { pattern, pointer } of patterns) checkPattern(pattern, pointer, where);
+    const cycle = findInPlaceRefCycle(schema);
+    if (cycle !== null) {
+      refuse('schema-invalid', `${where}: $ref cycle at ${location(cycle)} never descends into the value, so validation would recurse without end`);
     }
   };
 

@@ -114,6 +114,14 @@ const definitionSchema = z
   })
   .strict();
 
+/** The name rules alone (cheap, nothing compiled): the publishing API applies them before authorizing a namespace. */
+export const checkName = (name: string): void => {
+  if (name.length > NAME_MAX) throw invalidDefinition('invalid-name', `name: '${name.slice(0, 40)}...' is longer than ${NAME_MAX} characters`);
+  if (!NAME_PATTERN.test(name)) {
+    throw invalidDefinition('invalid-name', `name: '${name}' must match ${NAME_PATTERN.source} (lower case, dots separate namespaces)`);
+  }
+};
+
 const issuePath = (path: readonly PropertyKey[]): string => (path.length ? path.map(String).join('.') : '(root)');
 
 /** One broken rule: its code and its one-line message. */
@@ -153,10 +161,15 @@ export const validateDefinition = (raw: unknown, compiler: SchemaCompiler): Tool
   const classification = str(access.classification);
   const sideEffectText = str(fields.sideEffect);
 
-  if (name !== undefined) {
-    if (name.length > NAME_MAX) problem('invalid-name', `name: '${name.slice(0, 40)}...' is longer than ${NAME_MAX} characters`);
-    else if (!NAME_PATTERN.test(name)) problem('invalid-name', `name: '${name}' must match ${NAME_PATTERN.source} (lower case, dots separate namespaces)`);
-  }
+  const collect = (check: () => void): void => {
+    try {
+      check();
+    } catch (e) {
+      if (!(e instanceof DomainError)) throw e;
+      problem(e.code, e.message);
+    }
+  };
+  if (name !== undefined) collect(() => checkName(name));
   if (version !== undefined && !isStrictSemver(version)) {
     problem('invalid-version', `version: '${version}' is not strict semver MAJOR.MINOR.PATCH (no pre-release, no build, no leading zeros)`);
   }
@@ -167,14 +180,6 @@ export const validateDefinition = (raw: unknown, compiler: SchemaCompiler): Tool
   if (sideEffectText !== undefined && !sideEffectKnown) {
     problem('invalid-side-effect', `sideEffect: '${sideEffectText}' is not one of ${SIDE_EFFECTS.join(', ')}`);
   }
-  const collect = (check: () => void): void => {
-    try {
-      check();
-    } catch (e) {
-      if (!(e instanceof DomainError)) throw e;
-      problem(e.code, e.message);
-    }
-  };
   if (sideEffectKnown && isObject(fields.annotations)) collect(() => checkAnnotations(fields.annotations as JsonObject, sideEffectText as SideEffect));
   const handler = str(fields.handler);
   if (name !== undefined && handler !== undefined && NAME_PATTERN.test(name)) collect(() => checkHandlerNamespace(name, handler));

@@ -23,8 +23,33 @@ export interface CompiledSchema {
   validate(value: unknown): ValidationError[];
 }
 
-export const formatErrors = (errors: ValidationError[]): string =>
-  errors.map((e) => `${e.path}: ${e.message}`).join('\n');
+/** Most error lines one answer carries; the rest are counted in a last line. */
+export const MAX_ERROR_LINES = 100;
+/** Most characters of one error line (a path or a value can be as long as the arguments); the rest is elided. */
+export const MAX_ERROR_LINE_CHARS = 1000;
+/** Most values of an enum listed in a message; most characters of a value or pattern quoted in one. */
+export const MAX_ENUM_VALUES_SHOWN = 20;
+export const MAX_QUOTED_CHARS = 200;
+
+const elide = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`);
+
+/**
+ * The error lines of an answer, bounded: a 300-byte call must not get a megabyte back (a 90,000-value enum, a pattern
+ * or a path as long as the arguments). Normal sizes read exactly as SPEC §2 words them.
+ */
+export const formatErrors = (errors: ValidationError[]): string => {
+  const lines = errors.slice(0, MAX_ERROR_LINES).map((e) => elide(`${e.path}: ${e.message}`, MAX_ERROR_LINE_CHARS));
+  if (errors.length > MAX_ERROR_LINES) lines.push(`… (${errors.length - MAX_ERROR_LINES} more errors)`);
+  return lines.join('\n');
+};
+
+/** `<JSON array>` of an enum, listing at most MAX_ENUM_VALUES_SHOWN values, each quoted at most MAX_QUOTED_CHARS. */
+const enumText = (values: unknown): string => {
+  if (!Array.isArray(values)) return elide(JSON.stringify(values) ?? 'null', MAX_QUOTED_CHARS);
+  const shown = values.slice(0, MAX_ENUM_VALUES_SHOWN).map((v) => elide(JSON.stringify(v) ?? 'null', MAX_QUOTED_CHARS));
+  const more = values.length - shown.length;
+  return `[${shown.join(',')}${more > 0 ? `, … (${more} more)` : ''}]`;
+};
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Limits
@@ -121,7 +146,14 @@ export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFun
   return {
     schema,
     validate(value: unknown): ValidationError[] {
-      if (validateFn(value) === true) return [];
+      try {
+        if (validateFn(value) === true) return [];
+      } catch (e) {
+        // A schema published before in-place $ref cycles were refused (ref-cycles.ts) recurses without end: an answer
+        // about the arguments, never an internal error.
+        if (e instanceof RangeError) return [{ path: '$', message: 'cannot be validated: the schema recurses without end' }];
+        throw e;
+      }
       return mapAjvErrors(validateFn.errors ?? [], value, reachable);
     },
   };
@@ -239,11 +271,11 @@ const word = (e: ErrorObject): Worded => {
     case 'unevaluatedProperties':
       return { message: 'additional property is not allowed', key: String(p['unevaluatedProperty']) };
     case 'pattern':
-      return { message: `does not match pattern '${String(p['pattern'])}'` };
+      return { message: `does not match pattern '${elide(String(p['pattern']), MAX_QUOTED_CHARS)}'` };
     case 'enum':
-      return { message: `must be one of ${JSON.stringify(p['allowedValues'])}` };
+      return { message: `must be one of ${enumText(p['allowedValues'])}` };
     case 'const':
-      return { message: `must equal ${JSON.stringify(p['allowedValue'])}` };
+      return { message: `must equal ${elide(JSON.stringify(p['allowedValue']) ?? 'null', MAX_QUOTED_CHARS)}` };
     case 'minimum':
     case 'maximum':
     case 'exclusiveMinimum':

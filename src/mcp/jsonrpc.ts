@@ -1,6 +1,7 @@
 /**
  * JSON-RPC 2.0 envelopes: the shapes, the envelope check (gate 1), and response builders. Nothing MCP-specific.
  */
+import { scanJsonDepth } from '../domain/json-depth.ts';
 
 export type RequestId = string | number;
 
@@ -100,8 +101,27 @@ export const isResponseEnvelope = (raw: unknown): raw is JsonRpcResponse => {
 
 export const isRequest = (m: JsonRpcCall): m is JsonRpcRequest => 'id' in m && m.id !== undefined;
 
-/** Parse one text frame; bad JSON is -32700 with id null (nothing about the message is readable). */
+/**
+ * Most levels a frame may nest (the message object is level 1). Far above what a valid call needs (arguments may nest
+ * 64 levels, refused by the tools/call pipeline with its own message) and far below what costs real CPU to parse.
+ */
+export const MAX_FRAME_DEPTH = 512;
+
+/**
+ * Parse one text frame; bad JSON is -32700 with id null (nothing about the message is readable). A frame nested deeper
+ * than MAX_FRAME_DEPTH is refused (-32600) before it is parsed, with its id when a linear scan can read it.
+ */
 export const parseFrame = (text: string): { ok: true; value: unknown } | { ok: false; response: JsonRpcFailure } => {
+  const scan = scanJsonDepth(text, MAX_FRAME_DEPTH);
+  if (scan.tooDeep) {
+    let id: unknown = null;
+    try {
+      if (scan.idText !== undefined) id = JSON.parse(scan.idText) as unknown;
+    } catch {
+      id = null;
+    }
+    return { ok: false, response: failure(isId(id) ? id : null, INVALID_REQUEST, `Invalid Request: the message is nested deeper than ${MAX_FRAME_DEPTH} levels`) };
+  }
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch {

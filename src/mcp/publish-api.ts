@@ -8,8 +8,11 @@
  *   POST /v1/tools/{name}/versions/{version}/retire          {reason} → 200 | 404 | 422
  *
  * Order: token (401) → content type (415) → size (413) → scope (403) → body (400) → command; a publish is checked
- * against the namespace scopes once its body has named the tool. A caller without a valid token or the scope learns
- * nothing about the catalogue (an unknown tool is a 403 too). The publisher recorded is the token's subject.
+ * against the namespace scopes as soon as its body has named the tool: the body is scanned for depth, parsed and its
+ * `name` read, and only then, for a caller who may publish that name, checked and compiled (in a worker thread with a
+ * time budget: definition-budget.ts). A lifecycle route is authorized from its path before its body is read. A caller
+ * without a valid token or the scope learns nothing about the catalogue (an unknown tool is a 403 too), and costs
+ * nothing but the parse. The publisher recorded is the token's subject.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -19,9 +22,12 @@ import type { Authenticator, Caller } from '../auth/authenticator.ts';
 import { wwwAuthenticate } from '../auth/resource-metadata.ts';
 import { definitionErrorJson, errorJson, verdictJson } from '../app/results-json.ts';
 import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
+import { invalidDefinition } from '../domain/errors.ts';
+import { scanJsonDepth } from '../domain/json-depth.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import { parseDefinitionText, validateDefinition } from '../domain/tool-definition.ts';
-import type { ToolDefinition } from '../domain/types.ts';
+import { parseDefinitionText, checkName } from '../domain/tool-definition.ts';
+import type { DefinitionChecker } from '../app/definition-budget.ts';
+import { createDefinitionChecker } from '../app/definition-budget.ts';
 import { isJsonContentType, readBody, refuseTooLarge } from './http-guards.ts';
 
 export interface PublishApiOptions {
@@ -29,7 +35,12 @@ export interface PublishApiOptions {
   compiler: SchemaCompiler;
   authenticator: Authenticator;
   log: Logger;
+  /** Checks definitions off the event loop with a time budget; one is made (and owned) when absent. */
+  checker?: DefinitionChecker;
 }
+
+/** Most levels a definition body may nest: far above what MAX_SCHEMA_DEPTH subschemas need, far below costly. */
+export const MAX_DEFINITION_DEPTH = 1024;
 
 export const isApiPath = (path: string): boolean => path === '/v1' || path.startsWith('/v1/');
 
@@ -84,27 +95,39 @@ export const createPublishApi = (o: PublishApiOptions) => {
     sendJson(res, 500, { error: { code: 'internal', message: 'Internal error' } });
   };
 
-  /** The body as a definition, or the CLI's definition-error JSON: 400 when it is not one at all, 422 when it breaks a rule. */
-  const definitionOf = (res: ServerResponse, text: string): ToolDefinition | undefined => {
-    try {
-      const raw = parseDefinitionText(text, 'request body', 'json');
-      if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-        throw new DomainError('usage', 'not-a-definition', 'request body: must be a JSON object (a tool definition)');
-      }
-      return validateDefinition(raw, o.compiler);
-    } catch (e) {
-      if (!(e instanceof DomainError)) throw e;
-      sendJson(res, e.kind === 'usage' ? 400 : 422, definitionErrorJson(e));
-      return undefined;
-    }
-  };
+  const checker = o.checker ?? createDefinitionChecker();
+
+  /** The CLI's definition-error JSON: 400 when the body is not a definition at all, 422 when it breaks a rule. */
+  const refuseDefinition = (res: ServerResponse, e: DomainError): void => sendJson(res, e.kind === 'usage' ? 400 : 422, definitionErrorJson(e));
 
   const publishOrCheck = async (res: ServerResponse, caller: Caller, text: string, verb: 'publish' | 'check'): Promise<void> => {
     const held = caller.principal.scopes;
     if (!holdsAny(held, PUBLISH_SCOPE)) return forbid(res, PUBLISH_SCOPE, verb === 'publish' ? 'publishing' : 'checking a definition');
-    const def = definitionOf(res, text);
-    if (!def) return;
-    if (!covers(held, PUBLISH_SCOPE, def.name)) return forbid(res, scopeNeededFor(PUBLISH_SCOPE, def.name), `${verb === 'publish' ? 'publishing' : 'checking'} ${def.name}`);
+    // Only enough work to read the name before the namespace is authorized: a depth scan and a parse, nothing compiled.
+    let raw: unknown;
+    try {
+      if (scanJsonDepth(text, MAX_DEFINITION_DEPTH).tooDeep) {
+        throw new DomainError('usage', 'syntax-error', `request body: nested deeper than ${MAX_DEFINITION_DEPTH} levels`);
+      }
+      raw = parseDefinitionText(text, 'request body', 'json');
+      if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+        throw new DomainError('usage', 'not-a-definition', 'request body: must be a JSON object (a tool definition)');
+      }
+      const name = (raw as Record<string, unknown>).name;
+      if (typeof name !== 'string') throw invalidDefinition('invalid-field', 'name: is required (a string)');
+      checkName(name); // a malformed name names no namespace: refused as the CLI refuses it (422 invalid-name)
+      if (!covers(held, PUBLISH_SCOPE, name)) return forbid(res, scopeNeededFor(PUBLISH_SCOPE, name), `${verb === 'publish' ? 'publishing' : 'checking'} ${name}`);
+    } catch (e) {
+      if (!(e instanceof DomainError)) throw e;
+      return refuseDefinition(res, e);
+    }
+    let def;
+    try {
+      def = await checker.check(raw);
+    } catch (e) {
+      if (!(e instanceof DomainError)) throw e;
+      return refuseDefinition(res, e);
+    }
     const by = caller.principal.subject;
     if (verb === 'check') {
       const v = await o.commands.check(def, by);
@@ -123,6 +146,7 @@ export const createPublishApi = (o: PublishApiOptions) => {
     }
     let reason: unknown;
     try {
+      if (scanJsonDepth(text, MAX_DEFINITION_DEPTH).tooDeep) throw new Error('too deep');
       const body = JSON.parse(text) as unknown;
       reason = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>).reason : undefined;
     } catch {
@@ -147,8 +171,6 @@ export const createPublishApi = (o: PublishApiOptions) => {
       req.resume();
       return sendJson(res, auth.refusal.status, { error: { code: auth.refusal.code, message: auth.refusal.message } }, auth.refusal.headers);
     }
-    const text = await readJson(req, res);
-    if (text === undefined) return;
     let name = '';
     let version = '';
     try {
@@ -157,13 +179,23 @@ export const createPublishApi = (o: PublishApiOptions) => {
         version = decodeURIComponent(m[2] ?? '');
       }
     } catch {
+      req.resume();
       return sendJson(res, 400, { error: { code: 'bad-ref', message: 'the tool name or version in the path is not valid percent-encoding' } });
     }
     // Names and versions are printable ASCII; anything else (a NUL, a non-Latin-1 character) would otherwise reach a
     // response header (the 403's WWW-Authenticate) and throw there: a 500 for what is the caller's bad input.
     if (m && !(PATH_PART.test(name) && PATH_PART.test(version))) {
+      req.resume();
       return sendJson(res, 400, { error: { code: 'bad-ref', message: 'the tool name or version in the path must be 1 to 128 printable ASCII characters' } });
     }
+    // A lifecycle route names its tool in the path: authorized before its body is even read.
+    if (m && !covers(auth.caller.principal.scopes, LIFECYCLE_SCOPE, name)) {
+      req.resume();
+      const scope = holdsAny(auth.caller.principal.scopes, LIFECYCLE_SCOPE) ? scopeNeededFor(LIFECYCLE_SCOPE, name) : LIFECYCLE_SCOPE;
+      return forbid(res, scope, `${m[3] === 'deprecate' ? 'deprecating' : 'retiring'} ${name}`);
+    }
+    const text = await readJson(req, res);
+    if (text === undefined) return;
     try {
       if (!m) return await publishOrCheck(res, auth.caller, text, path === '/v1/tools' ? 'publish' : 'check');
       return await lifecycle(res, auth.caller, text, m[3] === 'deprecate' ? 'deprecate' : 'retire', name, version);

@@ -9,6 +9,6 @@ export const raceDefinition = (v: number, worker: string, name = 'race.tool'): R
     inputSchema: { type: 'object', properties, required: ['reference'] },
     access: { classification: 'internal' },
     sideEffect: 'none',
-    handler: 'race.tool',
+    handler: `${name.split('.')[0]}.tool`, // a handler of the tool's own namespace (handler-namespace)
   };
 };

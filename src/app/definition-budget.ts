@@ -1,0 +1,147 @@
+/**
+ * Checking a definition within a time budget, off the event loop. Compiling a schema is synchronous (Ajv, RE2) and a
+ * hostile one is costly: 300 patterns like `^(a{1,400}b){1,2}b1$` take seconds to compile. On the request path that
+ * stalls every MCP session of the process, so the publishing API checks definitions here: in ONE worker thread, one
+ * job at a time, each with a deadline (measured from when the worker starts it). Past the deadline the worker is
+ * terminated (which frees all it compiled), replaced on the next job, and the definition refused with
+ * `schema-too-costly`. The size budget (patterns per schema, pattern characters) is checked first, inside the worker,
+ * by the schema compiler.
+ */
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { DomainError, invalidDefinition, type DomainErrorKind } from '../domain/errors.ts';
+import type { ToolDefinition } from '../domain/types.ts';
+import type { DefinitionJob, DefinitionJobResult } from './definition-worker.ts';
+
+export const DEFAULT_DEFINITION_BUDGET_MS = 2000;
+/** Jobs waiting for the worker beyond this are refused at once: a queue of hostile checks must not grow without end. */
+export const MAX_QUEUED_DEFINITIONS = 64;
+
+export interface DefinitionChecker {
+  /** validateDefinition(raw) in the worker: the normalised definition, or the DomainError it threw, or `schema-too-costly`. */
+  check(raw: unknown): Promise<ToolDefinition>;
+  close(): Promise<void>;
+}
+
+interface Pending {
+  job: DefinitionJob;
+  resolve: (def: ToolDefinition) => void;
+  reject: (e: unknown) => void;
+}
+
+const here = fileURLToPath(import.meta.url);
+const workerUrl = new URL(`./definition-worker${extname(here)}`, import.meta.url);
+
+/** The built worker runs as is; under tsx (and in tests) it is TypeScript and registers tsx's loader first. */
+const startWorker = (): Worker => {
+  if (extname(here) !== '.ts') return new Worker(workerUrl);
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(workerUrl.href)}); })`;
+  return new Worker(boot, { eval: true });
+};
+
+/** The budget: ESTATE_SCHEMA_BUDGET_MS when set (a whole number of milliseconds, 1 or more), else the default. */
+export const budgetFromEnv = (env: NodeJS.ProcessEnv = process.env): number => {
+  const text = env.ESTATE_SCHEMA_BUDGET_MS;
+  if (text === undefined || text === '') return DEFAULT_DEFINITION_BUDGET_MS;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new DomainError('usage', 'bad-config', `configuration: ESTATE_SCHEMA_BUDGET_MS must be a whole number of milliseconds, got '${text}'`);
+  return n;
+};
+
+export const createDefinitionChecker = (options: { budgetMs?: number } = {}): DefinitionChecker => {
+  const budgetMs = options.budgetMs ?? budgetFromEnv();
+  const queue: Pending[] = [];
+  let worker: Worker | undefined;
+  let ready = false;
+  let running: Pending | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let nextId = 1;
+  let closed = false;
+
+  const spawn = (): void => {
+    ready = false;
+    const w = startWorker();
+    worker = w;
+    w.unref();
+    w.on('message', (m: 'ready' | DefinitionJobResult) => {
+      if (w !== worker) return;
+      if (m === 'ready') {
+        ready = true;
+        return pump();
+      }
+      const p = running;
+      if (p === undefined || p.job.id !== m.id) return;
+      finish();
+      if (m.ok) p.resolve(m.def as ToolDefinition);
+      else if ('internal' in m.error) p.reject(new Error(`definition check failed: ${m.error.internal}`));
+      else p.reject(new DomainError(m.error.kind as DomainErrorKind, m.error.code, m.error.message));
+      pump();
+    });
+    const lost = (e: unknown): void => {
+      if (w !== worker) return;
+      worker = undefined;
+      const err = e instanceof Error ? e : new Error(`definition worker exited (${String(e)})`);
+      const p = running;
+      const started = ready;
+      finish();
+      p?.reject(err);
+      // A worker that cannot even start would fail every job the same way: refuse them rather than respawn forever.
+      if (!started) for (const q of queue.splice(0)) q.reject(err);
+      pump();
+    };
+    w.on('error', lost);
+    w.on('exit', (code) => lost(code));
+  };
+
+  const finish = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    running = undefined;
+    if (worker !== undefined && queue.length === 0) worker.unref();
+  };
+
+  const pump = (): void => {
+    if (closed || running !== undefined || queue.length === 0) return;
+    if (worker === undefined) spawn();
+    if (!ready) return;
+    const p = queue.shift() as Pending;
+    running = p;
+    const w = worker as Worker;
+    w.ref();
+    timer = setTimeout(() => {
+      if (running !== p) return;
+      worker = undefined; // its exit is no longer ours to report
+      void w.terminate();
+      finish();
+      p.reject(invalidDefinition('schema-too-costly', `definition: checking its schemas took longer than the budget of ${budgetMs} ms; use fewer or simpler patterns and subschemas`));
+      pump();
+    }, budgetMs);
+    w.postMessage(p.job);
+  };
+
+  return {
+    check(raw) {
+      if (closed) return Promise.reject(new Error('the definition checker is closed'));
+      if (queue.length >= MAX_QUEUED_DEFINITIONS) {
+        return Promise.reject(invalidDefinition('schema-too-costly', `definition: ${MAX_QUEUED_DEFINITIONS} definitions are already waiting to be checked; try again later`));
+      }
+      return new Promise<ToolDefinition>((resolve, reject) => {
+        queue.push({ job: { id: nextId++, raw }, resolve, reject });
+        pump();
+      });
+    },
+    async close() {
+      closed = true;
+      const w = worker;
+      worker = undefined;
+      if (timer !== undefined) clearTimeout(timer);
+      const err = new Error('the definition checker is closed');
+      running?.reject(err);
+      running = undefined;
+      for (const p of queue.splice(0)) p.reject(err);
+      if (w !== undefined) await w.terminate();
+    },
+  };
+};
