@@ -13,6 +13,7 @@ const BENCHES: Record<string, () => Promise<{ run(): Promise<BenchRow[]> }>> = {
   replay: () => import('./replay.ts'),
   mcp: () => import('./mcp.ts'),
   bus: () => import('./bus.ts'),
+  'client-cache': () => import('./client-cache.ts'),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
