@@ -168,6 +168,10 @@ export const registerCatalogueCommands = (program: Command): void => {
     .option('--by <who>', 'who publishes (env ESTATE_ACTOR, default the OS user)')
     .option('--module <file>', 'publish every tool of an ES module whose `tools` export defines them with zod')
     .addOption(serverOption())
+    .hook('preAction', (cmd) => {
+      const o = cmd.opts<{ module?: string; server?: string }>();
+      if (o.module !== undefined && o.server !== undefined) cmd.error('estate: error: --module publishes into a store; it does not combine with --server', { exitCode: EXIT.usage });
+    })
     .action(
       viaServer('publish', withEstate(
         handled(async (estate, opts, file: string | undefined) => {

@@ -54,5 +54,8 @@ describe('estate publish --module', () => {
     expect(missing.stderr).toMatch(/cannot read .*nope\.mjs: no such file/);
     const both = await runCli(['publish', fixture('nope.json'), '--module', fixture('quote-v1.ts'), '--store', store.store]);
     expect(both.code).toBe(2);
+    const remote = await runCli(['publish', '--module', fixture('quote-v1.ts'), '--server', 'http://127.0.0.1:9/']);
+    expect(remote.code).toBe(2);
+    expect(remote.stderr).toContain('--module publishes into a store; it does not combine with --server');
   });
 });
