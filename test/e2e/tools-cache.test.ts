@@ -2,14 +2,15 @@
  * `estate/client`'s tools cache around the official SDK v2 Client, against a real `estate serve --http`, on both
  * revision families. Requests are counted AT THE SERVER's door (a counting reverse proxy in front of it), so a cache hit
  * is proven to make no round trip. Invalidation: list_changed (2025), subscriptions/listen (2026), ttlMs expiry
- * (2026; a test clock past the server's ttlMs), and a change message on the real Kafka broker.
+ * (2026; a test clock past the server's ttlMs), and a change message relayed by `estate serve --bus kafka://` through the
+ * real broker to `estate/changes`' consumer.
  */
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { consumeChanges, type ChangeConsumer } from '../../src/lib/changes.ts';
+import { consumeChanges, type CatalogueChange, type ChangeConsumer } from '../../src/lib/changes.ts';
 import { createToolsCache, type ToolsCache } from '../../src/lib/client.ts';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 import { lookupV1, lookupV11, PRINCIPAL_FLAGS, statusTool } from './sdk-fixtures.ts';
@@ -166,13 +167,26 @@ describe('tools cache invalidated by a change message on the real Kafka broker',
   beforeAll(async () => {
     store = makeTempStore('estate-cache-kafka-');
     await publish(store, lookupV1);
-    http = await startHttpServer(['--store', store.store, '--handlers', FIXTURES, ...PRINCIPAL_FLAGS], { env: { ESTATE_LOG_LEVEL: 'info' } });
+    // The server relays catalogue changes to the topic (--bus kafka://): the change message comes from Estate itself.
+    http = await startHttpServer(['--store', store.store, '--bus', `kafka://${brokers.join(',')}`, '--handlers', FIXTURES, ...PRINCIPAL_FLAGS], {
+      env: { ESTATE_LOG_LEVEL: 'info', ESTATE_TOPIC: topic },
+    });
     client = new Client({ name: 'estate-cache-kafka', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
     await client.connect(new StreamableHTTPClientTransport(new URL(http.url)));
     // A malformed message first (it also creates the topic): the consumer must report it and keep going.
     await produceRaw(brokers, topic, [{ key: 'payments.lookup', value: '{"type":"catalogue.changed","tool":"payments.lookup"}' }]);
     feed = consumeChanges({ brokers, topic, fromBeginning: true, onMalformed: (e) => malformed.push(e.message) });
+    // The relay also sends 1.0.0's publication; let it arrive before the cache lists, so it cannot count below.
+    const v1 = new Promise<void>((resolve) => {
+      const off = feed.subscribe((c) => {
+        if (c.tool === 'payments.lookup' && c.version === '1.0.0') {
+          off();
+          resolve();
+        }
+      });
+    });
     await within(feed.ready, 30_000, 'consumer ready');
+    await within(v1, 30_000, "the relayed 1.0.0 change");
     // listen: false, so only the change feed can invalidate here.
     cache = createToolsCache(client, { listen: false, changes: feed });
   }, 90_000);
@@ -189,21 +203,26 @@ describe('tools cache invalidated by a change message on the real Kafka broker',
     await cache.list();
     await cache.list();
     expect(cache.stats()).toMatchObject({ hits: 1, misses: 1, invalidations: 0 });
-    const invalidated = new Promise<void>((resolve) => {
-      const off = feed.subscribe(() => {
+    const relayed = new Promise<CatalogueChange>((resolve) => {
+      const off = feed.subscribe((c) => {
+        if (c.tool !== 'payments.lookup' || c.version !== '1.1.0') return;
         off();
-        resolve();
+        resolve(c);
       });
     });
-    const change = JSON.stringify({ type: 'catalogue.changed', position: '42', tool: 'payments.lookup', version: '1.1.0', event: 'ToolVersionPublished', at: new Date().toISOString() });
-    await produceRaw(brokers, topic, [{ key: 'payments.lookup', value: change }, { key: 'payments.lookup', value: change }]);
-    await within(invalidated, 30_000, 'change message');
+    await publish(store, lookupV11);
+    const change = await within(relayed, 30_000, 'the relayed change message');
+    expect(change).toMatchObject({ type: 'catalogue.changed', tool: 'payments.lookup', version: '1.1.0', event: 'ToolVersionPublished' });
     expect(cache.stats().invalidationsBySource.change_feed).toBe(1);
     expect(malformed).toEqual(['malformed change message: position: Invalid input: expected string, received undefined']);
-    await cache.list();
+    const fresh = await cache.list();
     expect(cache.stats()).toMatchObject({ misses: 2 });
-    // The same position twice: delivered once.
-    await within((async () => { while (feed.stats().delivered + feed.stats().duplicates < 2) await new Promise((r) => setImmediate(r)); })(), 30_000, 'redelivery');
-    expect(feed.stats()).toEqual({ delivered: 1, duplicates: 1, malformed: 1 });
+    expect(fresh.find((t) => t.name === 'payments.lookup')?._meta?.['io.estate/version']).toBe('1.1.0');
+    // A redelivery of the same position (at least once): not delivered again, and nothing more is invalidated.
+    const delivered = feed.stats().delivered;
+    await produceRaw(brokers, topic, [{ key: change.tool, value: JSON.stringify(change) }]);
+    await within((async () => { while (feed.stats().duplicates < 1) await new Promise((r) => setTimeout(r, 20)); })(), 30_000, 'redelivery');
+    expect(feed.stats()).toMatchObject({ delivered, duplicates: 1, malformed: 1 });
+    expect(cache.stats().invalidationsBySource.change_feed).toBe(1);
   }, 90_000);
 });
