@@ -133,6 +133,27 @@ for (const revision of ['2026-07-28', '2025-11-25'] as const) {
       expect(names).toEqual(['payments.lookup', 'payments.status']);
     }, 40_000);
 
+    it('options.ttlMs bounds a held list on this revision too', async () => {
+      let own = 0;
+      const second = new Client({ name: 'estate-cache-ttl', version: '1.0.0' }, revision === '2026-07-28' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {});
+      await second.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      const bounded = createToolsCache(second, { ttlMs: 1000, listen: false, now: () => own });
+      try {
+        await bounded.list();
+        const lists = proxy.count('tools/list');
+        own += 999;
+        await bounded.list();
+        expect(proxy.count('tools/list')).toBe(lists);
+        own += 2;
+        await bounded.list();
+        expect(proxy.count('tools/list')).toBe(lists + 1);
+        expect(bounded.stats()).toMatchObject({ hits: 1, misses: 2, invalidationsBySource: { ttl: 1 } });
+      } finally {
+        await bounded.close();
+        await second.close().catch(() => undefined);
+      }
+    });
+
     if (revision === '2026-07-28') {
       it("expires after the server's ttlMs", async () => {
         await cache.list();
