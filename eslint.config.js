@@ -15,7 +15,7 @@ export default tseslint.config(
   },
   {
     // The CLI and the benchmarks print to stdout on purpose; nothing else may (on stdio, stdout IS the protocol).
-    files: ['src/cli/**', 'bench/**', 'scripts/**', 'test/**'],
+    files: ['src/cli/**', 'bench/**', 'scripts/**', 'test/**', 'examples/**'],
     rules: { 'no-console': 'off' },
   },
   {

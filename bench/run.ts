@@ -14,6 +14,7 @@ const BENCHES: Record<string, () => Promise<{ run(): Promise<BenchRow[]> }>> = {
   mcp: () => import('./mcp.ts'),
   bus: () => import('./bus.ts'),
   upstream: () => import('./upstream.ts'),
+  'client-cache': () => import('./client-cache.ts'),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -14,6 +14,8 @@ import { callRecords } from '../../projections/calls.ts';
 import type { CatalogueProjection, CatalogueVersion } from '../../projections/catalogue.ts';
 import { discoverNaive } from '../../projections/discovery.ts';
 import { looksLikeFile, readDefinitionFile } from './definition-file.ts';
+import { loadZodToolModule } from '../lib/zod-tools.ts';
+import { validateDefinition } from '../domain/tool-definition.ts';
 import { EXIT } from './exit.ts';
 import { printJson, withEstate, type GlobalOptions } from './run.ts';
 import { serverOption, viaServer } from './remote-client.ts';
@@ -123,18 +125,59 @@ export const principalFromFlags = (f: PrincipalFlags) =>
     ...(f.subject !== undefined ? { subject: f.subject } : {}),
   });
 
+/** `publish --module`: each zod-defined tool, converted to JSON Schema now, through the same validation and guard. */
+const publishModule = async (estate: Estate, opts: GlobalOptions, module: string, file: string | undefined): Promise<number> => {
+  if (file !== undefined) throw new DomainError('usage', 'module-and-file', 'publish: give either a definition file or --module <file>, not both');
+  const raws = await loadZodToolModule(module);
+  const defs = raws.map((raw) => {
+    try {
+      return validateDefinition(raw, estate.compiler);
+    } catch (e) {
+      if (e instanceof DomainError) throw new DomainError(e.kind, e.code, `${module}: ${String(raw.name)}: ${e.message}`, e.reasons);
+      throw e;
+    }
+  });
+  let code: number = EXIT.ok;
+  const results = [];
+  for (const def of defs) {
+    const v = await estate.commands.publish(def, estate.config.actor);
+    results.push(verdictJson(v, v.result, v.position));
+    if (v.result === 'refused') {
+      console.error(`estate: refused: ${v.name}@${v.version}: ${v.error?.message ?? 'refused'}`);
+      code = EXIT.refused;
+    } else if (!opts.json) {
+      console.log(
+        v.result === 'unchanged'
+          ? `unchanged: ${v.name}@${v.version} is already published with this exact content`
+          : `published ${v.name}@${v.version} (${v.level}${v.baseline ? ` from ${v.baseline}` : ''}) at position ${v.position}`,
+      );
+      if (v.reasons.length) console.log(reasonLines(v.reasons));
+    }
+  }
+  if (opts.json) printJson({ results });
+  return code;
+};
+
 const hasPrincipalFlags = (f: PrincipalFlags): boolean => [f.tenant, f.scopes, f.clearance, f.subject].some((x) => x !== undefined);
 
 export const registerCatalogueCommands = (program: Command): void => {
   program
     .command('publish')
     .description('publish one tool version from a JSON or YAML definition (a byte-identical re-publish answers "unchanged")')
-    .argument('<file>', 'tool definition file (.json, .yaml, .yml)')
+    .argument('[file]', 'tool definition file (.json, .yaml, .yml)')
     .option('--by <who>', 'who publishes (env ESTATE_ACTOR, default the OS user)')
+    .option('--module <file>', 'publish every tool of an ES module whose `tools` export defines them with zod')
     .addOption(serverOption())
+    .hook('preAction', (cmd) => {
+      const o = cmd.opts<{ module?: string; server?: string }>();
+      if (o.module !== undefined && o.server !== undefined) cmd.error('estate: error: --module publishes into a store; it does not combine with --server', { exitCode: EXIT.usage });
+    })
     .action(
       viaServer('publish', withEstate(
-        handled(async (estate, opts, file: string) => {
+        handled(async (estate, opts, file: string | undefined) => {
+          const module = (opts as GlobalOptions & { module?: string }).module;
+          if (module !== undefined) return publishModule(estate, opts, module, file);
+          if (file === undefined) throw new DomainError('usage', 'missing-file', 'publish: give a definition file, or --module <file>');
           const def = await readOrReport(estate, file, opts);
           const v = await estate.commands.publish(def, estate.config.actor);
           if (opts.json) printJson(verdictJson(v, v.result, v.position));

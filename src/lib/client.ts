@@ -1,0 +1,184 @@
+/**
+ * `estate/client`: a tools cache for an agent host, around an official MCP SDK v2 `Client` of either revision family
+ * (SPEC §10). `list()` answers from cache until the list is invalid:
+ * - 2026-07-28 (stateless): the result's `ttlMs` has elapsed, or a `subscriptions/listen` stream said the list changed;
+ * - 2025 revisions (sessions): the session got `notifications/tools/list_changed`;
+ * - either: a change message for a listed tool arrived on an optional change feed (`estate/changes` over Kafka), or
+ *   `options.ttlMs` (a client-side bound that overrides the server's) elapsed.
+ * `call(name, args)` pins the version the cache last listed (`_meta["io.estate/version"]`), so a run calls exactly what
+ * it was shown — even after an invalidation, until `list()` refreshes.
+ *
+ * The cache owns the client's `notifications/tools/list_changed` handler (the SDK keeps one handler per method); pass
+ * `onListChanged` to hear it too.
+ */
+import type { CallToolResult, Client, Tool } from '@modelcontextprotocol/client';
+import type { CatalogueChange, ChangeFeed } from './changes.ts';
+
+export type InvalidationSource = 'ttl' | 'list_changed' | 'listen' | 'change_feed' | 'manual';
+
+export interface ToolsCacheOptions {
+  /** A client-side bound on how long a list is served (ms). Default: the server's `ttlMs` (2026), else unbounded. */
+  ttlMs?: number;
+  /** Open a `subscriptions/listen` stream on a 2026-07-28 connection (default true). */
+  listen?: boolean;
+  /** A feed of change messages (`consumeChanges(...)` from `estate/changes`); a change for a listed tool invalidates. */
+  changes?: ChangeFeed;
+  /** Also told when the server says the list changed. */
+  onListChanged?: () => void;
+  /** Clock (ms), for tests. */
+  now?: () => number;
+}
+
+export interface ToolsCacheStats {
+  hits: number;
+  misses: number;
+  invalidations: number;
+  invalidationsBySource: Record<InvalidationSource, number>;
+  /** tools/list requests made on the client's behalf (a list with several pages counts once per page walk). */
+  lists: number;
+  calls: number;
+}
+
+export interface ToolsCache {
+  /** The full tool list (all pages): from cache while valid, else fetched. */
+  list(): Promise<Tool[]>;
+  /** Call a tool at the version last listed (fetching the list first if none is held). */
+  call(name: string, args?: Record<string, unknown>, options?: { meta?: Record<string, unknown>; signal?: AbortSignal }): Promise<CallToolResult>;
+  /** The version last listed for a tool, if any. */
+  versionOf(name: string): string | undefined;
+  /** Mark the held list invalid (the next `list()` fetches). */
+  invalidate(source?: InvalidationSource): void;
+  stats(): ToolsCacheStats;
+  /** Stop listening (the client itself stays open). */
+  close(): Promise<void>;
+}
+
+const VERSION_KEY = 'io.estate/version';
+const STATELESS = '2026-07-28';
+
+interface Held {
+  tools: Tool[];
+  byName: Map<string, Tool>;
+  expiresAt: number;
+  valid: boolean;
+}
+
+const versionOfTool = (t: Tool | undefined): string | undefined => {
+  const v = t?._meta?.[VERSION_KEY];
+  return typeof v === 'string' ? v : undefined;
+};
+
+export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}): ToolsCache => {
+  if (options.ttlMs !== undefined && !(Number.isFinite(options.ttlMs) && options.ttlMs >= 0)) throw new RangeError(`ttlMs must be a finite number >= 0, got ${String(options.ttlMs)}`);
+  const now = options.now ?? Date.now;
+  const stats: ToolsCacheStats = {
+    hits: 0,
+    misses: 0,
+    invalidations: 0,
+    invalidationsBySource: { ttl: 0, list_changed: 0, listen: 0, change_feed: 0, manual: 0 },
+    lists: 0,
+    calls: 0,
+  };
+  let held: Held | undefined;
+  let generation = 0;
+  let inflight: Promise<Tool[]> | undefined;
+  let subscription: { close(): Promise<void> } | undefined;
+  let subscribing: Promise<void> | undefined;
+  let closed = false;
+
+  const stateless = (): boolean => client.getNegotiatedProtocolVersion() === STATELESS;
+
+  const invalidate = (source: InvalidationSource): void => {
+    generation += 1;
+    if (held?.valid) {
+      held.valid = false;
+      stats.invalidations += 1;
+      stats.invalidationsBySource[source] += 1;
+    }
+  };
+
+  client.setNotificationHandler('notifications/tools/list_changed', () => {
+    invalidate(stateless() ? 'listen' : 'list_changed');
+    options.onListChanged?.();
+  });
+
+  const unsubscribeFeed = options.changes?.subscribe((change: CatalogueChange) => {
+    if (held?.byName.has(change.tool)) invalidate('change_feed');
+  });
+
+  /** On 2026-07-28, a listen stream must be open BEFORE the list is fetched, so no change falls between the two. */
+  const ensureListening = async (): Promise<void> => {
+    if (closed || options.listen === false || !stateless() || subscription) return;
+    subscribing ??= (async () => {
+      try {
+        const sub = await client.listen({ toolsListChanged: true });
+        subscription = sub;
+        void sub.closed.then((how) => {
+          if (subscription === sub) subscription = undefined;
+          // An unexpected end: changes may be missed from now on, so nothing held can be trusted.
+          if (how !== 'local') invalidate('listen');
+        });
+      } finally {
+        subscribing = undefined;
+      }
+    })();
+    await subscribing;
+  };
+
+  const fetchList = async (): Promise<Tool[]> => {
+    await ensureListening();
+    const gen = generation;
+    stats.lists += 1;
+    const result = await client.listTools(undefined, { cacheMode: 'refresh' });
+    const rawTtl: unknown = (result as Record<string, unknown>).ttlMs;
+    const serverTtl = typeof rawTtl === 'number' && rawTtl >= 0 ? rawTtl : undefined;
+    const ttl = options.ttlMs ?? serverTtl;
+    held = {
+      tools: result.tools,
+      byName: new Map(result.tools.map((t) => [t.name, t])),
+      expiresAt: ttl === undefined ? Number.POSITIVE_INFINITY : now() + ttl,
+      // A change that arrived while the pages were walked makes this result stale at once.
+      valid: gen === generation,
+    };
+    return result.tools;
+  };
+
+  const list = async (): Promise<Tool[]> => {
+    if (held?.valid && now() >= held.expiresAt) invalidate('ttl');
+    if (held?.valid) {
+      stats.hits += 1;
+      return held.tools;
+    }
+    stats.misses += 1;
+    inflight ??= fetchList().finally(() => {
+      inflight = undefined;
+    });
+    return inflight;
+  };
+
+  return {
+    list,
+    versionOf: (name) => versionOfTool(held?.byName.get(name)),
+    async call(name, args = {}, callOptions = {}) {
+      if (!held) await list();
+      const tool = held?.byName.get(name);
+      const version = versionOfTool(tool);
+      stats.calls += 1;
+      const meta = { ...(callOptions.meta ?? {}), ...(version ? { [VERSION_KEY]: version } : {}) };
+      return (await client.callTool(
+        { name, arguments: args, ...(Object.keys(meta).length ? { _meta: meta } : {}) },
+        { ...(tool ? { toolDefinition: tool } : {}), ...(callOptions.signal ? { signal: callOptions.signal } : {}) },
+      )) as CallToolResult;
+    },
+    invalidate: (source = 'manual') => invalidate(source),
+    stats: () => ({ ...stats, invalidationsBySource: { ...stats.invalidationsBySource } }),
+    async close() {
+      closed = true;
+      unsubscribeFeed?.();
+      await subscribing?.catch(() => undefined);
+      const sub = subscription;
+      subscription = undefined;
+      await sub?.close().catch(() => undefined);
+    },
+  };
+};
