@@ -3,8 +3,8 @@
  * result returns). Appends run in `BEGIN IMMEDIATE`, which takes the write lock before the revision check, so the
  * check and the insert are atomic across every process sharing the file; the others wait up to the busy timeout.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { mkdirSync, watch, type FSWatcher } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
   ConcurrencyError,
@@ -22,7 +22,10 @@ import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 export interface SqliteEventStoreOptions {
   /** The database file; its directory is created if missing. */
   path: string;
-  /** How often a subscription re-reads to see other processes' appends. Default 50 ms. */
+  /**
+   * How often a subscription re-reads when idle. Other processes' appends wake it through a watch on the WAL file, so
+   * this is only the fallback for a missed or unavailable watch: default 1000 ms (50 ms where no watch can be set).
+   */
   pollIntervalMs?: number;
   /** How long a writer waits for another process's write lock before failing. Default 30 s. */
   busyTimeoutMs?: number;
@@ -48,9 +51,38 @@ type RawRow = [number, string, number, string, string, string];
 /** Appends from any store instance in this process wake the subscriptions on the same file at once. */
 const localAppendListeners = new Map<string, Set<() => void>>();
 
+/**
+ * Other processes' appends: every commit writes the WAL file (`<file>-wal`), so a watch on its directory filtered to
+ * that name wakes the subscriptions on the file. A hint only (inotify may coalesce or drop events; the WAL may be
+ * recreated): the subscriptions still poll, at a longer interval. One watch per file per process, while anyone tails.
+ */
+const walWatchers = new Map<string, FSWatcher>();
+
+function watchWal(file: string, listeners: Set<() => void>): boolean {
+  if (walWatchers.has(file)) return true;
+  const wal = `${basename(file)}-wal`;
+  try {
+    const watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
+      if (name === wal) for (const wake of listeners) wake();
+    });
+    watcher.on('error', () => {
+      watcher.close();
+      if (walWatchers.get(file) === watcher) walWatchers.delete(file);
+    });
+    walWatchers.set(file, watcher);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function unwatchWal(file: string): void {
+  walWatchers.get(file)?.close();
+  walWatchers.delete(file);
+}
+
 export function createSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
   const file = resolve(options.path);
-  const pollIntervalMs = options.pollIntervalMs ?? 50;
   mkdirSync(dirname(file), { recursive: true });
 
   const db = new Database(file, { timeout: options.busyTimeoutMs ?? 30_000 });
@@ -112,6 +144,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
   const listeners = localAppendListeners.get(file) ?? new Set<() => void>();
   localAppendListeners.set(file, listeners);
+  // Probed once: where no watch can be set (some network file systems), the poll is the only way and stays short.
+  const watchable = watchWal(file, listeners);
+  if (listeners.size === 0) unwatchWal(file);
+  const pollIntervalMs = options.pollIntervalMs ?? (watchable ? 1000 : 50);
   const ownListeners = new Set<() => void>();
   const subscriptions = new OpenSubscriptions();
   let closed = false;
@@ -177,9 +213,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         onLocalAppend(wake) {
           listeners.add(wake);
           ownListeners.add(wake);
+          if (watchable) watchWal(file, listeners);
           return () => {
             listeners.delete(wake);
             ownListeners.delete(wake);
+            if (listeners.size === 0) unwatchWal(file);
           };
         },
       });
@@ -191,7 +229,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       closed = true;
       await subscriptions.closeAll();
       for (const wake of ownListeners) listeners.delete(wake);
-      if (listeners.size === 0) localAppendListeners.delete(file);
+      if (listeners.size === 0) {
+        localAppendListeners.delete(file);
+        unwatchWal(file);
+      }
       db.close();
     },
   };
