@@ -55,21 +55,30 @@ const localAppendListeners = new Map<string, Set<() => void>>();
  * Other processes' appends: every commit writes the WAL file (`<file>-wal`), so a watch on its directory filtered to
  * that name wakes the subscriptions on the file. A hint only (inotify may coalesce or drop events; the WAL may be
  * recreated): the subscriptions still poll, at a longer interval. One watch per file per process, while anyone tails.
+ *
+ * The write that fires the watch comes BEFORE the commit is visible (the writer then fsyncs the WAL and updates the
+ * shared-memory index, which raises no file event), so a reader woken at once may find nothing yet: each burst of
+ * WAL writes also schedules re-reads shortly after its last write, spaced out to outlast a slow fsync.
  */
-const walWatchers = new Map<string, FSWatcher>();
+const SETTLE_MS = [5, 25, 100, 400];
+const walWatchers = new Map<string, { watcher: FSWatcher; timers: NodeJS.Timeout[] }>();
 
 function watchWal(file: string, listeners: Set<() => void>): boolean {
   if (walWatchers.has(file)) return true;
   const wal = `${basename(file)}-wal`;
+  const wakeAll = (): void => {
+    for (const wake of listeners) wake();
+  };
   try {
+    const timers: NodeJS.Timeout[] = [];
     const watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
-      if (name === wal) for (const wake of listeners) wake();
+      if (name !== wal) return;
+      wakeAll();
+      for (const t of timers.splice(0)) clearTimeout(t);
+      for (const ms of SETTLE_MS) timers.push(setTimeout(wakeAll, ms).unref());
     });
-    watcher.on('error', () => {
-      watcher.close();
-      if (walWatchers.get(file) === watcher) walWatchers.delete(file);
-    });
-    walWatchers.set(file, watcher);
+    watcher.on('error', () => unwatchWal(file));
+    walWatchers.set(file, { watcher, timers });
     return true;
   } catch {
     return false;
@@ -77,8 +86,11 @@ function watchWal(file: string, listeners: Set<() => void>): boolean {
 }
 
 function unwatchWal(file: string): void {
-  walWatchers.get(file)?.close();
+  const entry = walWatchers.get(file);
+  if (!entry) return;
   walWatchers.delete(file);
+  entry.watcher.close();
+  for (const t of entry.timers.splice(0)) clearTimeout(t);
 }
 
 export function createSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
