@@ -175,36 +175,36 @@ if (services) {
       const onB = await connect(b.url);
       open.push(onA.session, onA.listen, onB.session, onB.listen);
 
-      await publish('acme.ledger', ['acme']);
+      await publish('test.acme-ledger', ['acme']);
       await onB.session.waitFor(LIST_CHANGED);
       await onB.listen.waitFor(LIST_CHANGED);
-      expect(await statelessToolNames(b.url)).toContain('acme.ledger');
-      await applied(a, 'acme.ledger');
+      expect(await statelessToolNames(b.url)).toContain('test.acme-ledger');
+      await applied(a, 'test.acme-ledger');
 
-      await publish('globex.ledger', ['globex']);
+      await publish('test.globex-ledger', ['globex']);
       await onA.session.waitFor(LIST_CHANGED);
       await onA.listen.waitFor(LIST_CHANGED);
-      await applied(b, 'globex.ledger');
-      await applied(a, 'globex.ledger');
+      await applied(b, 'test.globex-ledger');
+      await applied(a, 'test.globex-ledger');
 
       // Each side was told exactly once: of its own tool, never of the other tenant's.
       for (const c of [onA.session, onA.listen, onB.session, onB.listen]) expect(c.count(LIST_CHANGED)).toBe(1);
-      expect(await statelessToolNames(a.url)).toEqual(expect.not.arrayContaining(['acme.ledger']));
+      expect(await statelessToolNames(a.url)).toEqual(expect.not.arrayContaining(['test.acme-ledger']));
     });
 
     it('a replica SIGKILLed and restarted catches up from the store and hears later publishes', async () => {
       b.child.kill('SIGKILL');
       await b.stop();
-      await publish('acme.while-down', ['acme']);
+      await publish('test.acme-while-down', ['acme']);
       b = await startHttpServer([...args, ...ACME], { env });
-      expect(await statelessToolNames(b.url)).toEqual(expect.arrayContaining(['acme.ledger', 'acme.while-down']));
+      expect(await statelessToolNames(b.url)).toEqual(expect.arrayContaining(['test.acme-ledger', 'test.acme-while-down']));
 
       const onB = await connect(b.url);
       open.push(onB.session, onB.listen);
-      await publish('acme.after-restart', ['acme']);
+      await publish('test.acme-after-restart', ['acme']);
       await onB.session.waitFor(LIST_CHANGED);
       await onB.listen.waitFor(LIST_CHANGED);
-      expect(await statelessToolNames(b.url)).toContain('acme.after-restart');
+      expect(await statelessToolNames(b.url)).toContain('test.acme-after-restart');
     });
   });
 }
