@@ -468,18 +468,57 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     return events;
   }
 
+  /**
+   * Whether rows after `after` exist that `scan` may not return yet: committed after a transaction that is still open
+   * somewhere in the cluster (see the header). A NOTIFY for such a row arrives while it is still held back.
+   */
+  async function heldBack(after: Cursor): Promise<boolean> {
+    const { rows } = await pool.query<{ held: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM ${s}.events WHERE (transaction_id, seq) > ($1::text::xid8, $2::bigint)
+                        AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) AS held`,
+      [after.xid.toString(), after.seq.toString()],
+    );
+    return rows[0]?.held === true;
+  }
+
   function subscribe(options: SubscribeOptions): Subscription {
     // Moves only on EMPTY pages: a delivered page may be offered again (its handler threw), so it must stay readable.
     let skipTo = START;
+    let wakeTail: (() => void) | null = null;
+    let recheck: NodeJS.Timeout | undefined;
+    let recheckMs = 5;
     const subscription = tailSubscription({
       subscribe: options,
       pollIntervalMs,
       async readPage(after) {
-        const { events, scannedTo } = await scan(later(parsePosition(after), skipTo), DEFAULT_LIMIT, options.streamPrefix);
-        if (events.length === 0) skipTo = scannedTo;
+        const from = later(parsePosition(after), skipTo);
+        const { events, scannedTo } = await scan(from, DEFAULT_LIMIT, options.streamPrefix);
+        if (events.length > 0) {
+          recheckMs = 5;
+          return events;
+        }
+        skipTo = scannedTo;
+        // The wake-up came, but the rows are held back by an older open transaction: look again soon (5 ms, doubling
+        // to 200 ms) rather than at the fallback poll, which would add up to a second to this change's latency.
+        if (listen && recheck === undefined && (await heldBack(scannedTo))) {
+          recheck = setTimeout(() => {
+            recheck = undefined;
+            wakeTail?.();
+          }, recheckMs);
+          recheck.unref();
+          recheckMs = Math.min(recheckMs * 2, 200);
+        } else recheckMs = 5;
         return events;
       },
-      onLocalAppend: addListener,
+      onLocalAppend(wake) {
+        wakeTail = wake;
+        const remove = addListener(wake);
+        return () => {
+          clearTimeout(recheck);
+          wakeTail = null;
+          remove();
+        };
+      },
     });
     return subscriptions.track(subscription);
   }
