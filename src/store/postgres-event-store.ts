@@ -294,8 +294,10 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     }
     let rows: { kind: string; stream_id: string; revision: string; xid: string | null; seq: string | null }[];
     try {
-      ({ rows } = await pool.query(
-        `WITH req AS (
+      // Named, so each pooled connection parses and plans it once (the text embeds the schema: one name per schema).
+      ({ rows } = await pool.query({
+        name: `estate-append:${schemaName}`,
+        text: `WITH req AS (
            SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS r(stream_id, expected, n, ord)
          ),
          heads AS (
@@ -322,7 +324,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
          SELECT 'h' AS kind, stream_id, revision::text AS revision, NULL AS xid, NULL AS seq FROM heads
          UNION ALL SELECT 'e', stream_id, revision::text, xid, seq FROM ins
          UNION ALL SELECT 'n', '', '', NULL, NULL FROM pg_notify($8, '')`,
-        [
+        values: [
           order.map((i) => requests[i]!.streamId),
           order.map((i) => code(requests[i]!.expectedRevision)),
           order.map((i) => requests[i]!.events.length),
@@ -332,7 +334,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
           payloads,
           channel,
         ],
-      ));
+      }));
     } catch (error) {
       if (error instanceof pg.DatabaseError && (error.code === DIVISION_BY_ZERO || error.code === UNIQUE_VIOLATION)) return null;
       throw error;
