@@ -84,7 +84,8 @@ export interface Relay {
 export const startRelay = (o: RelayOptions): Relay => {
   const log = o.log ?? silent;
   const ttlMs = o.ttlMs ?? 30_000;
-  const pollMs = o.pollMs ?? 1000;
+  // Never idle past a renewal: a lease renewed a third of the TTL late is still held (ttl/3 + ttl/3 < ttl).
+  const pollMs = Math.min(o.pollMs ?? 1000, ttlMs / 3);
   const lease = new RelayLease({ store: o.store, streamId: relayStream(o.topic), holder: o.holder, ttlMs, ...(o.now ? { now: o.now } : {}) });
   let closed = false;
   let wake: (() => void) | null = null;
