@@ -17,7 +17,12 @@ export interface BusFollowerLog {
 }
 
 const SEEN_LIMIT = 10_000;
-const RETRIES_MS = [20, 50, 100, 250, 500, 1000];
+/**
+ * Pauses before reading again when an announced change is not visible yet. The usual cause on PostgreSQL is not a
+ * lagging replica but an older transaction still open somewhere in the cluster (the store returns rows only below
+ * the oldest open one), which typically ends within milliseconds: start short, then back off.
+ */
+const RETRIES_MS = [2, 5, 10, 20, 50, 100, 250, 500, 1000];
 
 const reflected = (reader: CatalogueReader, c: CatalogueChange): boolean => {
   const v = reader.catalogue.tool(c.tool)?.versions.find((x) => x.version === c.version);

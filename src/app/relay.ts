@@ -22,7 +22,7 @@
  */
 import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
 import { decodeCatalogueEvent } from './event-codec.ts';
-import type { CatalogueChange, EventStore, StoredEvent } from './ports.ts';
+import type { CatalogueChange, EventStore, StoredEvent, Subscription } from './ports.ts';
 import { RelayLease } from './relay-lease.ts';
 
 /** Where the relay's changes go; `publish` resolves only once the bus acknowledged every change. */
@@ -46,7 +46,11 @@ export interface RelayOptions {
   holder: string;
   /** Lease time to live. Default 30000. */
   ttlMs?: number;
-  /** How often the active relay looks for new events when idle. Default 50. */
+  /**
+   * How often the active relay looks for new events when idle without being woken. Default 1000: the relay tails the
+   * store's catalogue streams, which wakes it as soon as the store sees an append (its own, PostgreSQL NOTIFY, a
+   * change to SQLite's WAL file), so this poll only covers a lost wake-up.
+   */
   pollMs?: number;
   /** Events per batch. Default 500. */
   batchSize?: number;
@@ -80,12 +84,38 @@ export interface Relay {
 export const startRelay = (o: RelayOptions): Relay => {
   const log = o.log ?? silent;
   const ttlMs = o.ttlMs ?? 30_000;
-  const pollMs = o.pollMs ?? 50;
+  // Never idle past a renewal: a lease renewed a third of the TTL late is still held (ttl/3 + ttl/3 < ttl).
+  const pollMs = Math.min(o.pollMs ?? 1000, ttlMs / 3);
   const lease = new RelayLease({ store: o.store, streamId: relayStream(o.topic), holder: o.holder, ttlMs, ...(o.now ? { now: o.now } : {}) });
   let closed = false;
   let wake: (() => void) | null = null;
+  /**
+   * Why a tail and not the store's raw append signal: the store also carries call records, one append per call, and
+   * the tail (which skips what it already scanned) is the cheap way to learn that a CATALOGUE event arrived. Only an
+   * idle pause is cut short by it; a lease wait or a retry backoff keeps its length. `woken` remembers a wake-up
+   * during a step, so the idle pause after it does not sleep through that event.
+   */
+  let tail: Subscription | null = null;
+  let woken = false;
+  let idle = false;
+  const watchCatalogue = (): void => {
+    tail ??= o.store.subscribe({
+      after: lease.position,
+      streamPrefix: TOOL_STREAM_PREFIX,
+      onEvents: () => {
+        woken = true;
+        if (idle) wake?.();
+      },
+      onError: (err) => log.debug({ err }, 'relay: catalogue tail failed; polling until it recovers'),
+    });
+  };
   const pause = (ms: number) =>
     new Promise<void>((resolve) => {
+      idle = ms === pollMs;
+      if (idle && woken) {
+        resolve();
+        return;
+      }
       const t = setTimeout(() => {
         wake = null;
         resolve();
@@ -119,6 +149,7 @@ export const startRelay = (o: RelayOptions): Relay => {
       log.warn({ holder: o.holder, by: lease.currentHolder }, 'relay: lease lost');
       return 0;
     }
+    watchCatalogue();
     const events = await o.store.readAll({ after: lease.position, streamPrefix: TOOL_STREAM_PREFIX, limit: o.batchSize ?? 500 });
     const last = events[events.length - 1];
     if (!last) return pollMs;
@@ -137,6 +168,7 @@ export const startRelay = (o: RelayOptions): Relay => {
     let backoff = 200;
     while (!closed) {
       let wait: number;
+      woken = false;
       try {
         wait = await step();
         backoff = 200;
@@ -159,6 +191,7 @@ export const startRelay = (o: RelayOptions): Relay => {
       closed = true;
       wake?.();
       await loop;
+      await tail?.close();
       await lease.release();
       await o.publisher.close();
     },

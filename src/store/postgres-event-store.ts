@@ -28,8 +28,15 @@ import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
 export interface PostgresEventStoreOptions {
   connectionString: string;
-  /** How often a subscription re-reads when idle; other processes' appends are only seen this way. Default 50. */
+  /**
+   * How often a subscription re-reads when idle. With `listen` (the default) this is only the fallback for a lost
+   * notification (default 1000); without it, the only way other processes' appends are seen (default 50).
+   */
   pollIntervalMs?: number;
+  /** LISTEN on one connection for other processes' appends (each append NOTIFYs at commit). Default true. */
+  listen?: boolean;
+  /** First pause before LISTENing again after the listener's connection died; doubles up to 5 s. Default 250. */
+  relistenDelayMs?: number;
   /** Schema holding the tables, created on first use. Default `estate`. */
   schema?: string;
   /** Pool size. Default 10. */
@@ -45,6 +52,7 @@ const DEFAULT_LIMIT = 1000;
 /** Rows a prefix-filtered read looks through per query, so a reader of `tool-` is not slowed by a sea of `run-`. */
 const SCAN_WINDOW = 5000;
 const UNIQUE_VIOLATION = '23505';
+const DIVISION_BY_ZERO = '22012';
 
 interface Cursor {
   xid: bigint;
@@ -115,7 +123,11 @@ function validateRequest(request: AppendRequest): void {
 export async function createPostgresEventStore(opts: PostgresEventStoreOptions): Promise<EventStore> {
   const schemaName = opts.schema ?? 'estate';
   const s = quoteSchema(schemaName);
-  const pollIntervalMs = opts.pollIntervalMs ?? 50;
+  const listen = opts.listen ?? true;
+  const pollIntervalMs = opts.pollIntervalMs ?? (listen ? 1000 : 50);
+  const relistenBase = opts.relistenDelayMs ?? 250;
+  // One channel per schema; a quoted identifier (the schema name is a plain one) of at most 63 bytes.
+  const channel = `estate_append_${schemaName}`.slice(0, 63);
   const pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.maxConnections ?? 10 });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
@@ -123,6 +135,61 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
   const listeners = new Set<() => void>();
   const subscriptions = new OpenSubscriptions();
   let closed = false;
+  const wakeAll = (): void => {
+    for (const wake of listeners) wake();
+  };
+
+  /**
+   * The listener: one connection LISTENing on the schema's channel while anyone in this process tails the store. A
+   * NOTIFY is a hint (delivered after its transaction commits, so a woken reader finds the rows); a connection that
+   * dies loses the notifications sent meanwhile, which the readers' fallback poll covers, and a new one is opened
+   * after a pause (the readers are woken once it listens, to cover the gap at once).
+   */
+  let listener: pg.Client | null = null;
+  let relistenTimer: NodeJS.Timeout | undefined;
+  let relistenDelay = relistenBase;
+  const startListening = (): void => {
+    if (!listen || closed || listener || relistenTimer || listeners.size === 0) return;
+    const client = new pg.Client({ connectionString: opts.connectionString, application_name: `estate-listen:${schemaName}` });
+    listener = client;
+    const lost = (): void => {
+      if (listener !== client) return;
+      listener = null;
+      client.end().catch(() => undefined);
+      if (closed || listeners.size === 0) return;
+      relistenTimer = setTimeout(() => {
+        relistenTimer = undefined;
+        startListening();
+      }, relistenDelay);
+      relistenTimer.unref();
+      relistenDelay = Math.min(relistenDelay * 2, 5000);
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', wakeAll);
+    client
+      .connect()
+      .then(() => client.query(`LISTEN "${channel}"`))
+      .then(() => {
+        relistenDelay = relistenBase;
+        wakeAll();
+      }, lost);
+  };
+  const stopListening = (): Promise<void> => {
+    clearTimeout(relistenTimer);
+    relistenTimer = undefined;
+    const client = listener;
+    listener = null;
+    return client ? client.end().catch(() => undefined) : Promise.resolve();
+  };
+  const addListener = (wake: () => void): (() => void) => {
+    listeners.add(wake);
+    startListening();
+    return () => {
+      listeners.delete(wake);
+      if (listeners.size === 0) void stopListening();
+    };
+  };
 
   const objects = [`${s}.streams`, `${s}.events`, `${s}.events_global_order`];
   const schemaPresent = async (client: pg.ClientBase | pg.Pool): Promise<boolean> => {
@@ -188,6 +255,104 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     await ensureReady();
     requests.forEach(validateRequest);
     if (requests.length === 0) return [];
+    const fast = opts.beforeCommit === undefined && requests.every((r) => r.events.length > 0) &&
+      new Set(requests.map((r) => r.streamId)).size === requests.length;
+    if (fast) {
+      const results = await appendInOneStatement(requests);
+      if (results) {
+        wakeAll();
+        return results;
+      }
+      // The check failed (or lost a race): the transaction below says exactly which stream and why, or succeeds.
+    }
+    return appendInTransaction(requests);
+  }
+
+  /**
+   * The common append in ONE autocommitted statement (one round trip, no BEGIN/COMMIT): move each stream's head with
+   * an upsert whose DO UPDATE only fires when the expected revision holds (the row lock makes check and move atomic
+   * against every other writer), insert the events numbered from the new heads, and NOTIFY the listeners. When a
+   * head did not move (a failed check) or a stream was created that the caller expected to exist, the guard divides
+   * by zero, which aborts the whole statement: nothing is written, and null sends the caller to the transactional
+   * path for the precise ConcurrencyError. Expected revisions are coded as numbers: -2 any, -1 no_stream, -3 exists.
+   */
+  async function appendInOneStatement(requests: AppendRequest[]): Promise<AppendResult[] | null> {
+    const order = [...requests.keys()].sort((a, b) => (requests[a]!.streamId < requests[b]!.streamId ? -1 : 1));
+    const code = (e: AppendRequest['expectedRevision']): number =>
+      e === 'any' ? -2 : e === 'no_stream' ? -1 : e === 'exists' ? -3 : e;
+    const ids: string[] = [];
+    const offsets: number[] = [];
+    const types: string[] = [];
+    const payloads: string[] = [];
+    for (const request of requests) {
+      request.events.forEach((event, i) => {
+        ids.push(request.streamId);
+        offsets.push(i);
+        types.push(event.type);
+        payloads.push(JSON.stringify(event.data ?? null));
+      });
+    }
+    let rows: { kind: string; stream_id: string; revision: string; xid: string | null; seq: string | null }[];
+    try {
+      // Named, so each pooled connection parses and plans it once (the text embeds the schema: one name per schema).
+      ({ rows } = await pool.query({
+        name: `estate-append:${schemaName}`,
+        text: `WITH req AS (
+           SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS r(stream_id, expected, n, ord)
+         ),
+         heads AS (
+           INSERT INTO ${s}.streams AS st (stream_id, revision)
+           SELECT stream_id, n - 1 FROM req ORDER BY ord
+           ON CONFLICT (stream_id) DO UPDATE SET revision = st.revision + excluded.revision + 1
+           WHERE (SELECT r.expected = -2 OR (r.expected = -3 AND st.revision >= 0) OR st.revision = r.expected
+                  FROM req r WHERE r.stream_id = st.stream_id)
+           RETURNING stream_id, revision, (xmax = 0) AS created
+         ),
+         guard AS (
+           SELECT 1 / ((SELECT count(*) FROM heads h JOIN req r USING (stream_id)
+                        WHERE NOT h.created OR r.expected IN (-2, -1)) = (SELECT count(*) FROM req))::int AS ok
+         ),
+         ins AS (
+           INSERT INTO ${s}.events (stream_id, revision, type, data)
+           SELECT e.stream_id, h.revision - r.n + 1 + e.i, e.type, e.data::json
+           FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[]) WITH ORDINALITY AS e(stream_id, i, type, data, ord)
+           JOIN heads h USING (stream_id) JOIN req r USING (stream_id)
+           WHERE (SELECT ok FROM guard) = 1
+           ORDER BY e.ord
+           RETURNING transaction_id::text AS xid, seq::text AS seq, stream_id, revision
+         )
+         SELECT 'h' AS kind, stream_id, revision::text AS revision, NULL AS xid, NULL AS seq FROM heads
+         UNION ALL SELECT 'e', stream_id, revision::text, xid, seq FROM ins
+         UNION ALL SELECT 'n', '', '', NULL, NULL FROM pg_notify($8, '')`,
+        values: [
+          order.map((i) => requests[i]!.streamId),
+          order.map((i) => code(requests[i]!.expectedRevision)),
+          order.map((i) => requests[i]!.events.length),
+          ids,
+          offsets,
+          types,
+          payloads,
+          channel,
+        ],
+      }));
+    } catch (error) {
+      if (error instanceof pg.DatabaseError && (error.code === DIVISION_BY_ZERO || error.code === UNIQUE_VIOLATION)) return null;
+      throw error;
+    }
+    const heads = new Map<string, number>();
+    const positions = new Map<string, string>();
+    for (const row of rows) {
+      if (row.kind === 'h') heads.set(row.stream_id, Number(row.revision));
+      else if (row.kind === 'e') positions.set(`${row.revision}\u0000${row.stream_id}`, formatPosition(row.xid!, row.seq!));
+    }
+    return requests.map(({ streamId, events }) => {
+      const revision = heads.get(streamId)!;
+      const first = revision - events.length + 1;
+      return { revision, positions: events.map((_, i) => positions.get(`${first + i}\u0000${streamId}`)!) };
+    });
+  }
+
+  async function appendInTransaction(requests: AppendRequest[]): Promise<AppendResult[]> {
     const streamIds = [...new Set(requests.map((r) => r.streamId))].sort();
 
     const client = await pool.connect();
@@ -237,10 +402,11 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
         );
         for (const row of inserted.rows) positions.set(`${row.revision}\u0000${row.stream_id}`, formatPosition(row.xid, row.seq));
       }
+      if (ids.length > 0) await client.query('SELECT pg_notify($1, $2)', [channel, '']);
       await opts.beforeCommit?.(requests);
       await client.query('COMMIT');
 
-      if (ids.length > 0) for (const wake of listeners) wake();
+      if (ids.length > 0) wakeAll();
       return results.map(({ streamId, first, count }) => ({
         revision: first + count - 1,
         positions: Array.from({ length: count }, (_, i) => positions.get(`${first + i}\u0000${streamId}`)!),
@@ -304,20 +470,56 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     return events;
   }
 
+  /**
+   * Whether rows after `after` exist that `scan` may not return yet: committed after a transaction that is still open
+   * somewhere in the cluster (see the header). A NOTIFY for such a row arrives while it is still held back.
+   */
+  async function heldBack(after: Cursor): Promise<boolean> {
+    const { rows } = await pool.query<{ held: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM ${s}.events WHERE (transaction_id, seq) > ($1::text::xid8, $2::bigint)
+                        AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) AS held`,
+      [after.xid.toString(), after.seq.toString()],
+    );
+    return rows[0]?.held === true;
+  }
+
   function subscribe(options: SubscribeOptions): Subscription {
     // Moves only on EMPTY pages: a delivered page may be offered again (its handler threw), so it must stay readable.
     let skipTo = START;
+    let wakeTail: (() => void) | null = null;
+    let recheck: NodeJS.Timeout | undefined;
+    let recheckMs = 5;
     const subscription = tailSubscription({
       subscribe: options,
       pollIntervalMs,
       async readPage(after) {
-        const { events, scannedTo } = await scan(later(parsePosition(after), skipTo), DEFAULT_LIMIT, options.streamPrefix);
-        if (events.length === 0) skipTo = scannedTo;
+        const from = later(parsePosition(after), skipTo);
+        const { events, scannedTo } = await scan(from, DEFAULT_LIMIT, options.streamPrefix);
+        if (events.length > 0) {
+          recheckMs = 5;
+          return events;
+        }
+        skipTo = scannedTo;
+        // The wake-up came, but the rows are held back by an older open transaction: look again soon (5 ms, doubling
+        // to 200 ms) rather than at the fallback poll, which would add up to a second to this change's latency.
+        if (listen && recheck === undefined && (await heldBack(scannedTo))) {
+          recheck = setTimeout(() => {
+            recheck = undefined;
+            wakeTail?.();
+          }, recheckMs);
+          recheck.unref();
+          recheckMs = Math.min(recheckMs * 2, 200);
+        } else recheckMs = 5;
         return events;
       },
       onLocalAppend(wake) {
-        listeners.add(wake);
-        return () => listeners.delete(wake);
+        wakeTail = wake;
+        const remove = addListener(wake);
+        return () => {
+          clearTimeout(recheck);
+          wakeTail = null;
+          remove();
+        };
       },
     });
     return subscriptions.track(subscription);
@@ -350,6 +552,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
       if (closed) return;
       await subscriptions.closeAll();
       closed = true;
+      await stopListening();
       await pool.end();
     },
   };

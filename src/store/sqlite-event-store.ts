@@ -3,8 +3,8 @@
  * result returns). Appends run in `BEGIN IMMEDIATE`, which takes the write lock before the revision check, so the
  * check and the insert are atomic across every process sharing the file; the others wait up to the busy timeout.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { mkdirSync, watch, type FSWatcher } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
   ConcurrencyError,
@@ -22,7 +22,10 @@ import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 export interface SqliteEventStoreOptions {
   /** The database file; its directory is created if missing. */
   path: string;
-  /** How often a subscription re-reads to see other processes' appends. Default 50 ms. */
+  /**
+   * How often a subscription re-reads when idle. Other processes' appends wake it through a watch on the WAL file, so
+   * this is only the fallback for a missed or unavailable watch: default 1000 ms (50 ms where no watch can be set).
+   */
   pollIntervalMs?: number;
   /** How long a writer waits for another process's write lock before failing. Default 30 s. */
   busyTimeoutMs?: number;
@@ -55,9 +58,50 @@ export interface SqliteDurability {
   synchronous: number;
 }
 
+/**
+ * Other processes' appends: every commit writes the WAL file (`<file>-wal`), so a watch on its directory filtered to
+ * that name wakes the subscriptions on the file. A hint only (inotify may coalesce or drop events; the WAL may be
+ * recreated): the subscriptions still poll, at a longer interval. One watch per file per process, while anyone tails.
+ *
+ * The write that fires the watch comes BEFORE the commit is visible (the writer then fsyncs the WAL and updates the
+ * shared-memory index, which raises no file event), so a reader woken at once may find nothing yet: each burst of
+ * WAL writes also schedules re-reads shortly after its last write, spaced out to outlast a slow fsync.
+ */
+const SETTLE_MS = [5, 25, 100, 400];
+const walWatchers = new Map<string, { watcher: FSWatcher; timers: NodeJS.Timeout[] }>();
+
+function watchWal(file: string, listeners: Set<() => void>): boolean {
+  if (walWatchers.has(file)) return true;
+  const wal = `${basename(file)}-wal`;
+  const wakeAll = (): void => {
+    for (const wake of listeners) wake();
+  };
+  try {
+    const timers: NodeJS.Timeout[] = [];
+    const watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
+      if (name !== wal) return;
+      wakeAll();
+      for (const t of timers.splice(0)) clearTimeout(t);
+      for (const ms of SETTLE_MS) timers.push(setTimeout(wakeAll, ms).unref());
+    });
+    watcher.on('error', () => unwatchWal(file));
+    walWatchers.set(file, { watcher, timers });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function unwatchWal(file: string): void {
+  const entry = walWatchers.get(file);
+  if (!entry) return;
+  walWatchers.delete(file);
+  entry.watcher.close();
+  for (const t of entry.timers.splice(0)) clearTimeout(t);
+}
+
 export function createSqliteEventStore(options: SqliteEventStoreOptions): EventStore & { durability(): SqliteDurability } {
   const file = resolve(options.path);
-  const pollIntervalMs = options.pollIntervalMs ?? 50;
   mkdirSync(dirname(file), { recursive: true });
 
   const db = new Database(file, { timeout: options.busyTimeoutMs ?? 30_000 });
@@ -119,6 +163,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
   const listeners = localAppendListeners.get(file) ?? new Set<() => void>();
   localAppendListeners.set(file, listeners);
+  // Probed once: where no watch can be set (some network file systems), the poll is the only way and stays short.
+  const watchable = watchWal(file, listeners);
+  if (listeners.size === 0) unwatchWal(file);
+  const pollIntervalMs = options.pollIntervalMs ?? (watchable ? 1000 : 50);
   const ownListeners = new Set<() => void>();
   const subscriptions = new OpenSubscriptions();
   let closed = false;
@@ -185,9 +233,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         onLocalAppend(wake) {
           listeners.add(wake);
           ownListeners.add(wake);
+          if (watchable) watchWal(file, listeners);
           return () => {
             listeners.delete(wake);
             ownListeners.delete(wake);
+            if (listeners.size === 0) unwatchWal(file);
           };
         },
       });
@@ -199,7 +249,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       closed = true;
       await subscriptions.closeAll();
       for (const wake of ownListeners) listeners.delete(wake);
-      if (listeners.size === 0) localAppendListeners.delete(file);
+      if (listeners.size === 0) {
+        localAppendListeners.delete(file);
+        unwatchWal(file);
+      }
       db.close();
     },
   };

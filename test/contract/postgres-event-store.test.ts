@@ -4,6 +4,7 @@
  * Everything runs in a schema of its own, dropped at the end.
  */
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { AppendRequest, EventStore, StoredEvent, Subscription } from '../../src/app/ports.ts';
 import { createPostgresEventStore, type PostgresEventStoreOptions } from '../../src/store/postgres-event-store.ts';
@@ -160,6 +161,35 @@ if (url !== null) {
     it('rejects a position it did not make', async () => {
       const store = await track(open());
       await expect(store.readAll({ after: '42' })).rejects.toThrow(/not a PostgreSQL event store position/);
+    });
+
+    it('one-statement append: a failed check in a batch writes no event and leaves no stream head behind', async () => {
+      const store = await track(open());
+      const p = prefix();
+      await store.append(`${p}old`, [{ type: 'T', data: 0 }], { expectedRevision: 'no_stream' });
+      // New stream (any: would be created), existing stream with the right revision, new stream expected to exist.
+      const batch = [
+        { streamId: `${p}new`, events: [{ type: 'T', data: 1 }], expectedRevision: 'any' as const },
+        { streamId: `${p}old`, events: [{ type: 'T', data: 2 }], expectedRevision: 0 },
+        { streamId: `${p}ghost`, events: [{ type: 'T', data: 3 }], expectedRevision: 'exists' as const },
+      ];
+      await expect(store.appendMany(batch)).rejects.toMatchObject({ name: 'ConcurrencyError', streamId: `${p}ghost`, actual: -1 });
+      expect(await store.readAll({ streamPrefix: p })).toHaveLength(1);
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ stream_id: string; revision: string }>(
+          `SELECT stream_id, revision::text FROM "${schema}".streams WHERE starts_with(stream_id, $1) ORDER BY stream_id`,
+          [p],
+        );
+        expect(rows).toEqual([{ stream_id: `${p}old`, revision: '0' }]);
+      } finally {
+        await client.end();
+      }
+      // The same batch without the bad request commits whole, numbered from the heads.
+      const results = await store.appendMany(batch.slice(0, 2));
+      expect(results.map((r) => r.revision)).toEqual([0, 1]);
+      expect((await store.readStream(`${p}old`)).map((e) => e.data)).toEqual([0, 2]);
     });
 
     it('refuses a schema name that is not a plain identifier', async () => {

@@ -1,0 +1,130 @@
+/**
+ * Tails woken by OTHER processes' appends, not by a short poll (issue 15): PostgreSQL LISTEN/NOTIFY, SQLite's WAL
+ * watch. Each wake-up test sets the fallback poll to ten minutes, so an event that arrives within the test's timeout
+ * can only have come through the wake-up; the lost-notification test does the opposite (the listener is killed and
+ * does not come back within the test) and shows the fallback poll still delivers.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { EventStore, StoredEvent } from '../../src/app/ports.ts';
+import { createPostgresEventStore, type PostgresEventStoreOptions } from '../../src/store/postgres-event-store.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
+import { dropSchema, requirePostgres, uniqueSchema } from './pg-helpers.ts';
+
+const TEN_MINUTES = 600_000;
+const WORKER_SCRIPT = fileURLToPath(new URL('./sqlite-append-worker.ts', import.meta.url));
+
+/** Resolves with the first event delivered to a new subscription on `store` (from the beginning). */
+const firstEvent = (store: EventStore): { received: Promise<StoredEvent>; close: () => Promise<void> } => {
+  let resolve!: (e: StoredEvent) => void;
+  const received = new Promise<StoredEvent>((r) => (resolve = r));
+  const sub = store.subscribe({ onEvents: (events) => resolve(events[0]!) });
+  return { received, close: () => sub.close() };
+};
+
+describe('SQLite: a tail in one process is woken by an append in another (WAL watch)', () => {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+  it('delivers the other process’s append although the fallback poll is ten minutes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'estate-wake-'));
+    dirs.push(dir);
+    const path = join(dir, 'events.db');
+    const store = createSqliteEventStore({ path, pollIntervalMs: TEN_MINUTES });
+    const tail = firstEvent(store);
+    const child = spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT, path, 'wake-1', 'other', '1'], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('ready')) child.stdin.write('go\n');
+    });
+    const exited = new Promise<number | null>((r) => child.on('exit', r));
+    const event = await tail.received;
+    expect(event).toMatchObject({ streamId: 'wake-1', revision: 0, data: { worker: 'other', seq: 0 } });
+    expect(await exited).toBe(0);
+    await tail.close();
+    await store.close();
+  }, 20_000);
+});
+
+const url = await requirePostgres('PostgreSQL LISTEN/NOTIFY wake-ups');
+if (url) {
+  describe('PostgreSQL: tails woken by NOTIFY; a lost notification is covered by the fallback poll', () => {
+    const schema = uniqueSchema('wake');
+    const stores: EventStore[] = [];
+    const open = async (extra: Partial<PostgresEventStoreOptions> = {}): Promise<EventStore> => {
+      const store = await createPostgresEventStore({ connectionString: url, schema, ...extra });
+      stores.push(store);
+      return store;
+    };
+    const admin = async <T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> => {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        return (await client.query<T>(text, values)).rows;
+      } finally {
+        await client.end();
+      }
+    };
+    /** The listener's backend pid, once its LISTEN has run (awaited: the listener starts with the first tail). */
+    const listenerPid = async (): Promise<number> => {
+      for (;;) {
+        const rows = await admin<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'`,
+          [`estate-listen:${schema}`],
+        );
+        if (rows[0]) return rows[0].pid;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+
+    afterEach(async () => {
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+    afterAll(() => dropSchema(url, schema));
+
+    it('delivers another store’s append (another process: no shared memory) with a ten-minute fallback poll', async () => {
+      const reader = await open({ pollIntervalMs: TEN_MINUTES });
+      const writer = await open();
+      const tail = firstEvent(reader);
+      await listenerPid();
+      await writer.append('notify-1', [{ type: 'T', data: { n: 1 } }], { expectedRevision: 'no_stream' });
+      expect(await tail.received).toMatchObject({ streamId: 'notify-1', data: { n: 1 } });
+      await tail.close();
+    });
+
+    it('covers a notification lost with the listener (pg_terminate_backend) by the fallback poll', async () => {
+      await admin(`DELETE FROM "${schema}".events`).catch(() => undefined);
+      // The listener does not come back within this test: only the poll can deliver.
+      const reader = await open({ pollIntervalMs: 200, relistenDelayMs: TEN_MINUTES });
+      const writer = await open();
+      const tail = firstEvent(reader);
+      const pid = await listenerPid();
+      const [terminated] = await admin<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [pid]);
+      expect(terminated?.ok).toBe(true);
+      await writer.append('lost-1', [{ type: 'T', data: { n: 2 } }], { expectedRevision: 'no_stream' });
+      expect(await tail.received).toMatchObject({ streamId: 'lost-1', data: { n: 2 } });
+      await tail.close();
+    });
+
+    it('listens again after its connection was killed, and is woken by NOTIFY again', async () => {
+      await admin(`DELETE FROM "${schema}".events`).catch(() => undefined);
+      const reader = await open({ pollIntervalMs: TEN_MINUTES, relistenDelayMs: 20 });
+      const writer = await open();
+      const tail = firstEvent(reader);
+      const first = await listenerPid();
+      await admin('SELECT pg_terminate_backend($1)', [first]);
+      // A new listener (another backend) replaces the killed one.
+      let second = await listenerPid();
+      while (second === first) second = await listenerPid();
+      await writer.append('again-1', [{ type: 'T', data: { n: 3 } }], { expectedRevision: 'no_stream' });
+      expect(await tail.received).toMatchObject({ streamId: 'again-1', data: { n: 3 } });
+      await tail.close();
+    });
+  });
+}
