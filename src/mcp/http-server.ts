@@ -238,6 +238,11 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
       else res.end();
     });
   });
+  // Node closes an idle keep-alive connection after 5 s; a client that picks that connection for its next POST in the
+  // same instant reads "other side closed" and cannot retry a POST. Keeping idle connections far longer than clients
+  // do (undici: 4 s, browsers: a minute) makes the client the one that closes (the usual load-balancer setting).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => resolve());
