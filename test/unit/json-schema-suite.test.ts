@@ -57,13 +57,6 @@ const REFUSED: Record<string, Record<string, string>> = {
     'schema that uses custom metaschema with with no validation vocabulary': 'schema-invalid',
     'ignore unrecognized optional vocabulary': 'schema-invalid',
   },
-  'pattern.json': {
-    // `\p{Letter}`: the long Unicode property name RE2 (re2-wasm) does not know (`\p{L}` works).
-    'pattern with Unicode property escape requires unicode mode': 'unsafe-pattern',
-  },
-  'patternProperties.json': {
-    'patternProperties with Unicode property escape': 'unsafe-pattern',
-  },
   // A format Estate cannot check is refused at publish as unknown, like a misspelt format: Estate asserts formats, so
   // one it cannot check must not silently pass everything. `idn-hostname` (IDNA 2008) is the one 2020-12 format left.
   'optional/format/idn-hostname.json': { '*': 'schema-invalid' },
