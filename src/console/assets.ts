@@ -28,7 +28,8 @@ export const CONSOLE_JS = `'use strict';
         e.preventDefault();
         const action = e.submitter ? e.submitter.value : '';
         const reason = form.elements.namedItem('reason') ? form.elements.namedItem('reason').value : '';
-        const r = await fetch(form.action, {
+        // getAttribute: form.action would be the button named "action" (named form controls shadow properties).
+        const r = await fetch(form.getAttribute('action'), {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'x-estate-console': '1' },
           body: JSON.stringify({ action, reason }),
