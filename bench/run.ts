@@ -13,6 +13,7 @@ const BENCHES: Record<string, () => Promise<{ run(): Promise<BenchRow[]> }>> = {
   replay: () => import('./replay.ts'),
   mcp: () => import('./mcp.ts'),
   bus: () => import('./bus.ts'),
+  console: () => import('./console.ts'),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
