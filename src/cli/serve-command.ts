@@ -20,8 +20,7 @@ export const registerServeCommand = (program: Command): void => {
       .option('--demo', 'publish the demo payments estate (idempotent) and serve it')
       .option('--allowed-hosts <names>', 'Host header names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
       .option('--allowed-origins <names>', 'Origin host names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
-      .option('--no-console', 'HTTP: do not serve the web console at /console/')
-      .option('--console-client-id <id>', 'HTTP with authorization: the OAuth client id the console signs in with (env ESTATE_CONSOLE_CLIENT_ID)'),
+      .option('--no-console', 'HTTP: do not serve the web console at /console/'),
   )).action(
     withEstate(async (estate, opts, flags: import('./serve.ts').ServeFlags) => (await import('./serve.ts')).serve(estate, opts, flags)),
   );

@@ -32,7 +32,6 @@ export interface ServeFlags extends PrincipalFlags, AuthFlags {
   allowedOrigins?: string;
   /** false with --no-console. */
   console?: boolean;
-  consoleClientId?: string;
 }
 
 const list = (s: string | undefined, fallback: readonly string[]): string[] =>

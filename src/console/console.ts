@@ -99,7 +99,7 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
   }, 15_000);
   keepAlive.unref();
 
-  const who = o.actor.by;
+  const who = `local operator: ${o.actor.by}`;
   const canActOn = (name: string): boolean => covers(o.actor.scopes, LIFECYCLE_SCOPE, name);
 
   const recentRuns = async (): Promise<RunSummary[]> => {

@@ -52,7 +52,7 @@ export const page = (title: string, body: Html, who: string): string =>
 <header>
 <a class="brand" href="/console/">Estate</a>
 <nav aria-label="Console"><ul>${NAV.map((n) => html`<li><a href="${n.href}">${n.label}</a></li>`)}</ul></nav>
-<span class="who">signed in as ${who}</span>
+<span class="who">${who}</span>
 </header>
 <div id="live" role="status" aria-live="polite"></div>
 <main id="main">

@@ -5,6 +5,7 @@
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestIssuer } from '../fixtures/jwks.ts';
 import { makeTempStore, openSse, runCli, startHttpServer, toolDefinition, type HttpServer, type TempStore } from './helpers.ts';
 
 interface Reply {
@@ -216,6 +217,34 @@ describe('estate serve --http --no-console', () => {
       expect(r.status).toBe(404);
     } finally {
       await srv.stop();
+      tmp.cleanup();
+    }
+  });
+});
+
+describe('estate serve --http with authorization: the console without sign-in', () => {
+  it('shows nothing of the catalogue to anyone, a valid token included (503 until sign-in exists)', async () => {
+    const tmp = makeTempStore('estate-console-auth-');
+    const audience = 'http://127.0.0.1/mcp';
+    const idp = await startTestIssuer(audience);
+    const srv = await startHttpServer(['--demo', '--store', tmp.store, '--auth-issuer', idp.issuer, '--auth-jwks-url', idp.jwksUrl, '--auth-audience', audience]);
+    try {
+      const base = srv.url.replace(/\/mcp$/, '/console/');
+      const token = await idp.mint({ claims: { sub: 'ops', tenant: 'acme', scope: 'estate:lifecycle', clearance: 'restricted' } });
+      for (const headers of [{}, { authorization: `Bearer ${token}` }] as Record<string, string>[]) {
+        for (const path of ['', 'tools/payments.lookup', 'events', 'runs']) {
+          const r = await send(`${base}${path}`, { headers });
+          expect(r.status, path).toBe(503);
+          expect(r.body, path).not.toContain('payments.lookup');
+        }
+        const act = await send(`${base}api/tools/payments.lookup/versions/1.0.0/lifecycle`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'x-estate-console': '1' }, body: JSON.stringify({ action: 'retire', reason: 'x' }) });
+        expect(act.status).toBe(503);
+      }
+      const show = await runCli(['history', 'payments.lookup', '--json', '--store', tmp.store]);
+      expect(show.stdout).not.toContain('retired');
+    } finally {
+      await srv.stop();
+      await idp.close();
       tmp.cleanup();
     }
   });
