@@ -42,6 +42,8 @@ export interface ConsoleOptions {
   upstreams?: UpstreamConsoleSource;
   /** How many runs "recent runs" lists. */
   recentRuns?: number;
+  /** Open change streams (/console/events) at most; one more is 503 (default 256). */
+  maxStreams?: number;
 }
 
 export interface ConsoleRoutes {
@@ -137,6 +139,10 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
       return;
     }
     if (path === '/console/events') {
+      if (streams.size >= (o.maxStreams ?? 256)) {
+        res.writeHead(503, { 'retry-after': '30', 'content-type': 'text/plain', 'cache-control': 'no-store' }).end('Service Unavailable: too many open console change streams');
+        return;
+      }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-content-type-options': 'nosniff' });
       res.write(`event: hello\ndata: ${JSON.stringify({ position: o.reader.position })}\n\n`);
       streams.add(res);

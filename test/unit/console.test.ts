@@ -102,13 +102,13 @@ describe('console lifecycle action and its scope', () => {
     await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
   });
 
-  const serve = async (actor: ConsoleActor) => {
+  const serve = async (actor: ConsoleActor, maxStreams?: number) => {
     const store = createMemoryEventStore();
     const commands = new CommandHandler({ store });
     await commands.publish(aDefinition(), 'alice');
     const reader = new CatalogueReader(store);
     await reader.catchUp();
-    const routes = createConsole({ reader, commands, store, actor });
+    const routes = createConsole({ reader, commands, store, actor, ...(maxStreams ? { maxStreams } : {}) });
     server = createServer((req, res) => void routes.handle(req, res, (req.url ?? '/').split('?')[0] as string));
     await new Promise<void>((r) => server?.listen(0, '127.0.0.1', () => r()));
     const { port } = server.address() as AddressInfo;
@@ -122,7 +122,16 @@ describe('console lifecycle action and its scope', () => {
         req.on('error', reject);
         req.end(JSON.stringify(body));
       });
-    return { post, store };
+    const events = (): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = request(`http://127.0.0.1:${port}/console/events`, (res) => {
+          resolve(res.statusCode ?? 0);
+          if (res.statusCode !== 200) res.resume();
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    return { post, store, events };
   };
 
   it('refuses an actor without estate:lifecycle for the namespace; nothing is appended', async () => {
@@ -132,6 +141,13 @@ describe('console lifecycle action and its scope', () => {
     expect(JSON.parse(r.body).error).toMatchObject({ code: 'insufficient_scope' });
     expect(JSON.parse(r.body).error.message).toContain('estate:lifecycle:payments');
     expect(await store.readAll({})).toHaveLength(1);
+  });
+
+  it('bounds the open change streams: one past the cap is 503', async () => {
+    const { events } = await serve({ by: 'op', scopes: [] }, 2);
+    expect(await events()).toBe(200);
+    expect(await events()).toBe(200);
+    expect(await events()).toBe(503);
   });
 
   it('lets an actor with the namespace scope deprecate, recorded as that actor', async () => {
