@@ -15,6 +15,7 @@ const BENCHES: Record<string, () => Promise<{ run(): Promise<BenchRow[]> }>> = {
   bus: () => import('./bus.ts'),
   upstream: () => import('./upstream.ts'),
   'client-cache': () => import('./client-cache.ts'),
+  console: () => import('./console.ts'),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

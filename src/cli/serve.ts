@@ -20,6 +20,8 @@ import type { GlobalOptions } from './run.ts';
 import { startupBanner, type BannerFacts } from './banner.ts';
 import { parseUpstreamSelection, UpstreamPool } from '../upstream/pool.ts';
 import { UpstreamRegistry } from '../upstream/registry.ts';
+import { LIFECYCLE_SCOPE } from '../auth/api-scopes.ts';
+import { consoleSignInUnavailable, createConsole } from '../console/console.ts';
 
 export interface ServeFlags extends PrincipalFlags, AuthFlags {
   stdio?: boolean;
@@ -32,6 +34,8 @@ export interface ServeFlags extends PrincipalFlags, AuthFlags {
   allowedOrigins?: string;
   upstreams?: string;
   upstreamSyncInterval?: string;
+  /** false with --no-console. */
+  console?: boolean;
 }
 
 /** `90`, `90s`, `10m`, `1h`, `500ms` → milliseconds; `0` = never. */
@@ -130,6 +134,12 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
       if (!edge && flags.host !== '127.0.0.1' && flags.host !== 'localhost' && flags.host !== '::1') {
         throw new DomainError('usage', 'serve-host', 'serve: without authorization (--auth-issuer, --auth-jwks-url, --auth-audience) --http binds loopback only (127.0.0.1, localhost or ::1)');
       }
+      // The console: the local operator on loopback; with authorization, sign-in is not available yet (src/console).
+      const consoleRoutes = flags.console === false
+        ? undefined
+        : edge
+          ? consoleSignInUnavailable()
+          : createConsole({ reader, commands: estate.commands, store: estate.store, actor: { by: estate.config.actor, scopes: [LIFECYCLE_SCOPE] } });
       const http = await startHttpServer({
         core,
         principal,
@@ -141,6 +151,7 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
         sessionCaps: { perSubject: estate.config.maxSessionsPerSubject, total: estate.config.maxSessions },
         batchLimits,
         ...(edge ? { edge } : {}),
+        ...(consoleRoutes ? { console: consoleRoutes } : {}),
       }).catch((e: unknown) => {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') {
@@ -151,9 +162,11 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
       });
       if (!edge) log.warn({ principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
       banner({ transport: 'http', url: http.url }, Boolean(edge));
+      if (consoleRoutes) log.info({ console: http.url.replace(/\/mcp$/, '/console/') }, 'web console served');
       log.info({ transport: 'http', url: http.url, principal, store: estate.store.kind, tools: reader.catalogue.size }, 'estate serve ready');
       const sig = await untilSignal();
       log.info({ signal: sig }, 'stopping');
+      consoleRoutes?.close();
       await http.close();
     }
   } finally {

@@ -36,6 +36,8 @@ export interface HttpServeOptions {
   batchLimits?: BatchLimits;
   /** Authorization: extra routes and the caller of each /mcp request (else every request is `principal`). */
   edge?: HttpEdge;
+  /** The web console's routes (src/console), behind the same Host/Origin checks; absent with --no-console. */
+  console?: { serves(path: string): boolean; handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> };
 }
 
 export interface RunningHttpServer {
@@ -205,13 +207,14 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    if (path !== '/mcp' && !o.edge?.serves(path)) return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
+    if (path !== '/mcp' && !o.edge?.serves(path) && !o.console?.serves(path)) return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
     if (!hostAllowed(header(req, 'host'), o.allowedHosts)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Host '${header(req, 'host') ?? ''}' is not allowed`));
     }
     if (!originAllowed(header(req, 'origin'), o.allowedOrigins)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Origin '${header(req, 'origin') ?? ''}' is not allowed`));
     }
+    if (o.console?.serves(path)) return o.console.handle(req, res, path);
     // A person opening /mcp in a browser gets a page saying what this is, not a JSON-RPC error (src/mcp/browser-page.ts).
     if (path === '/mcp' && isBrowserGet(req)) return sendBrowserPage(req, res);
     if (o.edge) {

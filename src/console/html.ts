@@ -1,0 +1,62 @@
+/** HTML building blocks of the console: escaping (everything from the catalogue is untrusted text) and the page shell. */
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Escapes text for element content and double- or single-quoted attributes. */
+export const esc = (s: unknown): string => String(s).replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
+
+/** A trusted fragment: only made by `html` below, so untrusted text is escaped exactly once. */
+export class Html {
+  constructor(readonly text: string) {}
+  toString(): string {
+    return this.text;
+  }
+}
+
+type Part = Html | string | number | null | undefined | false | readonly Part[];
+
+const render = (p: Part): string => {
+  if (p === null || p === undefined || p === false) return '';
+  if (p instanceof Html) return p.text;
+  if (Array.isArray(p)) return (p as readonly Part[]).map(render).join('');
+  return esc(p);
+};
+
+/** Tagged template: interpolated values are escaped unless they are Html. */
+export const html = (strings: TemplateStringsArray, ...values: Part[]): Html => {
+  let out = strings[0] ?? '';
+  for (let i = 0; i < values.length; i++) out += render(values[i] as Part) + (strings[i + 1] ?? '');
+  return new Html(out);
+};
+
+/** Encodes one path segment of a console URL. */
+export const seg = (s: string): string => encodeURIComponent(s);
+
+export const NAV: readonly { href: string; label: string }[] = [
+  { href: '/console/', label: 'Catalogue' },
+  { href: '/console/principal', label: 'Try a principal' },
+  { href: '/console/runs', label: 'Runs' },
+  { href: '/console/upstreams', label: 'Upstreams' },
+];
+
+export const page = (title: string, body: Html, who: string): string =>
+  `<!doctype html>\n${html`<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Estate console</title>
+<link rel="stylesheet" href="/console/assets/console.css">
+<script src="/console/assets/console.js" defer></script>
+</head>
+<body>
+<header>
+<a class="brand" href="/console/">Estate</a>
+<nav aria-label="Console"><ul>${NAV.map((n) => html`<li><a href="${n.href}">${n.label}</a></li>`)}</ul></nav>
+<span class="who">${who}</span>
+</header>
+<div id="live" role="status" aria-live="polite"></div>
+<main id="main">
+${body}
+</main>
+</body>
+</html>`.text}\n`;

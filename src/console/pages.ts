@@ -1,0 +1,223 @@
+/**
+ * The console's pages, rendered on the server from the same read models the CLI and MCP paths use: the catalogue
+ * projection, the discovery rule (newestVisible/isVisible), the classifier (classifyDefinition) and the call records.
+ */
+import { isVisible, makePrincipal } from '../domain/access.ts';
+import { classifyDefinition } from '../domain/classify.ts';
+import { CLASSIFICATIONS, type Principal, type Reason } from '../domain/types.ts';
+import type { CatalogueProjection, CatalogueTool, CatalogueVersion } from '../../projections/catalogue.ts';
+import { discoverNaive } from '../../projections/discovery.ts';
+import type { CallRecordView } from '../../projections/calls.ts';
+import { html, seg, type Html } from './html.ts';
+import { diffLines, placeReasons, printWithPaths, type DiffRow } from './schema-diff.ts';
+import type { UpstreamSummary } from './upstreams.ts';
+
+export const PAGE_SIZE = 50;
+const STATUSES = ['active', 'deprecated', 'retired'] as const;
+
+export interface CatalogueQuery {
+  q: string;
+  namespace: string;
+  classification: string;
+  status: string;
+  upstream: '' | 'yes' | 'no';
+  page: number;
+}
+
+const first = (v: string | null, max = 200): string => (v ?? '').slice(0, max).trim();
+
+export const parseCatalogueQuery = (params: URLSearchParams): CatalogueQuery => {
+  const page = Number(params.get('page') ?? '1');
+  const upstream = first(params.get('upstream'));
+  return {
+    q: first(params.get('q')),
+    namespace: first(params.get('namespace')),
+    classification: (CLASSIFICATIONS as readonly string[]).includes(first(params.get('classification'))) ? first(params.get('classification')) : '',
+    status: (STATUSES as readonly string[]).includes(first(params.get('status'))) ? first(params.get('status')) : '',
+    upstream: upstream === 'yes' || upstream === 'no' ? upstream : '',
+    page: Number.isInteger(page) && page >= 1 && page <= 1_000_000 ? page : 1,
+  };
+};
+
+const isUpstream = (v: CatalogueVersion): boolean => v.definition.handler.startsWith('upstream:');
+const namespaceOf = (name: string): string => name.split('.')[0] ?? name;
+
+/** Server-side search and filters over each tool's newest version (any status); one page of results and the total. */
+export const searchCatalogue = (catalogue: CatalogueProjection, q: CatalogueQuery): { total: number; rows: CatalogueVersion[]; namespaces: string[] } => {
+  const needle = q.q.toLowerCase();
+  const namespaces = new Set<string>();
+  const hits: CatalogueVersion[] = [];
+  for (const name of catalogue.names()) {
+    namespaces.add(namespaceOf(name));
+    // The newest version whatever its status, so a deprecated or retired tool is still found (and filterable).
+    const vs = catalogue.versions(name);
+    const v = vs[vs.length - 1];
+    if (!v) continue;
+    if (q.namespace && namespaceOf(name) !== q.namespace) continue;
+    if (q.classification && v.definition.access.classification !== q.classification) continue;
+    if (q.status && v.status !== q.status) continue;
+    if (q.upstream && isUpstream(v) !== (q.upstream === 'yes')) continue;
+    if (needle) {
+      const d = v.definition;
+      if (!name.toLowerCase().includes(needle) && !(d.title ?? '').toLowerCase().includes(needle) && !d.description.toLowerCase().includes(needle)) continue;
+    }
+    hits.push(v);
+  }
+  // names() is sorted, so hits are too.
+  const start = (q.page - 1) * PAGE_SIZE;
+  return { total: hits.length, rows: hits.slice(start, start + PAGE_SIZE), namespaces: [...namespaces].sort() };
+};
+
+const toolHref = (name: string): string => `/console/tools/${seg(name)}`;
+const versionHref = (name: string, version: string): string => `/console/tools/${seg(name)}/versions/${seg(version)}`;
+
+const option = (value: string, label: string, selected: string): Html => html`<option value="${value}"${selected === value ? html` selected` : ''}>${label}</option>`;
+
+export const cataloguePage = (catalogue: CatalogueProjection, q: CatalogueQuery): Html => {
+  const { total, rows, namespaces } = searchCatalogue(catalogue, q);
+  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+  const link = (page: number): string => {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries({ ...q, page: String(page) })) if (v !== '' && !(k === 'page' && v === '1')) p.set(k, String(v));
+    const s = p.toString();
+    return `/console/${s ? `?${s}` : ''}`;
+  };
+  return html`<h1>Catalogue</h1>
+<form class="filters" method="get" action="/console/" role="search" data-live-refresh>
+<label>Search <input type="search" name="q" value="${q.q}" placeholder="name, title or description"></label>
+<label>Namespace <select name="namespace">${option('', 'any', q.namespace)}${namespaces.map((n) => option(n, n, q.namespace))}</select></label>
+<label>Classification <select name="classification">${option('', 'any', q.classification)}${CLASSIFICATIONS.map((c) => option(c, c, q.classification))}</select></label>
+<label>Status <select name="status">${option('', 'any', q.status)}${STATUSES.map((s) => option(s, s, q.status))}</select></label>
+<label>Upstream <select name="upstream">${option('', 'any', q.upstream)}${option('yes', 'mirrored', q.upstream)}${option('no', 'local', q.upstream)}</select></label>
+<button type="submit">Search</button>
+</form>
+<p id="result-count">${total} ${total === 1 ? 'tool' : 'tools'} match${total === 1 ? 'es' : ''} (${catalogue.size} in the catalogue); page ${Math.min(q.page, pages)} of ${pages}.</p>
+<table class="catalogue">
+<thead><tr><th scope="col">Tool</th><th scope="col">Newest version</th><th scope="col">Title</th><th scope="col">Classification</th><th scope="col">Status</th><th scope="col">Published</th></tr></thead>
+<tbody>${rows.map(
+    (v) => html`<tr><td><a href="${toolHref(v.name)}">${v.name}</a></td><td><a href="${versionHref(v.name, v.version)}">${v.version}</a></td><td>${v.definition.title ?? ''}</td><td>${v.definition.access.classification}</td><td><span class="status ${v.status}">${v.status}</span></td><td><time datetime="${v.publishedAt}">${v.publishedAt}</time></td></tr>`,
+  )}</tbody>
+</table>
+<nav class="pager" aria-label="Pages">${q.page > 1 ? html`<a rel="prev" href="${link(q.page - 1)}">Previous page</a>` : ''} ${q.page < pages ? html`<a rel="next" href="${link(q.page + 1)}">Next page</a>` : ''}</nav>`;
+};
+
+const reasonsList = (reasons: readonly Reason[]): Html =>
+  reasons.length === 0 ? html`<span class="muted">first version or no change</span>` : html`<ul class="reasons">${reasons.map((r) => html`<li><span class="level ${r.level}">${r.level}</span> <code>${r.path}</code> ${r.rule}: ${r.detail}</li>`)}</ul>`;
+
+const lifecycleForm = (v: CatalogueVersion): Html =>
+  v.status === 'retired'
+    ? html``
+    : html`<form class="lifecycle" method="post" action="/console/api/tools/${seg(v.name)}/versions/${seg(v.version)}/lifecycle" data-action>
+<label>Reason <input name="reason" required maxlength="500"></label>
+${v.status === 'active' ? html`<button type="submit" name="action" value="deprecate">Deprecate ${v.version}</button>` : ''}
+<button type="submit" name="action" value="retire">Retire ${v.version}</button>
+</form>`;
+
+export const toolPage = (tool: CatalogueTool): Html => {
+  const versions = [...tool.versions].reverse();
+  const compare = versions.length >= 2 ? html`<form method="get" action="${toolHref(tool.name)}/diff" class="compare">
+<label>From <select name="a">${versions.map((v, i) => option(v.version, v.version, (versions[1] ?? versions[0])?.version === v.version && i > 0 ? v.version : ''))}</select></label>
+<label>To <select name="b">${versions.map((v) => option(v.version, v.version, (versions[0] as CatalogueVersion).version))}</select></label>
+<button type="submit">Compare versions</button></form>` : html`<p>Only one version: nothing to compare yet.</p>`;
+  return html`<h1>${tool.name}</h1>
+${compare}
+<h2>Version timeline</h2>
+<ol class="timeline">${versions.map(
+    (v) => html`<li class="version"><h3><a href="${versionHref(v.name, v.version)}">${v.version}</a> <span class="level ${v.level}">${v.level}</span> <span class="status ${v.status}">${v.status}</span></h3>
+<p>Published by <strong>${v.publishedBy}</strong> at <time datetime="${v.publishedAt}">${v.publishedAt}</time>; schema <code>${v.schemaHash.slice(0, 12)}</code></p>
+${v.deprecated ? html`<p>Deprecated by <strong>${v.deprecated.by}</strong> at ${v.deprecated.at}: ${v.deprecated.reason}</p>` : ''}
+${v.retired ? html`<p>Retired by <strong>${v.retired.by}</strong> at ${v.retired.at}: ${v.retired.reason}</p>` : ''}
+${reasonsList(v.reasons)}</li>`,
+  )}</ol>`;
+};
+
+const diffCell = (side: 'left' | 'right', row: DiffRow): Html => {
+  const line = side === 'left' ? (row.kind === 'added' ? undefined : row.left) : row.kind === 'removed' ? undefined : row.right;
+  const cls = row.kind === 'same' ? 'same' : line === undefined ? 'empty' : side === 'left' ? 'del' : 'ins';
+  return html`<td class="${cls}"><pre>${line?.text ?? ''}</pre></td>`;
+};
+
+export const diffPage = (a: CatalogueVersion, b: CatalogueVersion): Html => {
+  const { level, reasons } = classifyDefinition(a.definition, b.definition);
+  const rows = diffLines(printWithPaths(a.definition), printWithPaths(b.definition));
+  const placed = placeReasons(rows, reasons);
+  return html`<h1>${a.name}: ${a.version} → ${b.version}</h1>
+<p>The classifier says <span class="level ${level}">${level}</span>${reasons.length === 0 ? ' (no change)' : ''}.</p>
+<table class="diff">
+<caption>Definition of ${a.version} (left) beside ${b.version} (right); reasons sit on the lines they concern.</caption>
+<thead><tr><th scope="col">${a.version}</th><th scope="col">${b.version}</th><th scope="col">Reasons</th></tr></thead>
+<tbody>${rows.map(
+    (row, i) => html`<tr class="${row.kind}">${diffCell('left', row)}${diffCell('right', row)}<td class="why">${(placed.get(i) ?? []).map((r) => html`<p class="reason"><span class="level ${r.level}">${r.level}</span> <code>${r.path}</code> ${r.rule}: ${r.detail}</p>`)}</td></tr>`,
+  )}</tbody>
+</table>`;
+};
+
+export const parsePrincipal = (params: URLSearchParams): Principal | null => {
+  if (!params.has('tenant') && !params.has('scopes') && !params.has('clearance')) return null;
+  const scopes = (params.get('scopes') ?? '').slice(0, 4000).split(/[\s,]+/).filter((s) => s.length > 0).slice(0, 100);
+  return makePrincipal({ tenant: (params.get('tenant') ?? '').trim().slice(0, 200) || 'default', scopes, clearance: params.get('clearance') });
+};
+
+const principalForm = (action: string, p: Principal | null): Html => html`<form method="get" action="${action}" class="principal">
+<fieldset><legend>Try a principal</legend>
+<label>Tenant <input name="tenant" value="${p?.tenant ?? 'default'}"></label>
+<label>Scopes <input name="scopes" value="${p?.scopes.join(' ') ?? ''}" placeholder="space separated"></label>
+<label>Clearance <select name="clearance">${CLASSIFICATIONS.map((c) => option(c, c, p?.clearance ?? 'public'))}</select></label>
+<button type="submit">Try</button></fieldset></form>`;
+
+const discoveryTable = (catalogue: CatalogueProjection, p: Principal): Html => {
+  const seen = discoverNaive(catalogue, p);
+  return html`<p id="discovers">This principal discovers ${seen.length} ${seen.length === 1 ? 'tool' : 'tools'}.</p>
+<ul class="discovered">${seen.slice(0, 200).map((v) => html`<li><a href="${versionHref(v.name, v.version)}">${v.name}@${v.version}</a></li>`)}</ul>${seen.length > 200 ? html`<p>… and ${seen.length - 200} more.</p>` : ''}`;
+};
+
+export const versionPage = (catalogue: CatalogueProjection, v: CatalogueVersion, tried: Principal | null, canAct: boolean): Html => {
+  const a = v.definition.access;
+  const verdict = tried
+    ? html`<p id="verdict" class="verdict">${isVisible(a, tried) ? html`<strong>Visible</strong> to this principal${v.status === 'active' ? '' : html` by access, but the version is ${v.status} and is not offered in discovery`}.` : html`<strong>Not visible</strong> to this principal.`}</p>${discoveryTable(catalogue, tried)}`
+    : '';
+  return html`<h1>${v.name}@${v.version}</h1>
+<p><a href="${toolHref(v.name)}">All versions of ${v.name}</a> · <span class="status ${v.status}">${v.status}</span> · <span class="level ${v.level}">${v.level}</span></p>
+<p>${v.definition.description}</p>
+<h2>Who can see this version</h2>
+<ul class="access">
+<li>Tenants: ${a.tenants.length === 0 ? 'every tenant' : a.tenants.join(', ')}</li>
+<li>Scopes required (all of): ${a.requiredScopes.length === 0 ? 'none' : a.requiredScopes.join(', ')}</li>
+<li>Clearance at least: ${a.classification}</li>
+</ul>
+${principalForm(versionHref(v.name, v.version), tried)}
+${verdict}
+${canAct ? html`<h2>Lifecycle</h2>${lifecycleForm(v)}<p id="action-result" role="status"></p>` : ''}
+<h2>Definition</h2>
+<pre class="definition">${JSON.stringify(v.definition, null, 2)}</pre>`;
+};
+
+export const principalPage = (catalogue: CatalogueProjection, tried: Principal | null): Html =>
+  html`<h1>What a principal sees</h1>${principalForm('/console/principal', tried)}${tried ? discoveryTable(catalogue, tried) : ''}`;
+
+export interface RunSummary {
+  runId: string;
+  calls: number;
+  last: string;
+  tenant: string;
+  subject: string;
+}
+
+export const runsPage = (runs: readonly RunSummary[]): Html =>
+  html`<h1>Recent runs</h1>${runs.length === 0 ? html`<p>No calls are recorded yet.</p>` : html`<table><thead><tr><th scope="col">Run</th><th scope="col">Calls</th><th scope="col">Last call</th><th scope="col">Tenant</th><th scope="col">Subject</th></tr></thead><tbody>${runs.map(
+    (r) => html`<tr><td><a href="/console/runs/${seg(r.runId)}">${r.runId}</a></td><td>${r.calls}</td><td>${r.last}</td><td>${r.tenant}</td><td>${r.subject}</td></tr>`,
+  )}</tbody></table>`}`;
+
+export const runPage = (runId: string, calls: readonly CallRecordView[]): Html =>
+  html`<h1>Run ${runId}</h1><table class="calls"><thead><tr><th scope="col">At</th><th scope="col">Tool version</th><th scope="col">Schema hash</th><th scope="col">Outcome</th><th scope="col">Repairs</th><th scope="col">Duration</th></tr></thead><tbody>${calls.map(
+    (c) => html`<tr><td>${c.at}</td><td><a href="${versionHref(c.tool, c.version)}">${c.tool}@${c.version}</a></td><td><code>${c.schemaHash.slice(0, 12)}</code></td><td>${c.outcome}</td><td>${c.repairs.length === 0 ? 'none' : c.repairs.map((r) => `${r.action} ${r.path}`).join(', ')}</td><td>${c.durationMs} ms</td></tr>`,
+  )}</tbody></table>`;
+
+export const upstreamsPage = (upstreams: readonly UpstreamSummary[], canAct: boolean): Html =>
+  html`<h1>Upstreams</h1>${upstreams.length === 0 ? html`<p id="no-upstreams">No upstream MCP servers are registered.</p>` : upstreams.map(
+    (u) => html`<section class="upstream"><h2>${u.namespace} <span class="status ${u.status}">${u.status}</span></h2><p>${u.url}</p>${u.pending.length === 0 ? html`<p>No pending drift.</p>` : u.pending.map(
+      (d) => html`<article class="drift"><h3>${d.tool} (detected ${d.detectedAt})</h3><pre class="text-diff">${d.diff}</pre>${canAct ? html`<form method="post" action="/console/api/upstreams/${seg(u.namespace)}/drift/${seg(d.tool)}" data-action><label>Reason <input name="reason" maxlength="500"></label><button name="action" value="approve">Approve</button><button name="action" value="reject">Reject</button></form>` : ''}</article>`,
+    )}</section>`,
+  )}`;
+
+export const notFoundPage = (what: string): Html => html`<h1>Not found</h1><p class="not-found">${what}</p><p><a href="/console/">Back to the catalogue</a></p>`;

@@ -1,0 +1,152 @@
+/**
+ * The console in a real browser: Debian's Chromium driven by playwright-core against a real `estate serve --http`.
+ * Search, open a tool, diff two versions, try a principal, follow a run to its version, deprecate with a reason, and
+ * see a publish made by the CLI in another process appear without reload; axe-core on every page (no serious or
+ * critical violation). With CONSOLE_SCREENSHOTS=1 (`npm run console:screenshots`) each page is saved in docs/console/.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTempStore, REPO_ROOT, runCli, startHttpServer, toolDefinition, type HttpServer, type TempStore } from './helpers.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const SHOTS = process.env.CONSOLE_SCREENSHOTS === '1' ? join(REPO_ROOT, 'docs', 'console') : null;
+const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: unknown }[];
+}
+
+describe('the console in Chromium', () => {
+  let tmp: TempStore;
+  let srv: HttpServer;
+  let base: string;
+  let profile: string;
+  let context: BrowserContext;
+  let page: Page;
+
+  const publish = async (def: Record<string, unknown>, by = 'alice'): Promise<void> => {
+    const r = await runCli(['publish', tmp.file(`${String(def.name)}-${String(def.version)}.json`, def), '--store', tmp.store, '--by', by]);
+    expect(r.code, r.stderr).toBe(0);
+  };
+
+  /** axe-core on the current page: no serious or critical violation; then the screenshot, when asked for. */
+  const check = async (name: string): Promise<void> => {
+    await page.waitForSelector('html[data-console-ready="1"]');
+    await page.evaluate(AXE_SOURCE);
+    const violations = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations)')) as AxeViolation[];
+    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`);
+    expect(bad, `${name}: accessibility`).toEqual([]);
+    if (SHOTS) await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  };
+
+  beforeAll(async () => {
+    if (SHOTS) mkdirSync(SHOTS, { recursive: true });
+    tmp = makeTempStore('estate-console-browser-');
+    await publish(toolDefinition({ name: 'test.echo', version: '1.0.0' }));
+    await publish(toolDefinition({ name: 'test.echo', version: '1.1.0', inputSchema: { type: 'object', properties: { text: { type: 'string' }, loud: { type: 'boolean' } }, required: ['text'], additionalProperties: false } }), 'bob');
+    await publish(toolDefinition({ name: 'test.echo', version: '2.0.0', inputSchema: { type: 'object', properties: { loud: { type: 'boolean' } }, additionalProperties: false } }), 'carol');
+    srv = await startHttpServer(['--demo', '--store', tmp.store]);
+    base = srv.url.replace(/\/mcp$/, '/console/');
+    profile = mkdtempSync(join(tmpdir(), 'estate-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1280, height: 800 },
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+  }, 180_000);
+
+  afterAll(async () => {
+    await context?.close();
+    await srv?.stop();
+    tmp?.cleanup();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  it('searches the catalogue and opens a tool', async () => {
+    await page.goto(base);
+    await check('catalogue');
+    await page.getByLabel('Search').fill('echoes');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await expect.poll(() => page.locator('#result-count').textContent()).toContain('1 tool matches');
+    await page.getByRole('link', { name: 'test.echo', exact: true }).click();
+    await expect.poll(() => page.locator('h1').textContent()).toBe('test.echo');
+    await check('tool');
+  });
+
+  it('diffs two versions with the reasons beside the lines', async () => {
+    await page.goto(`${base}tools/test.echo`);
+    await page.getByLabel('From').selectOption('1.0.0');
+    await page.getByLabel('To').selectOption('2.0.0');
+    await page.getByRole('button', { name: 'Compare versions' }).click();
+    await expect.poll(() => page.locator('main p').first().textContent()).toContain('The classifier says major');
+    expect(await page.locator('td.why .reason').count()).toBeGreaterThan(0);
+    await check('diff');
+  });
+
+  it('tries a principal on a version', async () => {
+    await page.goto(`${base}tools/payments.transfer/versions/1.0.0`);
+    await page.getByLabel('Tenant').fill('acme');
+    await page.getByLabel('Scopes').fill('payments.write');
+    await page.getByLabel('Clearance').selectOption('confidential');
+    await page.getByRole('button', { name: 'Try' }).click();
+    await expect.poll(() => page.locator('#verdict').textContent()).toContain('Not visible');
+    await check('version');
+    await page.goto(`${base}principal?tenant=acme&scopes=payments.read&clearance=confidential`);
+    await expect.poll(() => page.locator('#discovers').textContent()).toMatch(/discovers \d+ tool/);
+    await check('principal');
+  });
+
+  it('follows a run to the exact version it called', async () => {
+    const r = await fetch(srv.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'fx.rates' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'fx.rates', arguments: { base: 'EUR', quote: 'USD' }, _meta: { ...META, 'io.estate/runId': 'browser-run-1' } } }),
+    });
+    expect(r.status).toBe(200);
+    await page.goto(`${base}runs`);
+    await check('runs');
+    await page.getByRole('link', { name: 'browser-run-1' }).click();
+    await check('run');
+    await page.getByRole('link', { name: 'fx.rates@1.0.0' }).click();
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/console/tools/fx.rates/versions/1.0.0');
+  });
+
+  it('deprecates a version with a reason', async () => {
+    await page.goto(`${base}tools/test.echo/versions/1.0.0`);
+    await page.waitForSelector('html[data-console-ready="1"]');
+    await page.getByLabel('Reason').fill('use 2.0.0');
+    await page.getByRole('button', { name: 'Deprecate 1.0.0' }).click();
+    await expect.poll(() => page.locator('#live').textContent()).toContain('deprecated: test.echo@1.0.0');
+    const history = await runCli(['history', 'test.echo', '--json', '--store', tmp.store]);
+    expect(history.stdout).toContain('use 2.0.0');
+  });
+
+  it('shows a publish made by the CLI in another process without reload', async () => {
+    await page.goto(`${base}?q=live.added`);
+    await check('search-empty');
+    await page.evaluate('window.__notReloaded = true');
+    expect(await page.locator('#result-count').textContent()).toContain('0 tools match');
+    await publish(toolDefinition({ name: 'live.added', version: '1.0.0', handler: 'live.added' }));
+    await expect.poll(() => page.locator('#result-count').textContent(), { timeout: 20_000 }).toContain('1 tool matches');
+    expect(await page.locator('#live').textContent()).toContain('Catalogue changed: live.added');
+    expect(await page.evaluate('window.__notReloaded')).toBe(true);
+  });
+
+  it('shows the upstreams page and a not-found page accessibly', async () => {
+    await page.goto(`${base}upstreams`);
+    await check('upstreams');
+    const r = await page.goto(`${base}tools/no.such`);
+    expect(r?.status()).toBe(404);
+    await check('not-found');
+  });
+});

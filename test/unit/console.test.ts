@@ -1,0 +1,161 @@
+/**
+ * The console's rules in process: server-side search and paging at 10,000 tools, the reasons placed on the diff rows
+ * they concern, escaping, the lifecycle scope refusing an action (nothing changes), and the upstream port.
+ */
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
+import { CommandHandler } from '../../src/app/command-handler.ts';
+import { createConsole, type ConsoleActor } from '../../src/console/console.ts';
+import { esc, html } from '../../src/console/html.ts';
+import { cataloguePage, PAGE_SIZE, parseCatalogueQuery, searchCatalogue, upstreamsPage } from '../../src/console/pages.ts';
+import { diffLines, placeReasons, printWithPaths } from '../../src/console/schema-diff.ts';
+import { classifyDefinition } from '../../src/domain/classify.ts';
+import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { CatalogueProjection } from '../../projections/catalogue.ts';
+import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
+
+const bigCatalogue = (n: number): CatalogueProjection => {
+  const c = new CatalogueProjection();
+  for (let i = 0; i < n; i++) {
+    const ns = `team${i % 20}`;
+    const def = aDefinition({ name: `${ns}.tool${i}`, handler: `${ns}.tool${i}`, title: `Tool number ${i}`, description: i % 1000 === 7 ? 'Finds the needle.' : 'Does a thing.', access: { classification: i % 2 === 0 ? 'public' : 'internal' } });
+    c.apply({ position: String(i + 1), event: publishedEvent(def) });
+  }
+  return c;
+};
+
+describe('console catalogue at 10,000 tools', () => {
+  const catalogue = bigCatalogue(10_000);
+
+  it('searches name, title and description on the server and returns one page', () => {
+    const all = searchCatalogue(catalogue, parseCatalogueQuery(new URLSearchParams()));
+    expect(all.total).toBe(10_000);
+    expect(all.rows).toHaveLength(PAGE_SIZE);
+    const needle = searchCatalogue(catalogue, parseCatalogueQuery(new URLSearchParams('q=NEEDLE')));
+    expect(needle.total).toBe(10);
+    const byTitle = searchCatalogue(catalogue, parseCatalogueQuery(new URLSearchParams('q=number 9999')));
+    expect(byTitle.rows.map((r) => r.name)).toEqual(['team19.tool9999']);
+    const filtered = searchCatalogue(catalogue, parseCatalogueQuery(new URLSearchParams('namespace=team3&classification=internal')));
+    expect(filtered.total).toBe(500);
+    expect(filtered.rows.every((r) => r.name.startsWith('team3.') && r.definition.access.classification === 'internal')).toBe(true);
+  });
+
+  it('pages through the results and never sends the whole catalogue', () => {
+    const page3 = searchCatalogue(catalogue, parseCatalogueQuery(new URLSearchParams('page=3')));
+    const page2 = searchCatalogue(catalogue, parseCatalogueQuery(new URLSearchParams('page=2')));
+    expect(page3.rows[0]?.name).not.toBe(page2.rows[0]?.name);
+    const html = cataloguePage(catalogue, parseCatalogueQuery(new URLSearchParams('page=2'))).text;
+    expect(html).toContain('page 2 of 200');
+    expect(html).toContain('rel="next" href="/console/?page=3"');
+    expect(html.length).toBeLessThan(64 * 1024);
+  });
+
+  it('ignores out-of-range or junk query values rather than failing', () => {
+    const q = parseCatalogueQuery(new URLSearchParams('page=-4&classification=secret&status=gone&upstream=maybe'));
+    expect(q).toMatchObject({ page: 1, classification: '', status: '', upstream: '' });
+  });
+});
+
+describe('console schema diff', () => {
+  it('places a property-removed reason on the row that shows the removed property', () => {
+    const a = aDefinition();
+    const b = aDefinition({ version: '2.0.0', inputSchema: { type: 'object', properties: { reference: { type: 'string' } }, required: ['reference'], additionalProperties: false } });
+    const { reasons } = classifyDefinition(a, b);
+    const removed = reasons.find((r) => r.rule === 'property-removed');
+    expect(removed).toBeDefined();
+    const rows = diffLines(printWithPaths(a), printWithPaths(b));
+    const placed = placeReasons(rows, reasons);
+    const at = [...placed.entries()].find(([, rs]) => rs.includes(removed as never))?.[0] as number;
+    const row = rows[at];
+    expect(row?.kind).not.toBe('same');
+    expect(row && row.kind !== 'added' ? row.left.path : '').toBe(removed?.path);
+  });
+
+  it('prints each line with its definition path', () => {
+    const lines = printWithPaths({ a: { b: [1, { c: true }] } });
+    expect(lines.find((l) => l.text.includes('"c": true'))?.path).toBe('a.b.1.c');
+    expect(lines.map((l) => l.text).join('\n')).toBe(JSON.stringify({ a: { b: [1, { c: true }] } }, null, 2));
+  });
+});
+
+describe('console html', () => {
+  it('escapes interpolated text exactly once', () => {
+    expect(esc(`<a href="x" onclick='y'>&`)).toBe('&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;');
+    const inner = html`<b>${'<i>'}</b>`;
+    expect(html`<p>${inner}${'<script>'}</p>`.text).toBe('<p><b>&lt;i&gt;</b>&lt;script&gt;</p>');
+  });
+
+  it('renders upstreams with status and the pending drift as escaped text', () => {
+    const out = upstreamsPage([{ namespace: 'crm', url: 'http://crm.local/mcp', status: 'down', pending: [{ tool: 'crm.find', diff: '-  "a"\n+  "<b>"', detectedAt: 't' }] }], true).text;
+    expect(out).toContain('crm <span class="status down">down</span>');
+    expect(out).toContain('+  &quot;&lt;b&gt;&quot;');
+    expect(out).toContain('/console/api/upstreams/crm/drift/crm.find');
+  });
+});
+
+describe('console lifecycle action and its scope', () => {
+  let server: Server | undefined;
+  afterEach(async () => {
+    server?.closeAllConnections();
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  });
+
+  const serve = async (actor: ConsoleActor, maxStreams?: number) => {
+    const store = createMemoryEventStore();
+    const commands = new CommandHandler({ store });
+    await commands.publish(aDefinition(), 'alice');
+    const reader = new CatalogueReader(store);
+    await reader.catchUp();
+    const routes = createConsole({ reader, commands, store, actor, ...(maxStreams ? { maxStreams } : {}) });
+    server = createServer((req, res) => void routes.handle(req, res, (req.url ?? '/').split('?')[0] as string));
+    await new Promise<void>((r) => server?.listen(0, '127.0.0.1', () => r()));
+    const { port } = server.address() as AddressInfo;
+    const post = (body: unknown): Promise<{ status: number; body: string }> =>
+      new Promise((resolve, reject) => {
+        const req = request(`http://127.0.0.1:${port}/console/api/tools/payments.lookup/versions/1.0.0/lifecycle`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-estate-console': '1' } }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify(body));
+      });
+    const events = (): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = request(`http://127.0.0.1:${port}/console/events`, (res) => {
+          resolve(res.statusCode ?? 0);
+          if (res.statusCode !== 200) res.resume();
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    return { post, store, events };
+  };
+
+  it('refuses an actor without estate:lifecycle for the namespace; nothing is appended', async () => {
+    const { post, store } = await serve({ by: 'mallory', scopes: ['estate:lifecycle:accounts', 'estate:publish'] });
+    const r = await post({ action: 'retire', reason: 'pwned' });
+    expect(r.status).toBe(403);
+    expect(JSON.parse(r.body).error).toMatchObject({ code: 'insufficient_scope' });
+    expect(JSON.parse(r.body).error.message).toContain('estate:lifecycle:payments');
+    expect(await store.readAll({})).toHaveLength(1);
+  });
+
+  it('bounds the open change streams: one past the cap is 503', async () => {
+    const { events } = await serve({ by: 'op', scopes: [] }, 2);
+    expect(await events()).toBe(200);
+    expect(await events()).toBe(200);
+    expect(await events()).toBe(503);
+  });
+
+  it('lets an actor with the namespace scope deprecate, recorded as that actor', async () => {
+    const { post, store } = await serve({ by: 'ops-bot', scopes: ['estate:lifecycle:payments'] });
+    const r = await post({ action: 'deprecate', reason: 'superseded' });
+    expect(r.status, r.body).toBe(200);
+    const events = await store.readAll({});
+    expect(events).toHaveLength(2);
+    expect(events[1]?.data).toMatchObject({ reason: 'superseded', by: 'ops-bot' });
+  });
+});
