@@ -3,7 +3,7 @@
  * versions of Estate (or written by hand) must not crash a replica with a malformed row.
  */
 import { z } from 'zod';
-import type { CatalogueEvent, ToolCalled } from '../domain/events.ts';
+import type { CatalogueEvent, ToolCallStarted, ToolCalled } from '../domain/events.ts';
 import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject } from '../domain/types.ts';
 import type { StoredEvent } from './ports.ts';
 
@@ -58,6 +58,18 @@ const toolCalled = z.object({
   attempts: z.number(),
   durationMs: z.number(),
   at: z.string(),
+  callId: z.string().optional(),
+});
+
+const toolCallStarted = z.object({
+  callId: z.string(),
+  runId: z.string(),
+  subject: z.string(),
+  tenant: z.string(),
+  tool: z.string(),
+  version: z.string(),
+  argsHash: z.string(),
+  at: z.string(),
 });
 
 export class CorruptEventError extends Error {
@@ -95,4 +107,10 @@ export const decodeToolCalled = (stored: StoredEvent): ToolCalled => {
   const r = toolCalled.safeParse(stored.data);
   if (!r.success) throw new CorruptEventError(stored, firstIssue(r.error));
   return { type: 'ToolCalled', data: r.data };
+};
+
+export const decodeToolCallStarted = (stored: StoredEvent): ToolCallStarted => {
+  const r = toolCallStarted.safeParse(stored.data);
+  if (!r.success) throw new CorruptEventError(stored, firstIssue(r.error));
+  return { type: 'ToolCallStarted', data: r.data };
 };
