@@ -9,6 +9,8 @@ import { loadHandlerModule, mergeHandlerMaps } from '../handlers/load-module.ts'
 import type { HandlerMap } from '../handlers/types.ts';
 import { LOOPBACK_NAMES } from '../mcp/http-guards.ts';
 import { startHttpServer } from '../mcp/http-server.ts';
+import { catalogueCaughtUp, opsRoutes } from '../ops/http-routes.ts';
+import { createStoreHealth } from '../ops/store-health.ts';
 import { createLogger } from '../mcp/logger.ts';
 import { isOfferedBy, ServerCore } from '../mcp/server-core.ts';
 import { resolveStateKey } from '../mcp/input-required.ts';
@@ -63,6 +65,11 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
   const reader = estate.reader({ isOffered: isOfferedBy(handlers) });
   // --bus local: catch up and tail the store; --bus kafka://...: relay candidate + topic consumer (src/main.ts).
   const following = await estate.followChanges(reader, log);
+  // A store that cannot write is found now, not by the first call after its handler ran (src/ops/store-health.ts).
+  const storeHealth = createStoreHealth(estate.config.store);
+  const unwritable = await storeHealth.check();
+  if (unwritable) log.error({ reason: unwritable }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
+  storeHealth.start();
   const core = new ServerCore({
     reader,
     handlers,
@@ -72,6 +79,7 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
     pageSize: estate.config.pageSize,
     listTtlMs: estate.config.listTtlMs,
     stateKey: resolveStateKey(estate.config.stateKey),
+    storeRefusal: () => storeHealth.refusal(),
   });
   // After the notifier's own listener, so this line follows any notification the update caused.
   reader.onUpdate((u) => log.debug({ position: u.position, tools: u.tools, viewChanges: u.viewChanges.length }, 'catalogue updated'));
@@ -113,6 +121,7 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
         sessionCaps: { perSubject: estate.config.maxSessionsPerSubject, total: estate.config.maxSessions },
         batchLimits,
         ...(edge ? { edge } : {}),
+        ops: opsRoutes({ health: storeHealth, readModels: catalogueCaughtUp(estate.store, reader) }),
       }).catch((e: unknown) => {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') {
@@ -131,5 +140,6 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
   } finally {
     await core.close();
     await following.close();
+    await storeHealth.close();
   }
 };

@@ -36,6 +36,8 @@ export interface HttpServeOptions {
   batchLimits?: BatchLimits;
   /** Authorization: extra routes and the caller of each /mcp request (else every request is `principal`). */
   edge?: HttpEdge;
+  /** Operations routes (`/healthz`, `/readyz`: src/ops/http-routes.ts); answers null for paths it does not serve. */
+  ops?: (path: string) => Promise<{ status: number; body: unknown }> | null;
 }
 
 export interface RunningHttpServer {
@@ -205,6 +207,12 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
+    // Probes come from load balancers under their own Host (a pod IP): before the Host check, and they reveal no data.
+    const probed = req.method === 'GET' ? o.ops?.(path) : null;
+    if (probed) {
+      const { status, body } = await probed;
+      return sendJson(res, status, body, { 'cache-control': 'no-store' });
+    }
     if (path !== '/mcp' && !o.edge?.serves(path)) return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
     if (!hostAllowed(header(req, 'host'), o.allowedHosts)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Host '${header(req, 'host') ?? ''}' is not allowed`));

@@ -29,6 +29,8 @@ export interface ServerCoreOptions {
   listTtlMs: number;
   /** Signs and checks 2026-07-28 requestStates (input-required.ts); default: a random key per process. */
   stateKey?: Buffer;
+  /** Why calls must be refused now (the store cannot write: src/ops/store-health.ts); null or absent: serve them. */
+  storeRefusal?: () => string | null;
 }
 
 export const isOfferedBy =
@@ -46,6 +48,7 @@ export class ServerCore {
   private readonly schemas: CompiledSchemaCache;
   private readonly recorder: CallRecorder;
   private readonly stateKey: Buffer | undefined;
+  private readonly storeRefusal: (() => string | null) | undefined;
   private readonly isOffered: (v: CatalogueVersion) => boolean;
 
   constructor(o: ServerCoreOptions) {
@@ -55,6 +58,7 @@ export class ServerCore {
     this.schemas = createCompiledSchemaCache(o.compiler);
     this.recorder = o.recorder;
     this.stateKey = o.stateKey;
+    this.storeRefusal = o.storeRefusal;
     this.pageSize = o.pageSize;
     this.listTtlMs = o.listTtlMs;
     this.isOffered = isOfferedBy(o.handlers);
@@ -80,6 +84,7 @@ export class ServerCore {
         schemas: this.schemas,
         recorder: this.recorder,
         ...(this.stateKey ? { stateKey: this.stateKey } : {}),
+        ...(this.storeRefusal ? { storeRefusal: this.storeRefusal } : {}),
         isOffered: this.isOffered,
         handlerLog: (fields) => this.handlerLog(fields),
       },

@@ -35,6 +35,8 @@ export interface ToolCallDeps {
   /** A logger for handler code, bound to the call. */
   handlerLog: (fields: Record<string, unknown>) => HandlerLog;
   now?: () => number;
+  /** Why no call may run now (the store cannot write); null or absent: run them. */
+  storeRefusal?: () => string | null;
 }
 
 export interface ToolCallRequest {
@@ -154,6 +156,9 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
     const answers = { ...inputResponses, ...(requestState !== undefined ? openState(requestState, identity, deps.stateKey) : {}) };
     round = new InputRound(answers, req.inputRequired.capabilities);
   }
+  // A store known not to take writes (read-only file, read-only PostgreSQL, unreachable): refuse before anything runs.
+  const refusal = deps.storeRefusal?.() ?? null;
+  if (refusal !== null) throw storeUnavailable(false, refusal);
   const started = now();
   const tool = { name: v.name, version: v.version, schemaHash: v.schemaHash };
   const callId = randomUUID();

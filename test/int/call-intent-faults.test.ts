@@ -13,11 +13,14 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readRunStreams } from '../../src/app/call-recorder.ts';
 import type { EventStore } from '../../src/app/ports.ts';
+import type { ToolCallStarted, ToolCalled } from '../../src/domain/events.ts';
 import type { HandlerMap } from '../../src/handlers/types.ts';
 import { createPostgresEventStore } from '../../src/store/postgres-event-store.ts';
 import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
 import { runCalls } from '../../projections/calls.ts';
 import { decodeToolCallStarted, decodeToolCalled } from '../../src/app/event-codec.ts';
+import { catalogueCaughtUp, opsRoutes } from '../../src/ops/http-routes.ts';
+import { createStoreHealth } from '../../src/ops/store-health.ts';
 import { aDefinition } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
 import { dropSchema, requirePostgres, uniqueSchema } from './pg-helpers.ts';
@@ -41,7 +44,7 @@ const call = (name: string, runId: string) => ({ name, arguments: {}, _meta: { '
 
 const runView = async (store: EventStore, runId: string) =>
   (await readRunStreams(store, runId)).flatMap((stored) =>
-    runCalls(stored.flatMap((s) => (s.type === 'ToolCalled' ? [decodeToolCalled(s)] : s.type === 'ToolCallStarted' ? [decodeToolCallStarted(s)] : []))),
+    runCalls(stored.flatMap((s): (ToolCalled | ToolCallStarted)[] => (s.type === 'ToolCalled' ? [decodeToolCalled(s)] : s.type === 'ToolCallStarted' ? [decodeToolCallStarted(s)] : []))),
   );
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -163,6 +166,37 @@ if (pgUrl) {
       expect(runs.send).toBe(2);
       expect((await runView(store, 'pg-after')).map((c) => c.outcome)).toEqual(['ok']);
       expect(await runView(store, 'pg-down')).toEqual([]);
+    });
+
+    it('/readyz is 503 with a reason while the store is unreachable and 200 after; calls are refused meanwhile', async () => {
+      const schema = uniqueSchema('ready');
+      cleanups.push(() => dropSchema(pgUrl, schema));
+      const proxy = await cuttableProxy(new URL(pgUrl));
+      cleanups.push(() => proxy.cut());
+      const store = await createPostgresEventStore({ connectionString: proxy.url, schema });
+      cleanups.push(() => store.close());
+      const health = createStoreHealth(proxy.url);
+      cleanups.push(() => health.close());
+      const { handlers } = counting();
+      const h = await makeHarness(defs, handlers, { store });
+      const routes = opsRoutes({ health, readModels: catalogueCaughtUp(store, h.reader) });
+      expect(await routes('/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+      expect(routes('/readyz/')).toBeNull();
+      expect(routes('/metrics')).toBeNull();
+
+      await proxy.cut();
+      const down = await routes('/readyz');
+      expect(down?.status).toBe(503);
+      expect(down?.body).toMatchObject({ status: 'not ready', reasons: [expect.stringMatching(/^the PostgreSQL store is unreachable: /), expect.stringMatching(/^the catalogue read model cannot be compared/)] });
+      expect(await routes('/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
+
+      await proxy.restore();
+      expect(await routes('/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+      // Behind the store: a publish the reader has not applied yet.
+      await h.commands.publish(aDefinition({ name: 'payments.refund', handler: 'payments.refund', inputSchema: OBJ, access: { classification: 'public' } }), 'test');
+      expect((await routes('/readyz'))?.body).toMatchObject({ reasons: [expect.stringMatching(/^the catalogue read model is behind the store/)] });
+      await h.reader.catchUp();
+      expect((await routes('/readyz'))?.status).toBe(200);
     });
 
     it('a started call whose record could not be written shows as started, not as missing', async () => {

@@ -1,0 +1,36 @@
+/**
+ * `/healthz` (the process serves) and `/readyz` (SPEC §9: the store is reachable and can write, and the read models
+ * have caught up; else 503 with a JSON reason), for load balancers and orchestrators.
+ */
+import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
+import type { EventStore } from '../app/ports.ts';
+import type { StoreHealth } from './store-health.ts';
+
+export interface OpsRouteDeps {
+  health: StoreHealth;
+  /** Null when the read models are caught up, else why not. */
+  readModels: () => Promise<string | null>;
+}
+
+/** Caught up: the store holds no catalogue event after the reader's position. */
+export const catalogueCaughtUp =
+  (store: EventStore, reader: { readonly position: string | null }) =>
+  async (): Promise<string | null> => {
+    try {
+      const behind = await store.readAll({ after: reader.position, limit: 1, streamPrefix: TOOL_STREAM_PREFIX });
+      return behind.length === 0 ? null : `the catalogue read model is behind the store (at ${reader.position ?? 'the start'})`;
+    } catch {
+      return 'the catalogue read model cannot be compared with the store (read failed)';
+    }
+  };
+
+export const opsRoutes =
+  (d: OpsRouteDeps) =>
+  (path: string): Promise<{ status: number; body: unknown }> | null => {
+    if (path === '/healthz') return Promise.resolve({ status: 200, body: { status: 'ok' } });
+    if (path !== '/readyz') return null;
+    return Promise.all([d.health.check(), d.readModels()]).then((found) => {
+      const reasons = found.filter((r): r is string => r !== null);
+      return reasons.length === 0 ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: 'not ready', reasons } };
+    });
+  };
