@@ -19,7 +19,8 @@ export const registerServeCommand = (program: Command): void => {
       .option('--handlers <module>', 'ES module exporting { [handlerName]: async (args, ctx) => CallToolResult }')
       .option('--demo', 'publish the demo payments estate (idempotent) and serve it')
       .option('--allowed-hosts <names>', 'Host header names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
-      .option('--allowed-origins <names>', 'Origin host names accepted, comma-separated (default: localhost,127.0.0.1,[::1])'),
+      .option('--allowed-origins <names>', 'Origin host names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
+      .option('--metrics-public', 'with authorization on, answer GET /metrics from any address (default: loopback only)'),
   )).action(
     withEstate(async (estate, opts, flags: import('./serve.ts').ServeFlags) => (await import('./serve.ts')).serve(estate, opts, flags)),
   );

@@ -10,6 +10,7 @@ import type { HandlerMap } from '../handlers/types.ts';
 import { LOOPBACK_NAMES } from '../mcp/http-guards.ts';
 import { startHttpServer } from '../mcp/http-server.ts';
 import { catalogueCaughtUp, opsRoutes } from '../ops/http-routes.ts';
+import { createMetrics } from '../ops/metrics.ts';
 import { createStoreHealth } from '../ops/store-health.ts';
 import { createLogger } from '../mcp/logger.ts';
 import { isOfferedBy, ServerCore } from '../mcp/server-core.ts';
@@ -30,6 +31,7 @@ export interface ServeFlags extends PrincipalFlags, AuthFlags {
   demo?: boolean;
   allowedHosts?: string;
   allowedOrigins?: string;
+  metricsPublic?: boolean;
 }
 
 const list = (s: string | undefined, fallback: readonly string[]): string[] =>
@@ -70,6 +72,8 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
   const unwritable = await storeHealth.check();
   if (unwritable) log.error({ reason: unwritable }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
   storeHealth.start();
+  let sessionCount = (): number => 0;
+  const metrics = createMetrics({ catalogue: () => ({ size: reader.catalogue.size, position: reader.position }), sessions: () => sessionCount() });
   const core = new ServerCore({
     reader,
     handlers,
@@ -80,6 +84,7 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
     listTtlMs: estate.config.listTtlMs,
     stateKey: resolveStateKey(estate.config.stateKey),
     storeRefusal: () => storeHealth.refusal(),
+    metrics,
   });
   // After the notifier's own listener, so this line follows any notification the update caused.
   reader.onUpdate((u) => log.debug({ position: u.position, tools: u.tools, viewChanges: u.viewChanges.length }, 'catalogue updated'));
@@ -121,7 +126,13 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
         sessionCaps: { perSubject: estate.config.maxSessionsPerSubject, total: estate.config.maxSessions },
         batchLimits,
         ...(edge ? { edge } : {}),
-        ops: opsRoutes({ health: storeHealth, readModels: catalogueCaughtUp(estate.store, reader) }),
+        ops: opsRoutes({
+          health: storeHealth,
+          readModels: catalogueCaughtUp(estate.store, reader),
+          metrics,
+          // Without authorization HTTP binds loopback only anyway; with it, metrics stay loopback unless asked.
+          metricsLoopbackOnly: Boolean(edge) && !flags.metricsPublic,
+        }),
       }).catch((e: unknown) => {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') {
@@ -130,6 +141,7 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
         if (code === 'EACCES') throw new DomainError('usage', 'port-denied', `serve: not allowed to listen on port ${port}: choose a port above 1023 with --port <n>`);
         throw e;
       });
+      sessionCount = () => http.sessions.size;
       if (!edge) log.warn({ principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
       banner({ transport: 'http', url: http.url }, Boolean(edge));
       log.info({ transport: 'http', url: http.url, principal, store: estate.store.kind, tools: reader.catalogue.size }, 'estate serve ready');

@@ -37,7 +37,7 @@ export interface HttpServeOptions {
   /** Authorization: extra routes and the caller of each /mcp request (else every request is `principal`). */
   edge?: HttpEdge;
   /** Operations routes (`/healthz`, `/readyz`: src/ops/http-routes.ts); answers null for paths it does not serve. */
-  ops?: (path: string) => Promise<{ status: number; body: unknown }> | null;
+  ops?: (path: string, req: IncomingMessage) => Promise<{ status: number; body: unknown; contentType?: string }> | null;
 }
 
 export interface RunningHttpServer {
@@ -208,10 +208,12 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     // Probes come from load balancers under their own Host (a pod IP): before the Host check, and they reveal no data.
-    const probed = req.method === 'GET' ? o.ops?.(path) : null;
+    const probed = req.method === 'GET' ? o.ops?.(path, req) : null;
     if (probed) {
-      const { status, body } = await probed;
-      return sendJson(res, status, body, { 'cache-control': 'no-store' });
+      const { status, body, contentType } = await probed;
+      if (contentType === undefined) return sendJson(res, status, body, { 'cache-control': 'no-store' });
+      res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
+      return void res.end(String(body));
     }
     if (path !== '/mcp' && !o.edge?.serves(path)) return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
     if (!hostAllowed(header(req, 'host'), o.allowedHosts)) {

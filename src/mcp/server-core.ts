@@ -31,7 +31,12 @@ export interface ServerCoreOptions {
   stateKey?: Buffer;
   /** Why calls must be refused now (the store cannot write: src/ops/store-health.ts); null or absent: serve them. */
   storeRefusal?: () => string | null;
+  /** Operations hooks (src/ops/metrics.ts); absent: nothing is counted. */
+  metrics?: { request(method: string, revision: string, outcome: string): void; toolCall(o: { tool: string; version: string; outcome: string; seconds: number }): void };
 }
+
+/** Methods counted under their own name; anything a client invents is `other` (no label per made-up method). */
+const COUNTED_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'logging/setLevel', 'server/discover', 'subscriptions/listen', 'completion/complete']);
 
 export const isOfferedBy =
   (handlers: HandlerMap) =>
@@ -49,6 +54,7 @@ export class ServerCore {
   private readonly recorder: CallRecorder;
   private readonly stateKey: Buffer | undefined;
   private readonly storeRefusal: (() => string | null) | undefined;
+  private readonly metrics: ServerCoreOptions['metrics'];
   private readonly isOffered: (v: CatalogueVersion) => boolean;
 
   constructor(o: ServerCoreOptions) {
@@ -59,6 +65,7 @@ export class ServerCore {
     this.recorder = o.recorder;
     this.stateKey = o.stateKey;
     this.storeRefusal = o.storeRefusal;
+    this.metrics = o.metrics;
     this.pageSize = o.pageSize;
     this.listTtlMs = o.listTtlMs;
     this.isOffered = isOfferedBy(o.handlers);
@@ -76,6 +83,11 @@ export class ServerCore {
     return { ...listToolsPage(view, { revision, cursor: params.cursor, pageSize: this.pageSize }), includeDeprecated };
   }
 
+  /** Count one answered request: outcome `ok` or the JSON-RPC error code. */
+  observeRequest(method: string, revision: string | null, outcome: string): void {
+    this.metrics?.request(COUNTED_METHODS.has(method) ? method : 'other', revision ?? 'none', outcome);
+  }
+
   callTool(req: ToolCallRequest) {
     return callTool(
       {
@@ -85,6 +97,7 @@ export class ServerCore {
         recorder: this.recorder,
         ...(this.stateKey ? { stateKey: this.stateKey } : {}),
         ...(this.storeRefusal ? { storeRefusal: this.storeRefusal } : {}),
+        ...(this.metrics ? { observe: (o: { tool: string; version: string; outcome: string; seconds: number }) => this.metrics?.toolCall(o) } : {}),
         isOffered: this.isOffered,
         handlerLog: (fields) => this.handlerLog(fields),
       },

@@ -37,6 +37,8 @@ export interface ToolCallDeps {
   now?: () => number;
   /** Why no call may run now (the store cannot write); null or absent: run them. */
   storeRefusal?: () => string | null;
+  /** Told each finished call (metrics); `store_unavailable` when its intent or record could not be written. */
+  observe?: (o: { tool: string; version: string; outcome: string; seconds: number }) => void;
 }
 
 export interface ToolCallRequest {
@@ -158,7 +160,11 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
   }
   // A store known not to take writes (read-only file, read-only PostgreSQL, unreachable): refuse before anything runs.
   const refusal = deps.storeRefusal?.() ?? null;
-  if (refusal !== null) throw storeUnavailable(false, refusal);
+  const observe = (outcome: string, since: number): void => deps.observe?.({ tool: v.name, version: v.version, outcome, seconds: Math.max(0, now() - since) / 1000 });
+  if (refusal !== null) {
+    observe('store_unavailable', now());
+    throw storeUnavailable(false, refusal);
+  }
   const started = now();
   const tool = { name: v.name, version: v.version, schemaHash: v.schemaHash };
   const callId = randomUUID();
@@ -170,6 +176,7 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
     try {
       await deps.recorder.start({ callId, runId, subject, tenant: principal.tenant, tool: v.name, version: v.version, argsHash, at: new Date(started).toISOString() });
     } catch (e) {
+      observe('store_unavailable', started);
       throw storeUnavailable(false, storeReason(e));
     }
   }
@@ -220,7 +227,9 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
       callId,
     });
   } catch (e) {
+    observe('store_unavailable', started);
     throw storeUnavailable(true, storeReason(e));
   }
+  observe(outcome, started);
   return withMeta(result);
 };

@@ -4,13 +4,22 @@
  */
 import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
 import type { EventStore } from '../app/ports.ts';
+import type { IncomingMessage } from 'node:http';
+import type { EstateMetrics } from './metrics.ts';
 import type { StoreHealth } from './store-health.ts';
 
 export interface OpsRouteDeps {
   health: StoreHealth;
   /** Null when the read models are caught up, else why not. */
   readModels: () => Promise<string | null>;
+  /** `/metrics`; absent: not served. */
+  metrics?: EstateMetrics;
+  /** Answer `/metrics` only to loopback callers (SPEC §9: with authorization on, unless `--metrics-public`). */
+  metricsLoopbackOnly?: boolean;
 }
+
+const isLoopback = (address: string | undefined): boolean =>
+  address !== undefined && (address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.'));
 
 /** Caught up: the store holds no catalogue event after the reader's position. */
 export const catalogueCaughtUp =
@@ -26,7 +35,13 @@ export const catalogueCaughtUp =
 
 export const opsRoutes =
   (d: OpsRouteDeps) =>
-  (path: string): Promise<{ status: number; body: unknown }> | null => {
+  (path: string, req?: IncomingMessage): Promise<{ status: number; body: unknown; contentType?: string }> | null => {
+    if (path === '/metrics' && d.metrics) {
+      if (d.metricsLoopbackOnly && !isLoopback(req?.socket.remoteAddress)) {
+        return Promise.resolve({ status: 403, body: { error: 'forbidden: /metrics answers loopback callers only (serve --metrics-public to open it)' } });
+      }
+      return d.metrics.render().then(({ contentType, body }) => ({ status: 200, body, contentType }));
+    }
     if (path === '/healthz') return Promise.resolve({ status: 200, body: { status: 'ok' } });
     if (path !== '/readyz') return null;
     return Promise.all([d.health.check(), d.readModels()]).then((found) => {
