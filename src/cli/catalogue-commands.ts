@@ -11,6 +11,7 @@ import { RUN_ID_PATTERN, type ToolCallStarted, type ToolCalled } from '../domain
 import { CLASSIFICATIONS, type Reason, type ToolDefinition } from '../domain/types.ts';
 import type { Estate } from '../main.ts';
 import { runCalls } from '../../projections/calls.ts';
+import { listRuns, parseRunFilter } from './runs-listing.ts';
 import type { CatalogueProjection, CatalogueVersion } from '../../projections/catalogue.ts';
 import { discoverNaive } from '../../projections/discovery.ts';
 import { looksLikeFile, readDefinitionFile } from './definition-file.ts';
@@ -310,10 +311,23 @@ export const registerCatalogueCommands = (program: Command): void => {
 
   program
     .command('calls')
-    .description('the calls recorded for a run: which tool version each used, with which schema, and the outcome')
-    .argument('<runId>')
+    .description('the calls recorded for a run: which tool version each used, with which schema, and the outcome; without a run id, the recent runs')
+    .argument('[runId]')
+    .option('--since <time>', 'without a run id: runs with a call at or after this ISO-8601 time')
+    .option('--tool <name>', 'without a run id: runs that called this tool')
+    .option('--limit <n>', 'without a run id: at most this many runs, newest first (default 20)')
     .action(
-      withEstate(async (estate, opts, runId: string) => {
+      withEstate(async (estate, opts, runId: string | undefined, f: { since?: string; tool?: string; limit?: string }) => {
+        if (runId === undefined) {
+          const runs = await listRuns(estate.store, parseRunFilter(f));
+          if (opts.json) printJson({ runs });
+          else if (runs.length === 0) console.log('(no runs)');
+          else
+            for (const r of runs) {
+              console.log(`${r.runId}  ${r.calls} call${r.calls === 1 ? '' : 's'}${r.unfinished ? ` + ${r.unfinished} started without outcome` : ''}  ${r.first} .. ${r.last}  ${r.subject}/${r.tenant || '(none)'}`);
+            }
+          return;
+        }
         if (!RUN_ID_PATTERN.test(runId)) throw new DomainError('usage', 'invalid-run-id', `run id ${JSON.stringify(runId.length > 40 ? `${runId.slice(0, 40)}...` : runId)} is not 1 to 128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit`);
         // One run per owner: the same id used by two tenants (or subjects) is two runs, shown one after the other.
         const runs = (await readRunStreams(estate.store, runId))
