@@ -208,20 +208,27 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     // Probes come from load balancers under their own Host (a pod IP): before the Host check, and they reveal no data.
-    const probed = req.method === 'GET' ? o.ops?.(path, req) : null;
-    if (probed) {
+    // /metrics names tools: it passes the Host and Origin checks like /mcp (no DNS-rebinding read of the catalogue).
+    const answerOps = async (): Promise<boolean> => {
+      const probed = req.method === 'GET' ? o.ops?.(path, req) : null;
+      if (!probed) return false;
       const { status, body, contentType } = await probed;
-      if (contentType === undefined) return sendJson(res, status, body, { 'cache-control': 'no-store' });
-      res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
-      return void res.end(String(body));
-    }
-    if (path !== '/mcp' && !o.edge?.serves(path)) return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
+      if (contentType === undefined) sendJson(res, status, body, { 'cache-control': 'no-store' });
+      else {
+        res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
+        res.end(String(body));
+      }
+      return true;
+    };
+    if ((path === '/healthz' || path === '/readyz') && (await answerOps())) return;
+    if (path !== '/mcp' && path !== '/metrics' && !o.edge?.serves(path)) return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
     if (!hostAllowed(header(req, 'host'), o.allowedHosts)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Host '${header(req, 'host') ?? ''}' is not allowed`));
     }
     if (!originAllowed(header(req, 'origin'), o.allowedOrigins)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Origin '${header(req, 'origin') ?? ''}' is not allowed`));
     }
+    if (path === '/metrics') return (await answerOps()) ? undefined : sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
     // A person opening /mcp in a browser gets a page saying what this is, not a JSON-RPC error (src/mcp/browser-page.ts).
     if (path === '/mcp' && isBrowserGet(req)) return sendBrowserPage(req, res);
     if (o.edge) {

@@ -62,3 +62,23 @@ describe('/metrics', () => {
     expect(after).not.toMatch(/^estate_upstream_up\{/m);
   });
 });
+
+describe('/metrics and the Host check', () => {
+  it('a foreign Host (DNS rebinding) gets 403 for /metrics, while /healthz and /readyz answer any Host', async () => {
+    const { request } = await import('node:http');
+    const get = (path: string, host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(srv.url);
+        const r = request({ host: u.hostname, port: u.port, path, headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        r.on('error', reject);
+        r.end();
+      });
+    expect(await get('/metrics', 'attacker.example')).toBe(403);
+    expect(await get('/healthz', '10.1.2.3:8080')).toBe(200);
+    expect(await get('/readyz', '10.1.2.3:8080')).toBe(200);
+    expect(await get('/metrics', 'localhost')).toBe(200);
+  });
+});
