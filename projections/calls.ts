@@ -1,5 +1,5 @@
 /** The call log of one run, folded from its `run-<runId>` stream (SPEC §5 `estate calls`). */
-import type { ToolCalled } from '../src/domain/events.ts';
+import type { ToolCallStarted, ToolCalled } from '../src/domain/events.ts';
 
 export interface CallRecordView {
   tool: string;
@@ -35,3 +35,32 @@ export const callRecords = (events: readonly ToolCalled[]): CallRecordView[] =>
     client: d.client,
     repairs: d.repairs,
   }));
+
+/** A call whose intent is on record but whose outcome is not (SPEC §4): it ran, or may have run, unrecorded. */
+export interface StartedCallView {
+  callId: string;
+  tool: string;
+  version: string;
+  argsHash: string;
+  outcome: 'started';
+  at: string;
+  subject: string;
+  tenant: string;
+}
+
+/**
+ * A run's calls from its stream in order: each `ToolCalled`, and each `ToolCallStarted` that no `ToolCalled` of the same
+ * `callId` finished, shown where the intent was written.
+ */
+export const runCalls = (events: readonly (ToolCalled | ToolCallStarted)[]): (CallRecordView | StartedCallView)[] => {
+  const finished = new Set(events.flatMap((e) => (e.type === 'ToolCalled' && e.data.callId !== undefined ? [e.data.callId] : [])));
+  const out: (CallRecordView | StartedCallView)[] = [];
+  for (const e of events) {
+    if (e.type === 'ToolCalled') out.push(...callRecords([e]));
+    else if (!finished.has(e.data.callId)) {
+      const d = e.data;
+      out.push({ callId: d.callId, tool: d.tool, version: d.version, argsHash: d.argsHash, outcome: 'started', at: d.at, subject: d.subject, tenant: d.tenant });
+    }
+  }
+  return out;
+};

@@ -3,14 +3,20 @@
  * is returned. Group commit: calls that arrive while a commit is in flight wait together and go into ONE `appendMany`
  * (one transaction, one fsync), so throughput under concurrency is bounded by commits, not by calls.
  */
-import { runStream, runStreamPrefix, type ToolCalled } from '../domain/events.ts';
+import { runStream, runStreamPrefix, type ToolCallStarted, type ToolCalled } from '../domain/events.ts';
 import type { AppendRequest, EventStore, StoredEvent } from './ports.ts';
 
 export type CallRecord = ToolCalled['data'];
+export type CallIntent = ToolCallStarted['data'];
 
 export interface CallRecorder {
   /** Resolves once the record is committed; rejects if the commit failed. */
   record(call: CallRecord): Promise<void>;
+  /**
+   * Commit a non_idempotent call's intent (`ToolCallStarted`) before its handler runs; rejects if the store cannot take
+   * it (then the handler must not run). Shares the group commit with records.
+   */
+  start(intent: CallIntent): Promise<void>;
   /** Wait for everything queued so far. */
   flush(): Promise<void>;
 }
@@ -21,7 +27,8 @@ export interface CallRecorderOptions {
 }
 
 interface Pending {
-  call: CallRecord;
+  call: CallRecord | CallIntent;
+  type: 'ToolCalled' | 'ToolCallStarted';
   resolve(): void;
   reject(e: unknown): void;
 }
@@ -29,7 +36,7 @@ interface Pending {
 /** One request per run stream: records of one run in one batch stay in arrival order. */
 const toRequests = (batch: readonly Pending[]): AppendRequest[] => {
   const byStream = new Map<string, AppendRequest>();
-  for (const { call } of batch) {
+  for (const { call, type } of batch) {
     // Keyed by owner: a run belongs to the tenant and subject recording into it, whoever else names the same id.
     const streamId = runStream(call.runId, { tenant: call.tenant, subject: call.subject });
     let req = byStream.get(streamId);
@@ -38,7 +45,7 @@ const toRequests = (batch: readonly Pending[]): AppendRequest[] => {
       req = { streamId, events: [], expectedRevision: 'any' };
       byStream.set(streamId, req);
     }
-    req.events.push({ type: 'ToolCalled', data: call });
+    req.events.push({ type, data: call });
   }
   return [...byStream.values()];
 };
@@ -76,7 +83,13 @@ export const createCallRecorder = (store: EventStore, { maxBatch = 512 }: CallRe
   return {
     record(call) {
       return new Promise<void>((resolve, reject) => {
-        queue.push({ call, resolve, reject });
+        queue.push({ call, type: 'ToolCalled', resolve, reject });
+        void kick();
+      });
+    },
+    start(intent) {
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ call: intent, type: 'ToolCallStarted', resolve, reject });
         void kick();
       });
     },

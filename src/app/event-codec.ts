@@ -3,7 +3,7 @@
  * versions of Estate (or written by hand) must not crash a replica with a malformed row.
  */
 import { z } from 'zod';
-import type { CatalogueEvent, ToolCalled, UpstreamEvent } from '../domain/events.ts';
+import type { CatalogueEvent, ToolCallStarted, ToolCalled, UpstreamEvent } from '../domain/events.ts';
 import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject } from '../domain/types.ts';
 import type { StoredEvent } from './ports.ts';
 
@@ -57,6 +57,18 @@ const toolCalled = z.object({
   outcome: z.enum(['ok', 'tool_error', 'output_invalid', 'timeout', 'cancelled', 'upstream_error', 'upstream_unavailable']),
   attempts: z.number(),
   durationMs: z.number(),
+  at: z.string(),
+  callId: z.string().optional(),
+});
+
+const toolCallStarted = z.object({
+  callId: z.string(),
+  runId: z.string(),
+  subject: z.string(),
+  tenant: z.string(),
+  tool: z.string(),
+  version: z.string(),
+  argsHash: z.string(),
   at: z.string(),
 });
 
@@ -132,4 +144,10 @@ export const decodeUpstreamEvent = (stored: StoredEvent): UpstreamEvent | null =
   const r = schema.safeParse(stored.data);
   if (!r.success) throw new CorruptEventError(stored, firstIssue(r.error));
   return { type: stored.type, data: r.data } as UpstreamEvent;
+};
+
+export const decodeToolCallStarted = (stored: StoredEvent): ToolCallStarted => {
+  const r = toolCallStarted.safeParse(stored.data);
+  if (!r.success) throw new CorruptEventError(stored, firstIssue(r.error));
+  return { type: 'ToolCallStarted', data: r.data };
 };

@@ -16,7 +16,7 @@ export interface KafkaChangeFeedOptions {
   store: EventStore;
   reader: CatalogueReader;
   log: BusLog;
-  /** Default: ESTATE_RELAY_TTL_MS, else 30000. */
+  /** Default: ESTATE_RELAY_TTL_MS, else 3000 (src/app/relay.ts). */
   relayTtlMs?: number;
 }
 

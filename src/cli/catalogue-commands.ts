@@ -1,16 +1,17 @@
 /** The catalogue verbs: publish, check, deprecate, retire, list, show, history, diff, calls, replay. */
 import { Command, Option } from 'commander';
-import { decodeToolCalled } from '../app/event-codec.ts';
+import { decodeToolCallStarted, decodeToolCalled } from '../app/event-codec.ts';
 import { readRunStreams } from '../app/call-recorder.ts';
 import { definitionErrorJson, lifecycleLine, verdictJson } from '../app/results-json.ts';
 import { parseAsOf, replayAsOf } from '../app/replay.ts';
 import { makePrincipal } from '../domain/access.ts';
 import { classifyDefinition } from '../domain/classify.ts';
 import { DomainError } from '../domain/errors.ts';
-import { RUN_ID_PATTERN } from '../domain/events.ts';
+import { RUN_ID_PATTERN, type ToolCallStarted, type ToolCalled } from '../domain/events.ts';
 import { CLASSIFICATIONS, type Reason, type ToolDefinition } from '../domain/types.ts';
 import type { Estate } from '../main.ts';
-import { callRecords } from '../../projections/calls.ts';
+import { runCalls } from '../../projections/calls.ts';
+import { listRuns, parseRunFilter } from './runs-listing.ts';
 import type { CatalogueProjection, CatalogueVersion } from '../../projections/catalogue.ts';
 import { discoverNaive } from '../../projections/discovery.ts';
 import { looksLikeFile, readDefinitionFile } from './definition-file.ts';
@@ -353,14 +354,27 @@ export const registerCatalogueCommands = (program: Command): void => {
 
   program
     .command('calls')
-    .description('the calls recorded for a run: which tool version each used, with which schema, and the outcome')
-    .argument('<runId>')
+    .description('the calls recorded for a run: which tool version each used, with which schema, and the outcome; without a run id, the recent runs')
+    .argument('[runId]')
+    .option('--since <time>', 'without a run id: runs with a call at or after this ISO-8601 time')
+    .option('--tool <name>', 'without a run id: runs that called this tool')
+    .option('--limit <n>', 'without a run id: at most this many runs, newest first (default 20)')
     .action(
-      withEstate(async (estate, opts, runId: string) => {
+      withEstate(async (estate, opts, runId: string | undefined, f: { since?: string; tool?: string; limit?: string }) => {
+        if (runId === undefined) {
+          const runs = await listRuns(estate.store, parseRunFilter(f));
+          if (opts.json) printJson({ runs });
+          else if (runs.length === 0) console.log('(no runs)');
+          else
+            for (const r of runs) {
+              console.log(`${r.runId}  ${r.calls} call${r.calls === 1 ? '' : 's'}${r.unfinished ? ` + ${r.unfinished} started without outcome` : ''}  ${r.first} .. ${r.last}  ${r.subject}/${r.tenant || '(none)'}`);
+            }
+          return;
+        }
         if (!RUN_ID_PATTERN.test(runId)) throw new DomainError('usage', 'invalid-run-id', `run id ${JSON.stringify(runId.length > 40 ? `${runId.slice(0, 40)}...` : runId)} is not 1 to 128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit`);
         // One run per owner: the same id used by two tenants (or subjects) is two runs, shown one after the other.
         const runs = (await readRunStreams(estate.store, runId))
-          .map((stored) => callRecords(stored.filter((s) => s.type === 'ToolCalled').map(decodeToolCalled)))
+          .map((stored) => runCalls(stored.flatMap((s): (ToolCalled | ToolCallStarted)[] => (s.type === 'ToolCalled' ? [decodeToolCalled(s)] : s.type === 'ToolCallStarted' ? [decodeToolCallStarted(s)] : []))))
           .filter((calls) => calls.length > 0)
           .map((calls) => ({ owner: { subject: (calls[0] as (typeof calls)[number]).subject, tenant: (calls[0] as (typeof calls)[number]).tenant }, calls }));
         if (runs.length === 0) throw new DomainError('not-found', 'unknown-run', `no calls recorded for run '${runId}'`);
@@ -369,6 +383,11 @@ export const registerCatalogueCommands = (program: Command): void => {
           for (const { owner, calls } of runs) {
             console.log(`run ${runId}  owner ${owner.subject} (tenant ${owner.tenant || '(none)'})`);
             for (const c of calls) {
+              if (c.outcome === 'started') {
+                // The intent is durable, the outcome is not: the tool ran (or may have) without a record of how it ended.
+                console.log(`${c.at}  ${c.tool}@${c.version}  ${'started'.padEnd(14)} no outcome recorded  args ${c.argsHash.slice(0, 12)}  ${c.subject}/${c.tenant}`);
+                continue;
+              }
               console.log(`${c.at}  ${c.tool}@${c.version}  ${c.outcome.padEnd(14)} ${String(c.durationMs).padStart(6)} ms  schema ${c.schemaHash.slice(0, 12)}  args ${c.argsHash.slice(0, 12)}${c.repaired ? '  repaired' : ''}  ${c.subject}/${c.tenant}`);
             }
           }

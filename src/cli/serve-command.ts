@@ -22,7 +22,8 @@ export const registerServeCommand = (program: Command): void => {
       .option('--upstreams <which>', 'upstream MCP servers to front: all | none | <ns,...> (default all)')
       .option('--upstream-sync-interval <duration>', 'sync every served upstream this often, e.g. 30s, 10m (default 10m; 0 = only on list_changed)')
       .option('--allowed-origins <names>', 'Origin host names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
-      .option('--no-console', 'HTTP: do not serve the web console at /console/'),
+      .option('--no-console', 'HTTP: do not serve the web console at /console/')
+      .option('--metrics-public', 'with authorization on, answer GET /metrics from any address (default: loopback only)'),
   )).action(
     withEstate(async (estate, opts, flags: import('./serve.ts').ServeFlags) => (await import('./serve.ts')).serve(estate, opts, flags)),
   );

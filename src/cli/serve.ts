@@ -9,6 +9,9 @@ import { loadHandlerModule, mergeHandlerMaps } from '../handlers/load-module.ts'
 import type { HandlerMap } from '../handlers/types.ts';
 import { LOOPBACK_NAMES } from '../mcp/http-guards.ts';
 import { startHttpServer } from '../mcp/http-server.ts';
+import { catalogueCaughtUp, opsRoutes } from '../ops/http-routes.ts';
+import { createMetrics } from '../ops/metrics.ts';
+import { createStoreHealth } from '../ops/store-health.ts';
 import { createLogger } from '../mcp/logger.ts';
 import { isOfferedBy, ServerCore } from '../mcp/server-core.ts';
 import { resolveStateKey } from '../mcp/input-required.ts';
@@ -36,6 +39,7 @@ export interface ServeFlags extends PrincipalFlags, AuthFlags {
   upstreamSyncInterval?: string;
   /** false with --no-console. */
   console?: boolean;
+  metricsPublic?: boolean;
 }
 
 /** `90`, `90s`, `10m`, `1h`, `500ms` → milliseconds; `0` = never. */
@@ -95,6 +99,13 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
   const following = await estate.followChanges(reader, log);
   const upstreams = (await pool?.start()) ?? 0;
   if (Object.keys(moduleHandlers).length === 0 && upstreams === 0) log.warn('no handlers bound (--handlers <module> or --demo): no tool will be offered');
+  // A store that cannot write is found now, not by the first call after its handler ran (src/ops/store-health.ts).
+  const storeHealth = createStoreHealth(estate.config.store);
+  const unwritable = await storeHealth.check();
+  if (unwritable) log.error({ reason: unwritable }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
+  storeHealth.start();
+  let sessionCount = (): number => 0;
+  const metrics = createMetrics({ catalogue: () => ({ size: reader.catalogue.size, position: reader.position }), sessions: () => sessionCount() });
   const core = new ServerCore({
     reader,
     handlers,
@@ -104,6 +115,8 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
     pageSize: estate.config.pageSize,
     listTtlMs: estate.config.listTtlMs,
     stateKey: resolveStateKey(estate.config.stateKey),
+    storeRefusal: () => storeHealth.refusal(),
+    metrics,
   });
   // After the notifier's own listener, so this line follows any notification the update caused.
   reader.onUpdate((u) => log.debug({ position: u.position, tools: u.tools, viewChanges: u.viewChanges.length }, 'catalogue updated'));
@@ -152,6 +165,13 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
         batchLimits,
         ...(edge ? { edge } : {}),
         ...(consoleRoutes ? { console: consoleRoutes } : {}),
+        ops: opsRoutes({
+          health: storeHealth,
+          readModels: catalogueCaughtUp(estate.store, reader),
+          metrics,
+          // Without authorization HTTP binds loopback only anyway; with it, metrics stay loopback unless asked.
+          metricsLoopbackOnly: Boolean(edge) && !flags.metricsPublic,
+        }),
       }).catch((e: unknown) => {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') {
@@ -160,6 +180,7 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
         if (code === 'EACCES') throw new DomainError('usage', 'port-denied', `serve: not allowed to listen on port ${port}: choose a port above 1023 with --port <n>`);
         throw e;
       });
+      sessionCount = () => http.sessions.size;
       if (!edge) log.warn({ principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
       banner({ transport: 'http', url: http.url }, Boolean(edge));
       if (consoleRoutes) log.info({ console: http.url.replace(/\/mcp$/, '/console/') }, 'web console served');
@@ -173,5 +194,6 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
     await core.close();
     await pool?.close();
     await following.close();
+    await storeHealth.close();
   }
 };

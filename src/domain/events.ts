@@ -81,6 +81,8 @@ export interface ToolCalled {
     attempts: number;
     durationMs: number;
     at: string;
+    /** Pairs the record with its `ToolCallStarted` intent (absent on records written before intents existed). */
+    callId?: string;
   };
 }
 
@@ -132,6 +134,25 @@ export interface UpstreamDriftDetected {
   };
 }
 
+/**
+ * The durable intent of a non_idempotent call (SPEC §4 "No side effect without a trace"): committed to the run's stream
+ * BEFORE the handler runs. A started call with no `ToolCalled` of the same `callId` ran (or may have run) without an
+ * outcome on record; `estate calls` shows it as `started`.
+ */
+export interface ToolCallStarted {
+  type: 'ToolCallStarted';
+  data: {
+    callId: string;
+    runId: string;
+    subject: string;
+    tenant: string;
+    tool: string;
+    version: string;
+    argsHash: string;
+    at: string;
+  };
+}
+
 export interface UpstreamToolVanished {
   type: 'UpstreamToolVanished';
   data: { ns: string; tool: string; upstreamTool: string; pinned?: string; at: string };
@@ -149,4 +170,4 @@ export interface UpstreamRemoved {
 
 export type UpstreamEvent = UpstreamRegistered | UpstreamDriftDetected | UpstreamToolVanished | UpstreamDriftRejected | UpstreamRemoved;
 
-export type EstateEvent = CatalogueEvent | ToolCalled | UpstreamEvent;
+export type EstateEvent = CatalogueEvent | ToolCalled | ToolCallStarted | UpstreamEvent;

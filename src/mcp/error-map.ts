@@ -11,6 +11,7 @@ import {
   METHOD_NOT_FOUND,
   MISSING_CLIENT_CAPABILITY,
   PARSE_ERROR,
+  STORE_UNAVAILABLE,
   UNSUPPORTED_PROTOCOL_VERSION,
   type JsonRpcErrorObject,
 } from './jsonrpc.ts';
@@ -48,6 +49,18 @@ export const unsupportedRevision = (requested: unknown, supported: readonly stri
 export const headerMismatch = (header: string, detail: string): McpError => new McpError(HEADER_MISMATCH, `Header mismatch: ${header} ${detail}`);
 export const missingCapability = (capability: string): McpError =>
   new McpError(MISSING_CLIENT_CAPABILITY, `Missing required client capability: ${capability}`, { requiredCapabilities: { [capability]: {} } });
+
+/**
+ * The store could not commit a call's intent (`ran: false`: the handler did not run) or its record (`ran: true`: it
+ * ran, and its outcome is not on record). Retryable: the store may be back; for a non_idempotent tool with `ran: true`
+ * the caller must check before repeating (the intent is in `estate calls` as `started`).
+ */
+export const storeUnavailable = (ran: boolean, reason: string): McpError =>
+  new McpError(
+    STORE_UNAVAILABLE,
+    ran ? `Store unavailable: the tool ran but its call record could not be written (${reason})` : `Store unavailable: the call was refused before the tool ran (${reason})`,
+    { retryable: true, ran },
+  );
 
 /** Anything thrown while dispatching, as a JSON-RPC error object. Internal details never leave the server. */
 export const toJsonRpcError = (e: unknown): JsonRpcErrorObject => {

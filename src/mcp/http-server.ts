@@ -38,6 +38,8 @@ export interface HttpServeOptions {
   edge?: HttpEdge;
   /** The web console's routes (src/console), behind the same Host/Origin checks; absent with --no-console. */
   console?: { serves(path: string): boolean; handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> };
+  /** Operations routes (`/healthz`, `/readyz`: src/ops/http-routes.ts); answers null for paths it does not serve. */
+  ops?: (path: string, req: IncomingMessage) => Promise<{ status: number; body: unknown; contentType?: string }> | null;
 }
 
 export interface RunningHttpServer {
@@ -207,7 +209,21 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    if (path !== '/mcp' && !o.edge?.serves(path) && !o.console?.serves(path)) return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
+    // Probes come from load balancers under their own Host (a pod IP): before the Host check, and they reveal no data.
+    // /metrics names tools: it passes the Host and Origin checks like /mcp (no DNS-rebinding read of the catalogue).
+    const answerOps = async (): Promise<boolean> => {
+      const probed = req.method === 'GET' ? o.ops?.(path, req) : null;
+      if (!probed) return false;
+      const { status, body, contentType } = await probed;
+      if (contentType === undefined) sendJson(res, status, body, { 'cache-control': 'no-store' });
+      else {
+        res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
+        res.end(String(body));
+      }
+      return true;
+    };
+    if ((path === '/healthz' || path === '/readyz') && (await answerOps())) return;
+    if (path !== '/mcp' && path !== '/metrics' && !o.edge?.serves(path) && !o.console?.serves(path)) return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
     if (!hostAllowed(header(req, 'host'), o.allowedHosts)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Host '${header(req, 'host') ?? ''}' is not allowed`));
     }
@@ -215,6 +231,7 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Origin '${header(req, 'origin') ?? ''}' is not allowed`));
     }
     if (o.console?.serves(path)) return o.console.handle(req, res, path);
+    if (path === '/metrics') return (await answerOps()) ? undefined : sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
     // A person opening /mcp in a browser gets a page saying what this is, not a JSON-RPC error (src/mcp/browser-page.ts).
     if (path === '/mcp' && isBrowserGet(req)) return sendBrowserPage(req, res);
     if (o.edge) {

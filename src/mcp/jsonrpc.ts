@@ -53,6 +53,11 @@ export const HEADER_MISMATCH = -32020;
 export const MISSING_CLIENT_CAPABILITY = -32021;
 /** 2026-07-28: the requested revision is not spoken here. */
 export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+/**
+ * Estate's own (server-error range): the store could not take a call's intent or record. `data: {retryable: true,
+ * ran}` says whether the handler ran (docs/reference.md, docs/decisions.md "No side effect without a trace").
+ */
+export const STORE_UNAVAILABLE = -32050;
 
 export const success = (id: RequestId, result: Record<string, unknown>): JsonRpcSuccess => ({ jsonrpc: '2.0', id, result });
 

@@ -29,7 +29,14 @@ export interface ServerCoreOptions {
   listTtlMs: number;
   /** Signs and checks 2026-07-28 requestStates (input-required.ts); default: a random key per process. */
   stateKey?: Buffer;
+  /** Why calls must be refused now (the store cannot write: src/ops/store-health.ts); null or absent: serve them. */
+  storeRefusal?: () => string | null;
+  /** Operations hooks (src/ops/metrics.ts); absent: nothing is counted. */
+  metrics?: { request(method: string, revision: string, outcome: string): void; toolCall(o: { tool: string; version: string; outcome: string; seconds: number }): void };
 }
+
+/** Methods counted under their own name; anything a client invents is `other` (no label per made-up method). */
+const COUNTED_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'logging/setLevel', 'server/discover', 'subscriptions/listen', 'completion/complete']);
 
 export const isOfferedBy =
   (handlers: HandlerMap) =>
@@ -46,6 +53,8 @@ export class ServerCore {
   private readonly schemas: CompiledSchemaCache;
   private readonly recorder: CallRecorder;
   private readonly stateKey: Buffer | undefined;
+  private readonly storeRefusal: (() => string | null) | undefined;
+  private readonly metrics: ServerCoreOptions['metrics'];
   private readonly isOffered: (v: CatalogueVersion) => boolean;
 
   constructor(o: ServerCoreOptions) {
@@ -55,6 +64,8 @@ export class ServerCore {
     this.schemas = createCompiledSchemaCache(o.compiler);
     this.recorder = o.recorder;
     this.stateKey = o.stateKey;
+    this.storeRefusal = o.storeRefusal;
+    this.metrics = o.metrics;
     this.pageSize = o.pageSize;
     this.listTtlMs = o.listTtlMs;
     this.isOffered = isOfferedBy(o.handlers);
@@ -72,6 +83,11 @@ export class ServerCore {
     return { ...listToolsPage(view, { revision, cursor: params.cursor, pageSize: this.pageSize }), includeDeprecated };
   }
 
+  /** Count one answered request: outcome `ok` or the JSON-RPC error code. */
+  observeRequest(method: string, revision: string | null, outcome: string): void {
+    this.metrics?.request(COUNTED_METHODS.has(method) ? method : 'other', revision ?? 'none', outcome);
+  }
+
   callTool(req: ToolCallRequest) {
     return callTool(
       {
@@ -80,6 +96,8 @@ export class ServerCore {
         schemas: this.schemas,
         recorder: this.recorder,
         ...(this.stateKey ? { stateKey: this.stateKey } : {}),
+        ...(this.storeRefusal ? { storeRefusal: this.storeRefusal } : {}),
+        ...(this.metrics ? { observe: (o: { tool: string; version: string; outcome: string; seconds: number }) => this.metrics?.toolCall(o) } : {}),
         isOffered: this.isOffered,
         handlerLog: (fields) => this.handlerLog(fields),
       },

@@ -140,9 +140,12 @@ export class StatefulSession {
     else if (this.active.has(id)) return duplicateId(id);
     this.active.add(id);
     try {
-      return success(message.id, await this.dispatch(message));
+      const answered = success(message.id, await this.dispatch(message));
+      this.core.observeRequest(message.method, this.revision ?? null, 'ok');
+      return answered;
     } catch (e) {
       const err = toJsonRpcError(e);
+      this.core.observeRequest(message.method, this.revision ?? null, String(err.code));
       if (!(e instanceof McpError)) this.core.log.error({ err: e, method: message.method, session: this.id }, 'request failed');
       return { jsonrpc: '2.0', id: message.id, error: err };
     } finally {

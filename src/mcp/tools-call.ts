@@ -3,6 +3,7 @@
  * where the side-effect policy allows) → handler → output check → call record (durable) → result. Invalid arguments
  * are an `isError` result with the sorted error lines; the handler does not run and nothing is recorded (invariant 2).
  */
+import { randomUUID } from 'node:crypto';
 import { isRunId } from '../domain/events.ts';
 import { canonicalHash } from '../domain/hash.ts';
 import { repair } from '../domain/repair.ts';
@@ -13,7 +14,7 @@ import type { CatalogueReader } from '../app/catalogue-reader.ts';
 import type { CallToolResult, HandlerLog, HandlerMap } from '../handlers/types.ts';
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
 import type { CompiledSchemaCache } from './compiled-schemas.ts';
-import { errorResult, invalidParams, missingCapability, unknownTool } from './error-map.ts';
+import { errorResult, invalidParams, missingCapability, storeUnavailable, unknownTool } from './error-map.ts';
 import { progressReporter, teeLog, type ClientChannel } from './client-channel.ts';
 import { clientAskers, type ClientAsk } from './client-requests.ts';
 import { InputRound, openState, parseInputResponses, type CallIdentity, type InputRequiredResult } from './input-required.ts';
@@ -34,6 +35,10 @@ export interface ToolCallDeps {
   /** A logger for handler code, bound to the call. */
   handlerLog: (fields: Record<string, unknown>) => HandlerLog;
   now?: () => number;
+  /** Why no call may run now (the store cannot write); null or absent: run them. */
+  storeRefusal?: () => string | null;
+  /** Told each finished call (metrics); `store_unavailable` when its intent or record could not be written. */
+  observe?: (o: { tool: string; version: string; outcome: string; seconds: number }) => void;
 }
 
 export interface ToolCallRequest {
@@ -68,6 +73,13 @@ const describeRunId = (v: unknown): string => {
 };
 
 const validationResult = (errors: readonly ValidationError[]): CallToolResult => errorResult(formatErrors([...errors]));
+
+/** A short, bounded reason from a store failure (no stack, no connection string). */
+const storeReason = (e: unknown): string => {
+  const m = e instanceof Error ? e.message : String(e);
+  const line = (m.split('\n')[0] ?? '').trim() || 'store error';
+  return line.length > 160 ? `${line.slice(0, 160)}...` : line;
+};
 
 const metaOf = (params: Record<string, unknown>): Record<string, unknown> => (isPlainObject(params._meta) ? params._meta : {});
 
@@ -146,8 +158,28 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
     const answers = { ...inputResponses, ...(requestState !== undefined ? openState(requestState, identity, deps.stateKey) : {}) };
     round = new InputRound(answers, req.inputRequired.capabilities);
   }
+  // A store known not to take writes (read-only file, read-only PostgreSQL, unreachable): refuse before anything runs.
+  const refusal = deps.storeRefusal?.() ?? null;
+  const observe = (outcome: string, since: number): void => deps.observe?.({ tool: v.name, version: v.version, outcome, seconds: Math.max(0, now() - since) / 1000 });
+  if (refusal !== null) {
+    observe('store_unavailable', now());
+    throw storeUnavailable(false, refusal);
+  }
   const started = now();
   const tool = { name: v.name, version: v.version, schemaHash: v.schemaHash };
+  const callId = randomUUID();
+  const argsHash = canonicalHash(received);
+  const subject = principal.subject ?? 'anonymous';
+  // No side effect without a trace (SPEC §4): a non_idempotent handler runs only once its intent is durable. An
+  // input-required round that is not the last re-runs the handler, so each run gets its own intent.
+  if (v.definition.sideEffect === 'non_idempotent') {
+    try {
+      await deps.recorder.start({ callId, runId, subject, tenant: principal.tenant, tool: v.name, version: v.version, argsHash, at: new Date(started).toISOString() });
+    } catch (e) {
+      observe('store_unavailable', started);
+      throw storeUnavailable(false, storeReason(e));
+    }
+  }
   const run = await runHandler({
     handler,
     args: args as Record<string, unknown>,
@@ -175,22 +207,29 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
     }
   }
 
-  await deps.recorder.record({
-    runId,
-    subject: principal.subject ?? 'anonymous',
-    tenant: principal.tenant,
-    client: req.client,
-    protocolVersion: req.protocolVersion,
-    tool: v.name,
-    version: v.version,
-    schemaHash: v.schemaHash,
-    argsHash: canonicalHash(received),
-    repaired: repairs.length > 0,
-    repairs,
-    outcome,
-    attempts: run.attempts,
-    durationMs: Math.max(0, now() - started),
-    at: new Date(started).toISOString(),
-  });
+  try {
+    await deps.recorder.record({
+      runId,
+      subject,
+      tenant: principal.tenant,
+      client: req.client,
+      protocolVersion: req.protocolVersion,
+      tool: v.name,
+      version: v.version,
+      schemaHash: v.schemaHash,
+      argsHash,
+      repaired: repairs.length > 0,
+      repairs,
+      outcome,
+      attempts: run.attempts,
+      durationMs: Math.max(0, now() - started),
+      at: new Date(started).toISOString(),
+      callId,
+    });
+  } catch (e) {
+    observe('store_unavailable', started);
+    throw storeUnavailable(true, storeReason(e));
+  }
+  observe(outcome, started);
   return withMeta(result);
 };

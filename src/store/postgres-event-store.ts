@@ -131,6 +131,9 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
   const pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.maxConnections ?? 10 });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
+  // A checked-out client whose connection is cut emits 'error' too (the pool listens only while it is idle): without
+  // a listener that is an uncaught exception that kills the server; its query rejects, and the caller answers that.
+  pool.on('connect', (client) => client.on('error', () => undefined));
 
   const listeners = new Set<() => void>();
   const subscriptions = new OpenSubscriptions();

@@ -163,6 +163,8 @@ export interface ServeOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   readyTimeoutMs?: number;
+  /** Run as this uid/gid (a root test that needs file permissions to hold, e.g. a read-only store). */
+  uid?: number;
 }
 
 const spawnServe = (args: string[], options: ServeOptions) =>
@@ -170,6 +172,7 @@ const spawnServe = (args: string[], options: ServeOptions) =>
     cwd: options.cwd ?? REPO_ROOT,
     env: { ...process.env, ESTATE_LOG_LEVEL: 'info', ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
+    ...(options.uid !== undefined ? { uid: options.uid, gid: options.uid } : {}),
   });
 
 const stopper = (child: ChildProcess) => (): Promise<number | null> =>

@@ -1,0 +1,107 @@
+/**
+ * Prometheus metrics (SPEC §9), `estate_` prefixed with units in the names. Counters and the duration histogram are
+ * fed by hooks on the call path; gauges (catalogue, sessions, upstreams) are read from their sources at scrape time.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** What the upstream room reports per registered upstream (src/upstream/ wires this in; none registered: no series). */
+export interface UpstreamStatus {
+  namespace: string;
+  up: boolean;
+  /** Drift detected and awaiting a decision. */
+  pendingDrift: number;
+}
+
+export interface MetricSources {
+  catalogue: () => { size: number; position: string | null };
+  sessions?: () => number;
+  upstreams?: () => readonly UpstreamStatus[];
+}
+
+export interface ToolCallObservation {
+  tool: string;
+  version: string;
+  /** A recorded outcome, or `store_unavailable` when the intent or the record could not be written. */
+  outcome: string;
+  seconds: number;
+}
+
+export interface EstateMetrics {
+  readonly registry: Registry;
+  toolCall(o: ToolCallObservation): void;
+  request(method: string, revision: string, outcome: string): void;
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+export const createMetrics = (sources: MetricSources): EstateMetrics => {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'estate_' });
+  const requests = new Counter({ name: 'estate_mcp_requests_total', help: 'MCP requests by method, protocol revision and outcome (ok or the JSON-RPC error code)', labelNames: ['method', 'revision', 'outcome'], registers: [registry] });
+  const calls = new Counter({ name: 'estate_tool_calls_total', help: 'tools/call by tool, version and outcome', labelNames: ['tool', 'version', 'outcome'], registers: [registry] });
+  const duration = new Histogram({
+    name: 'estate_tool_call_duration_seconds',
+    help: 'tools/call duration (handler, checks and the durable record) by tool, version and outcome',
+    labelNames: ['tool', 'version', 'outcome'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'estate_catalogue_tools',
+    help: 'tool names in the catalogue read model',
+    registers: [registry],
+    collect() {
+      this.set(sources.catalogue().size);
+    },
+  });
+  new Gauge({
+    name: 'estate_catalogue_position',
+    help: 'the catalogue read model position where the store makes numeric positions (SQLite, memory); else absent',
+    registers: [registry],
+    collect() {
+      const p = sources.catalogue().position;
+      this.reset();
+      if (p !== null && /^\d+$/.test(p)) this.set(Number(p));
+    },
+  });
+  new Gauge({
+    name: 'estate_sessions',
+    help: 'open MCP sessions on this replica',
+    registers: [registry],
+    collect() {
+      this.set(sources.sessions?.() ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'estate_upstream_up',
+    help: '1 when the upstream MCP server answers, else 0',
+    labelNames: ['namespace'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const u of sources.upstreams?.() ?? []) this.set({ namespace: u.namespace }, u.up ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'estate_upstream_pending_drift',
+    help: 'drifted upstream tools awaiting approve or reject',
+    labelNames: ['namespace'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const u of sources.upstreams?.() ?? []) this.set({ namespace: u.namespace }, u.pendingDrift);
+    },
+  });
+  return {
+    registry,
+    toolCall({ tool, version, outcome, seconds }) {
+      calls.inc({ tool, version, outcome });
+      duration.observe({ tool, version, outcome }, seconds);
+    },
+    request(method, revision, outcome) {
+      requests.inc({ method, revision, outcome });
+    },
+    async render() {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+  };
+};

@@ -1,0 +1,108 @@
+/**
+ * Can the store take writes? (SPEC §9 `/readyz`; issue 14: a server on a read-only SQLite file used to log "ready",
+ * list tools, then fail every call after running its handler.) Probed at start-up and then periodically on its own
+ * connection, without writing anything: SQLite takes the write lock and starts a schema change that is rolled back;
+ * PostgreSQL reports `transaction_read_only`. While the last probe failed, tools/call is refused before any handler
+ * runs (-32050, `ran: false`) and `/readyz` answers 503 with the reason.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+
+export interface StoreHealth {
+  /** Probe now; null when the store can write, else why not. */
+  check(): Promise<string | null>;
+  /** The last probe's answer (null before the first one or when it could write). */
+  refusal(): string | null;
+  /** Re-probe every `intervalMs` (the timer does not keep the process alive). */
+  start(intervalMs?: number): void;
+  close(): Promise<void>;
+}
+
+type Probe = { run(): Promise<string | null>; close(): Promise<void> };
+
+const firstLine = (e: unknown): string => {
+  const m = e instanceof Error ? e.message : String(e);
+  const line = (m.split('\n')[0] ?? '').trim() || 'error';
+  return line.length > 200 ? `${line.slice(0, 200)}...` : line;
+};
+
+const sqliteProbe = (file: string): Probe => {
+  let db: Database.Database | null = null;
+  return {
+    run() {
+      try {
+        db ??= new Database(file, { fileMustExist: true, timeout: 1000 });
+        try {
+          db.exec('BEGIN IMMEDIATE');
+          db.exec('CREATE TABLE estate_write_probe (x INTEGER)');
+        } finally {
+          if (db.inTransaction) db.exec('ROLLBACK');
+        }
+        return Promise.resolve(null);
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        // Another writer holding the lock for a second is busy, not broken.
+        if (code === 'SQLITE_BUSY') return Promise.resolve(null);
+        return Promise.resolve(`the SQLite store cannot write: ${firstLine(e)}`);
+      }
+    },
+    close() {
+      db?.close();
+      db = null;
+      return Promise.resolve();
+    },
+  };
+};
+
+const postgresProbe = (url: string): Probe => ({
+  async run() {
+    const pg = (await import('pg')).default;
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      const r = await client.query<{ ro: string }>(`SELECT current_setting('transaction_read_only') AS ro`);
+      return r.rows[0]?.ro === 'on' ? 'the PostgreSQL store is read-only (transaction_read_only = on)' : null;
+    } catch (e) {
+      return `the PostgreSQL store is unreachable: ${firstLine(e)}`;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  },
+  close: () => Promise.resolve(),
+});
+
+const noProbe: Probe = { run: () => Promise.resolve(null), close: () => Promise.resolve() };
+
+/** The probe for a store URL (SPEC §5 forms); memory: and kurrentdb:// are not probed (always "can write"). */
+export const createStoreHealth = (storeUrl: string): StoreHealth => {
+  let probe = noProbe;
+  if (storeUrl.startsWith('sqlite:')) {
+    const path = storeUrl.slice('sqlite:'.length);
+    probe = sqliteProbe(isAbsolute(path) ? path : resolve(process.cwd(), path));
+  } else if (storeUrl.startsWith('postgres://') || storeUrl.startsWith('postgresql://')) probe = postgresProbe(storeUrl);
+  let last: string | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  let inFlight: Promise<string | null> | null = null;
+  const check = (): Promise<string | null> =>
+    (inFlight ??= probe.run().then((r) => {
+      last = r;
+      inFlight = null;
+      return r;
+    }));
+  return {
+    check,
+    refusal: () => last,
+    start(intervalMs = 2000) {
+      if (timer) return;
+      timer = setInterval(() => void check(), intervalMs);
+      timer.unref();
+    },
+    async close() {
+      if (timer) clearInterval(timer);
+      timer = null;
+      await inFlight;
+      await probe.close();
+    },
+  };
+};
