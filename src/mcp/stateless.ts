@@ -80,7 +80,9 @@ export const checkStatelessRequest = (req: JsonRpcRequest, ctx: StatelessContext
   }
   const caps = isPlainObject(meta[CLIENT_CAPABILITIES_META]) ? meta[CLIENT_CAPABILITIES_META] : null;
   if (!caps) return missingMeta(CLIENT_CAPABILITIES_META);
-  for (const need of REQUIRED_CLIENT_CAPABILITIES[req.method] ?? []) if (!(need in caps)) return missingCapability(need);
+  // Own keys only: a client's method name (`valueOf`, `constructor`) must never find Object.prototype's members.
+  const needs = Object.hasOwn(REQUIRED_CLIENT_CAPABILITIES, req.method) ? (REQUIRED_CLIENT_CAPABILITIES[req.method] ?? []) : [];
+  for (const need of needs) if (!Object.hasOwn(caps, need)) return missingCapability(need);
   return null;
 };
 

@@ -41,6 +41,16 @@ describe('estate serve --stdio, raw lines (demo estate)', () => {
     expect(await srv.next()).toMatchObject({ id: null, error: { code: -32600 } });
   });
 
+  it('a stateless method named after an Object.prototype member (valueOf, constructor) is -32601, not a silent drop', async () => {
+    // Found by fuzz-stdio: the capability table was indexed by the client's method name, so `valueOf` found
+    // Object.prototype.valueOf, the check threw, and the request was never answered.
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { valueOf: null } };
+    for (const method of ['valueOf', 'constructor', 'toString', '__proto__']) {
+      srv.send({ jsonrpc: '2.0', id: `proto-${method}`, method, params: { _meta: meta } });
+      expect(await srv.next()).toMatchObject({ id: `proto-${method}`, error: { code: -32601 } });
+    }
+  });
+
   it('before initialize: ping works, anything else is -32600; a notification and an id-less request get nothing', async () => {
     srv.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     srv.send({ jsonrpc: '2.0', method: 'tools/list' });
