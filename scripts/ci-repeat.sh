@@ -25,6 +25,7 @@ HEAD_SHA="$(git -C "$ROOT" rev-parse HEAD)"
 passed=0
 for i in $(seq 1 "$N"); do
   work="$(mktemp -d /tmp/estate-ci-XXXXXX)"
+  chmod 755 "$work" # readable by other users, like a usual checkout (a test runs the server as nobody)
   git clone -q "$ROOT" "$work/estate" && git -C "$work/estate" checkout -q "$HEAD_SHA"
   load_pid=""
   if [ "$LOADED" = 1 ]; then
