@@ -9,7 +9,7 @@
  * (a replica of the store lagging) is retried briefly.
  */
 import type { CatalogueReader } from './catalogue-reader.ts';
-import type { CatalogueChange, ChangeBus, Subscription } from './ports.ts';
+import { systemTimer, type CatalogueChange, type ChangeBus, type Subscription, type Timer } from './ports.ts';
 
 export interface BusFollowerLog {
   warn(obj: object, msg?: string): void;
@@ -32,11 +32,21 @@ const reflected = (reader: CatalogueReader, c: CatalogueChange): boolean => {
   return v.status === 'retired';
 };
 
+export interface FollowBusOptions {
+  /** Pause between attempts to start a bus that was down at start. Default 5000. */
+  retryMs?: number;
+  /** Monotonic time and waiting (tests drive it by hand). Default: setTimeout. */
+  timer?: Timer;
+}
+
 /**
  * Start the bus, then catch up from the store (in that order: anything announced after the bus started is delivered,
  * anything before is in the store). Resolves once the reader is current.
  */
-export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: BusFollowerLog, retryMs = 5000): Promise<Subscription> => {
+export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: BusFollowerLog, options: FollowBusOptions = {}): Promise<Subscription> => {
+  const { retryMs = 5000, timer = systemTimer } = options;
+  /** Aborted by close(), so a pending retry pause does not hold the shutdown up. */
+  const closing = new AbortController();
   const seen = new Set<string>();
   let markReady!: () => void;
   const ready = new Promise<void>((r) => (markReady = r));
@@ -54,7 +64,7 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: B
     await reader.catchUp();
     for (const delay of RETRIES_MS) {
       if (pending.every((c) => reflected(reader, c))) return;
-      await new Promise((r) => setTimeout(r, delay));
+      await timer.sleep(delay, closing.signal);
       await reader.catchUp();
     }
     const missing = pending.filter((c) => !reflected(reader, c)).map((c) => c.position);
@@ -72,7 +82,7 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: B
     log?.warn({ err: error, retryInMs: retryMs }, 'change bus: unavailable at start; serving the catalogue as the store has it and retrying');
     retrying = (async () => {
       while (!closed) {
-        await new Promise((r) => setTimeout(r, retryMs));
+        await timer.sleep(retryMs, closing.signal);
         if (closed) return;
         try {
           await bus.start(onChange);
@@ -93,6 +103,7 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: B
   return {
     close: async () => {
       closed = true;
+      closing.abort();
       await retrying;
       await bus.stop();
     },

@@ -1,6 +1,7 @@
 /**
  * The ports the application core depends on. Adapters (src/store, src/bus) implement them; only src/main.ts picks one.
  */
+import type { CatalogueChange } from '../domain/events.ts';
 
 // ───────────────────────────── EventStore ─────────────────────────────
 
@@ -120,25 +121,57 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date().toISOString() };
 
-// ───────────────────────────── ChangeBus ─────────────────────────────
-
-/** One catalogue change as carried on the bus (SPEC §4). */
-export interface CatalogueChange {
-  type: 'catalogue.changed';
-  position: string;
-  tool: string;
-  version: string;
-  event: 'ToolVersionPublished' | 'ToolVersionDeprecated' | 'ToolVersionRetired';
-  at: string;
+/**
+ * Monotonic time and waiting, for the loops that run on their own (relay, bus follower): injected so that their
+ * logic is tested on a hand-driven clock, never by racing the wall clock.
+ */
+export interface Timer {
+  /** Monotonic milliseconds. */
+  now(): number;
+  /** Resolves after `ms`, or as soon as `signal` aborts (it resolves then too; it never rejects). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+export const systemTimer: Timer = {
+  now: () => performance.now(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve) => {
+      if (signal?.aborted) return resolve();
+      const done = (): void => {
+        clearTimeout(t);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      signal?.addEventListener('abort', done, { once: true });
+    }),
+};
+
+// ───────────────────────────── ChangeBus ─────────────────────────────
+
+/** One catalogue change as carried on the bus (SPEC §4); declared with the events in src/domain/events.ts. */
+export type { CatalogueChange } from '../domain/events.ts';
+
 /**
- * Carries catalogue changes to every replica. `local` is fed by tailing the store in-process; `kafka` by the relay.
- * Delivery is at least once and ordered per tool; consumers deduplicate by position.
+ * Carries catalogue changes to every replica; the relay (src/app/relay.ts) puts them on it through a
+ * `ChangePublisher`. What every adapter keeps (test/contract/change-bus-contract.ts runs it against each):
+ * - every bus instance sees every change published after its `start()` began (each replica is its own consumer), and
+ *   none published before it (the caller's catch-up from the store covers those);
+ * - changes of one tool arrive in the order published; there is no order across tools;
+ * - delivery is at least once: consumers deduplicate by position;
+ * - `onChange` is awaited and never called concurrently, so a slow consumer slows delivery instead of piling up;
+ * - a malformed message is skipped (and logged), never delivered and never the end of delivery;
+ * - after `stop()` resolves, `onChange` is not called again.
  */
 export interface ChangeBus {
   readonly kind: string;
-  /** Start delivering changes to `onChange`. */
+  /** Start delivering changes to `onChange`; resolves once changes published from now on will be delivered. */
   start(onChange: (changes: CatalogueChange[]) => Promise<void> | void): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** Where the relay's changes go; `publish` resolves only once the bus acknowledged every change. */
+export interface ChangePublisher {
+  publish(changes: readonly CatalogueChange[]): Promise<void>;
+  close(): Promise<void>;
 }

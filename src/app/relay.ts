@@ -20,16 +20,13 @@
  * The price: renewals append one small event per third of the TTL while a relay runs (default TTL 30 s → one event
  * every 10 s, ~8,600 a day), and a dead relay's successor starts after at most the TTL (a clean stop releases it).
  */
-import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
+import { changeOfEvent, TOOL_STREAM_PREFIX } from '../domain/events.ts';
+import { exponentialBackoff } from './backoff.ts';
 import { decodeCatalogueEvent } from './event-codec.ts';
-import type { CatalogueChange, EventStore, StoredEvent, Subscription } from './ports.ts';
+import { systemTimer, type CatalogueChange, type ChangePublisher, type EventStore, type StoredEvent, type Subscription, type Timer } from './ports.ts';
 import { RelayLease } from './relay-lease.ts';
 
-/** Where the relay's changes go; `publish` resolves only once the bus acknowledged every change. */
-export interface ChangePublisher {
-  publish(changes: readonly CatalogueChange[]): Promise<void>;
-  close(): Promise<void>;
-}
+export type { ChangePublisher } from './ports.ts';
 
 export interface RelayLog {
   debug(obj: object, msg?: string): void;
@@ -60,20 +57,21 @@ export interface RelayOptions {
   log?: RelayLog;
   /** Called after each batch Kafka acknowledged (tests, metrics). */
   onPublished?: (changes: readonly CatalogueChange[]) => void;
-  /** Monotonic milliseconds (tests). */
-  now?: () => number;
+  /** Monotonic time and waiting (tests drive it by hand). Default: performance.now() and setTimeout. */
+  timer?: Timer;
 }
 
 export const relayStream = (topic: string): string => `relay-${topic}`;
 
 const silent: RelayLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
+/** Retry a failed publish after 200 ms, doubling up to 5 s: Kafka coming back is noticed within 5 s. */
+const retryDelay = exponentialBackoff({ initialMs: 200, maxMs: 5000 });
+
 /** The change a stored catalogue event announces; null for any other event under `tool-`. */
 export const changeOf = (stored: StoredEvent): CatalogueChange | null => {
   const event = decodeCatalogueEvent(stored);
-  if (!event) return null;
-  const { name, version } = event.type === 'ToolVersionPublished' ? event.data.definition : event.data;
-  return { type: 'catalogue.changed', position: stored.position, tool: name, version, event: event.type, at: event.data.at };
+  return event ? changeOfEvent(stored.position, event) : null;
 };
 
 export interface Relay {
@@ -84,14 +82,19 @@ export interface Relay {
   close(): Promise<void>;
 }
 
+/** What one step of the loop asks for next: go on at once, idle until woken (or the poll), or wait that long. */
+type Next = 'now' | 'idle' | number;
+
 export const startRelay = (o: RelayOptions): Relay => {
   const log = o.log ?? silent;
+  const timer = o.timer ?? systemTimer;
   const ttlMs = o.ttlMs ?? 3_000;
   // Never idle past a renewal: a lease renewed a third of the TTL late is still held (ttl/3 + ttl/3 < ttl).
   const pollMs = Math.min(o.pollMs ?? 1000, ttlMs / 3);
-  const lease = new RelayLease({ store: o.store, streamId: relayStream(o.topic), holder: o.holder, ttlMs, ...(o.now ? { now: o.now } : {}) });
+  const lease = new RelayLease({ store: o.store, streamId: relayStream(o.topic), holder: o.holder, ttlMs, now: () => timer.now() });
   let closed = false;
-  let wake: (() => void) | null = null;
+  /** Aborted to cut the current pause short: by the tail when idle, by close() always. */
+  let interrupt = new AbortController();
   /**
    * Why a tail and not the store's raw append signal: the store also carries call records, one append per call, and
    * the tail (which skips what it already scanned) is the cheap way to learn that a CATALOGUE event arrived. Only an
@@ -107,29 +110,20 @@ export const startRelay = (o: RelayOptions): Relay => {
       streamPrefix: TOOL_STREAM_PREFIX,
       onEvents: () => {
         woken = true;
-        if (idle) wake?.();
+        if (idle) interrupt.abort();
       },
       onError: (err) => log.debug({ err }, 'relay: catalogue tail failed; polling until it recovers'),
     });
   };
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      idle = ms === pollMs;
-      if (idle && woken) {
-        resolve();
-        return;
-      }
-      const t = setTimeout(() => {
-        wake = null;
-        resolve();
-      }, ms);
-      wake = () => {
-        clearTimeout(t);
-        wake = null;
-        resolve();
-      };
-    });
+  const pause = async (next: 'idle' | number): Promise<void> => {
+    idle = next === 'idle';
+    if (idle && woken) return;
+    interrupt = new AbortController();
+    await timer.sleep(idle ? pollMs : (next as number), interrupt.signal);
+    idle = false;
+  };
 
+  /** Decoded once here, on the way from the store to the bus; a corrupt event is skipped, never published. */
   const toChanges = (events: readonly StoredEvent[]): CatalogueChange[] => {
     const out: CatalogueChange[] = [];
     for (const e of events) {
@@ -144,44 +138,44 @@ export const startRelay = (o: RelayOptions): Relay => {
     return out;
   };
 
-  const step = async (): Promise<number> => {
+  const step = async (): Promise<Next> => {
     if (!lease.isHeld) {
       if (!(await lease.tryAcquire())) return ttlMs / 3;
       log.info({ holder: o.holder, topic: o.topic, checkpoint: lease.position }, 'relay: lease taken, publishing');
     } else if (lease.renewDue && !(await lease.renew())) {
       log.warn({ holder: o.holder, by: lease.currentHolder }, 'relay: lease lost');
-      return 0;
+      return 'now';
     }
     watchCatalogue();
     const events = await o.store.readAll({ after: lease.position, streamPrefix: TOOL_STREAM_PREFIX, limit: o.batchSize ?? 500 });
     const last = events[events.length - 1];
-    if (!last) return pollMs;
+    if (!last) return 'idle';
     const changes = toChanges(events);
     await o.publisher.publish(changes);
     if (!(await lease.record(last.position))) {
       log.warn({ holder: o.holder, by: lease.currentHolder, count: changes.length }, 'relay: lease lost during a batch; a successor may publish it again');
-      return 0;
+      return 'now';
     }
     log.debug({ count: changes.length, checkpoint: last.position }, 'relay: batch acknowledged');
     o.onPublished?.(changes);
-    return 0;
+    return 'now';
   };
 
   const loop = (async () => {
-    let backoff = 200;
+    let failures = 0;
     while (!closed) {
-      let wait: number;
+      let next: Next;
       woken = false;
       try {
-        wait = await step();
-        backoff = 200;
+        next = await step();
+        failures = 0;
       } catch (err) {
         // Kafka or the store is down: nothing moved, so the same batch is tried again when it answers.
-        log.warn({ err, retryInMs: backoff }, 'relay: publish failed, retrying from the checkpoint');
-        wait = backoff;
-        backoff = Math.min(backoff * 2, 5000);
+        failures += 1;
+        next = retryDelay(failures);
+        log.warn({ err, retryInMs: next }, 'relay: publish failed, retrying from the checkpoint');
       }
-      if (wait > 0 && !closed) await pause(wait);
+      if (next !== 'now' && !closed) await pause(next);
     }
   })();
 
@@ -192,7 +186,7 @@ export const startRelay = (o: RelayOptions): Relay => {
     lease,
     async close() {
       closed = true;
-      wake?.();
+      interrupt.abort();
       await loop;
       await tail?.close();
       await lease.release();

@@ -1,19 +1,11 @@
 /**
- * The change topic's message (SPEC §4): one JSON object per catalogue event, keyed by tool name. Messages read back
- * are parsed with zod: the topic is shared with other producers and other Estate versions, so a malformed message is
- * reported and skipped by the caller, never trusted and never allowed to crash a replica.
+ * The change topic's bytes (SPEC §4): one JSON object per catalogue event, keyed by tool name. The message's shape is
+ * declared once, beside the events it announces (`catalogueChangeSchema` in src/domain/events.ts); this file only
+ * turns it into bytes and back. Messages read back are checked with that schema: the topic is shared with other
+ * producers and other Estate versions, so a malformed message is reported and skipped by the caller, never trusted and
+ * never allowed to crash a replica.
  */
-import { z } from 'zod';
-import type { CatalogueChange } from '../app/ports.ts';
-
-const changeSchema = z.object({
-  type: z.literal('catalogue.changed'),
-  position: z.string().min(1),
-  tool: z.string().min(1),
-  version: z.string().min(1),
-  event: z.enum(['ToolVersionPublished', 'ToolVersionDeprecated', 'ToolVersionRetired']),
-  at: z.string().min(1),
-});
+import { catalogueChangeSchema, type CatalogueChange } from '../domain/events.ts';
 
 /** Exactly the SPEC's field order, so the bytes on the topic read like the SPEC's example. */
 export const encodeChange = (c: CatalogueChange): string =>
@@ -29,7 +21,7 @@ export const decodeChange = (value: Buffer | string | null): DecodedMessage => {
   } catch {
     return { ok: false, reason: 'not JSON' };
   }
-  const r = changeSchema.safeParse(json);
+  const r = catalogueChangeSchema.safeParse(json);
   if (!r.success) {
     const i = r.error.issues[0];
     return { ok: false, reason: i ? `${i.path.join('.') || '(root)'}: ${i.message}` : 'invalid' };

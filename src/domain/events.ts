@@ -1,9 +1,13 @@
 /**
- * Event payloads (SPEC §4). Stream names: `tool-<name>` per tool, `run-<runId>` per run.
- * Events read back from a store are parsed with the zod schemas in `src/app/event-codec.ts`.
+ * Every event Estate writes (SPEC §4, §7), declared ONCE: a zod schema per payload, and the TypeScript types derived
+ * from it (`z.infer`), so the shape a writer builds and the shape a reader accepts cannot drift apart. The schemas are
+ * applied in one place, `src/app/event-codec.ts`, when an event leaves the store; the change topic's message is
+ * declared here too, beside the events it announces. Stream names: `tool-<name>` per tool, `run-<runId>` per run,
+ * `upstream-<ns>` per upstream.
  */
+import { z } from 'zod';
 import { sha256Hex } from './hash.ts';
-import type { Classified, ToolDefinition } from './types.ts';
+import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject, type ToolDefinition } from './types.ts';
 
 export const toolStream = (name: string): string => `tool-${name}`;
 
@@ -30,63 +34,94 @@ export const runStream = (runId: string, owner?: RunOwner): string => (owner ? `
 export const runStreamPrefix = (runId: string): string => `run-${runId}@`;
 export const TOOL_STREAM_PREFIX = 'tool-';
 
-export interface ToolVersionPublished {
-  type: 'ToolVersionPublished';
-  data: {
-    definition: ToolDefinition;
-    /** sha256 hex of the RFC 8785 canonical JSON of inputSchema. */
-    schemaHash: string;
-    /** sha256 hex of the RFC 8785 canonical JSON of the whole definition. */
-    definitionHash: string;
-    /** 'initial' for a name's first version (no baseline). */
-    level: Classified['level'] | 'initial';
-    reasons: Classified['reasons'];
-    /** The version it was classified against, if any. */
-    baseline?: string;
-    by: string;
-    at: string;
-  };
-}
+// ───────────────────────────── shared parts ─────────────────────────────
 
-export interface ToolVersionDeprecated {
-  type: 'ToolVersionDeprecated';
-  data: { name: string; version: string; reason: string; by: string; at: string };
-}
+/**
+ * Loose on purpose where the tool-definition parser (tool-definition.ts) is strict: an event was judged when it was
+ * written, possibly by another Estate version, and a reader must not refuse history over a rule added since.
+ */
+const jsonObject = z.custom<JsonObject>((v) => typeof v === 'object' && v !== null && !Array.isArray(v));
+const level = z.enum(['major', 'minor', 'patch']);
+const reason = z.object({ level, path: z.string(), rule: z.string(), detail: z.string() });
+/** 'initial' for a name's first version (no baseline). */
+const levelOrInitial = z.enum(['major', 'minor', 'patch', 'initial']);
+const access = z.object({ requiredScopes: z.array(z.string()), tenants: z.array(z.string()), classification: z.enum(CLASSIFICATIONS) });
 
-export interface ToolVersionRetired {
-  type: 'ToolVersionRetired';
-  data: { name: string; version: string; reason: string; by: string; at: string };
-}
+const definitionSchema = z.object({
+  name: z.string(),
+  version: z.string(),
+  title: z.string().optional(),
+  description: z.string(),
+  inputSchema: jsonObject,
+  outputSchema: jsonObject.optional(),
+  annotations: jsonObject.optional(),
+  access,
+  sideEffect: z.enum(SIDE_EFFECTS),
+  handler: z.string(),
+  timeoutMs: z.number(),
+}) satisfies z.ZodType<ToolDefinition>;
 
-export type CatalogueEvent = ToolVersionPublished | ToolVersionDeprecated | ToolVersionRetired;
+const lifecycle = z.object({ name: z.string(), version: z.string(), reason: z.string(), by: z.string(), at: z.string() });
 
-export type CallOutcome = 'ok' | 'tool_error' | 'output_invalid' | 'timeout' | 'cancelled' | 'upstream_error' | 'upstream_unavailable';
+// ───────────────────────────── the catalogue (tool-<name>) ─────────────────────────────
 
-export interface ToolCalled {
-  type: 'ToolCalled';
-  data: {
-    runId: string;
-    subject: string;
-    tenant: string;
-    client: { name: string; version: string } | null;
-    protocolVersion: string;
-    tool: string;
-    version: string;
-    schemaHash: string;
-    /** sha256 hex of the canonical JSON of the arguments as received. */
-    argsHash: string;
-    repaired: boolean;
-    repairs: { path: string; action: 'dropped' | 'coerced' | 'defaulted' }[];
-    outcome: CallOutcome;
-    attempts: number;
-    durationMs: number;
-    at: string;
-    /** Pairs the record with its `ToolCallStarted` intent (absent on records written before intents existed). */
-    callId?: string;
-  };
-}
+const toolVersionPublished = z.object({
+  definition: definitionSchema,
+  /** sha256 hex of the RFC 8785 canonical JSON of inputSchema. */
+  schemaHash: z.string(),
+  /** sha256 hex of the RFC 8785 canonical JSON of the whole definition. */
+  definitionHash: z.string(),
+  level: levelOrInitial,
+  reasons: z.array(reason),
+  /** The version it was classified against, if any. */
+  baseline: z.string().optional(),
+  by: z.string(),
+  at: z.string(),
+});
 
-// ───────────────────────────── upstreams (SPEC §7) ─────────────────────────────
+// ───────────────────────────── call records (run-<runId>) ─────────────────────────────
+
+export const CALL_OUTCOMES = ['ok', 'tool_error', 'output_invalid', 'timeout', 'cancelled', 'upstream_error', 'upstream_unavailable'] as const;
+export type CallOutcome = (typeof CALL_OUTCOMES)[number];
+
+const toolCalled = z.object({
+  runId: z.string(),
+  subject: z.string(),
+  tenant: z.string(),
+  client: z.object({ name: z.string(), version: z.string() }).nullable(),
+  protocolVersion: z.string(),
+  tool: z.string(),
+  version: z.string(),
+  schemaHash: z.string(),
+  /** sha256 hex of the canonical JSON of the arguments as received. */
+  argsHash: z.string(),
+  repaired: z.boolean(),
+  repairs: z.array(z.object({ path: z.string(), action: z.enum(['dropped', 'coerced', 'defaulted']) })),
+  outcome: z.enum(CALL_OUTCOMES),
+  attempts: z.number(),
+  durationMs: z.number(),
+  at: z.string(),
+  /** Pairs the record with its `ToolCallStarted` intent (absent on records written before intents existed). */
+  callId: z.string().optional(),
+});
+
+/**
+ * The durable intent of a non_idempotent call (SPEC §4 "No side effect without a trace"): committed to the run's stream
+ * BEFORE the handler runs. A started call with no `ToolCalled` of the same `callId` ran (or may have run) without an
+ * outcome on record; `estate calls` shows it as `started`.
+ */
+const toolCallStarted = z.object({
+  callId: z.string(),
+  runId: z.string(),
+  subject: z.string(),
+  tenant: z.string(),
+  tool: z.string(),
+  version: z.string(),
+  argsHash: z.string(),
+  at: z.string(),
+});
+
+// ───────────────────────────── upstreams (SPEC §7, upstream-<ns>) ─────────────────────────────
 
 export const upstreamStream = (ns: string): string => `upstream-${ns}`;
 export const UPSTREAM_STREAM_PREFIX = 'upstream-';
@@ -95,79 +130,104 @@ export const UPSTREAM_STREAM_PREFIX = 'upstream-';
  * Where an upstream lives. Secrets are never here: `env` and `headers` map a name to the NAME of an environment
  * variable of the serving process (`--env TOKEN=env:GITHUB_TOKEN` is stored as `{TOKEN: 'GITHUB_TOKEN'}`).
  */
-export type UpstreamTarget =
-  | { transport: 'stdio'; command: string; args: string[]; cwd?: string; env: Record<string, string> }
-  | { transport: 'http'; url: string; headers: Record<string, string> };
+const envNames = z.record(z.string(), z.string());
+const upstreamTarget = z.discriminatedUnion('transport', [
+  z.object({ transport: z.literal('stdio'), command: z.string(), args: z.array(z.string()), cwd: z.string().optional(), env: envNames }),
+  z.object({ transport: z.literal('http'), url: z.string(), headers: envNames }),
+]);
+export type UpstreamTarget = z.infer<typeof upstreamTarget>;
 
-export type AutoApprove = 'none' | 'schema-minor';
+const autoApprove = z.enum(['none', 'schema-minor']);
+export type AutoApprove = z.infer<typeof autoApprove>;
 
 /** A candidate definition mapped from an upstream tool: everything but the version, which approval decides. */
-export type UpstreamCandidate = Omit<ToolDefinition, 'version'>;
+const upstreamCandidate = definitionSchema.omit({ version: true });
+export type UpstreamCandidate = z.infer<typeof upstreamCandidate>;
 
-export interface UpstreamRegistered {
-  type: 'UpstreamRegistered';
-  data: {
-    ns: string;
-    target: UpstreamTarget;
-    access: ToolDefinition['access'];
-    autoApprove: AutoApprove;
-    by: string;
-    at: string;
-  };
-}
+const upstreamRegistered = z.object({ ns: z.string(), target: upstreamTarget, access, autoApprove, by: z.string(), at: z.string() });
+const upstreamDriftDetected = z.object({
+  ns: z.string(),
+  /** The catalogue name `<ns>.<t'>`. */
+  tool: z.string(),
+  upstreamTool: z.string(),
+  level: levelOrInitial,
+  reasons: z.array(reason),
+  candidate: upstreamCandidate,
+  /** sha256 hex of the canonical JSON of `candidate`: the identity "once per distinct candidate" keys on. */
+  candidateHash: z.string(),
+  /** The pinned version it was compared with, if any. */
+  pinned: z.string().optional(),
+  at: z.string(),
+});
+const upstreamToolVanished = z.object({ ns: z.string(), tool: z.string(), upstreamTool: z.string(), pinned: z.string().optional(), at: z.string() });
+const upstreamDriftRejected = z.object({ ns: z.string(), tool: z.string(), candidateHash: z.string(), reason: z.string(), by: z.string(), at: z.string() });
+const upstreamRemoved = z.object({ ns: z.string(), reason: z.string(), retired: z.array(z.string()), by: z.string(), at: z.string() });
 
-export interface UpstreamDriftDetected {
-  type: 'UpstreamDriftDetected';
-  data: {
-    ns: string;
-    /** The catalogue name `<ns>.<t'>`. */
-    tool: string;
-    upstreamTool: string;
-    level: Classified['level'] | 'initial';
-    reasons: Classified['reasons'];
-    candidate: UpstreamCandidate;
-    /** sha256 hex of the canonical JSON of `candidate`: the identity "once per distinct candidate" keys on. */
-    candidateHash: string;
-    /** The pinned version it was compared with, if any. */
-    pinned?: string;
-    at: string;
-  };
-}
+// ───────────────────────────── the table every reader decodes with ─────────────────────────────
+
+/** The payload schema of every event type, by type: the only declaration of what an event holds. */
+export const EVENT_DATA = {
+  ToolVersionPublished: toolVersionPublished,
+  ToolVersionDeprecated: lifecycle,
+  ToolVersionRetired: lifecycle,
+  ToolCalled: toolCalled,
+  ToolCallStarted: toolCallStarted,
+  UpstreamRegistered: upstreamRegistered,
+  UpstreamDriftDetected: upstreamDriftDetected,
+  UpstreamToolVanished: upstreamToolVanished,
+  UpstreamDriftRejected: upstreamDriftRejected,
+  UpstreamRemoved: upstreamRemoved,
+} as const;
+
+export type EventType = keyof typeof EVENT_DATA;
+/** The event of one type: `{type, data}` with the payload its schema yields. */
+export type EventOf<K extends EventType> = K extends EventType ? { type: K; data: z.infer<(typeof EVENT_DATA)[K]> } : never;
+
+export const CATALOGUE_EVENT_TYPES = ['ToolVersionPublished', 'ToolVersionDeprecated', 'ToolVersionRetired'] as const satisfies readonly EventType[];
+export const UPSTREAM_EVENT_TYPES = [
+  'UpstreamRegistered',
+  'UpstreamDriftDetected',
+  'UpstreamToolVanished',
+  'UpstreamDriftRejected',
+  'UpstreamRemoved',
+] as const satisfies readonly EventType[];
+
+export type ToolVersionPublished = EventOf<'ToolVersionPublished'>;
+export type ToolVersionDeprecated = EventOf<'ToolVersionDeprecated'>;
+export type ToolVersionRetired = EventOf<'ToolVersionRetired'>;
+export type CatalogueEvent = EventOf<(typeof CATALOGUE_EVENT_TYPES)[number]>;
+export type ToolCalled = EventOf<'ToolCalled'>;
+export type ToolCallStarted = EventOf<'ToolCallStarted'>;
+export type UpstreamRegistered = EventOf<'UpstreamRegistered'>;
+export type UpstreamDriftDetected = EventOf<'UpstreamDriftDetected'>;
+export type UpstreamToolVanished = EventOf<'UpstreamToolVanished'>;
+export type UpstreamDriftRejected = EventOf<'UpstreamDriftRejected'>;
+export type UpstreamRemoved = EventOf<'UpstreamRemoved'>;
+export type UpstreamEvent = EventOf<(typeof UPSTREAM_EVENT_TYPES)[number]>;
+export type EstateEvent = EventOf<EventType>;
+
+export const isEventType = (type: string): type is EventType => Object.hasOwn(EVENT_DATA, type);
+export const isCatalogueEvent = (e: EstateEvent): e is CatalogueEvent => (CATALOGUE_EVENT_TYPES as readonly string[]).includes(e.type);
+export const isUpstreamEvent = (e: EstateEvent): e is UpstreamEvent => (UPSTREAM_EVENT_TYPES as readonly string[]).includes(e.type);
+
+// ───────────────────────────── the change topic's message (SPEC §4) ─────────────────────────────
 
 /**
- * The durable intent of a non_idempotent call (SPEC §4 "No side effect without a trace"): committed to the run's stream
- * BEFORE the handler runs. A started call with no `ToolCalled` of the same `callId` ran (or may have run) without an
- * outcome on record; `estate calls` shows it as `started`.
+ * One catalogue change as carried on the bus: `{"type":"catalogue.changed","position","tool","version","event","at"}`.
+ * Read back with this schema wherever it arrives (the topic is shared with other producers and Estate versions).
  */
-export interface ToolCallStarted {
-  type: 'ToolCallStarted';
-  data: {
-    callId: string;
-    runId: string;
-    subject: string;
-    tenant: string;
-    tool: string;
-    version: string;
-    argsHash: string;
-    at: string;
-  };
-}
+export const catalogueChangeSchema = z.object({
+  type: z.literal('catalogue.changed'),
+  position: z.string().min(1),
+  tool: z.string().min(1),
+  version: z.string().min(1),
+  event: z.enum(CATALOGUE_EVENT_TYPES),
+  at: z.string().min(1),
+});
+export type CatalogueChange = z.infer<typeof catalogueChangeSchema>;
 
-export interface UpstreamToolVanished {
-  type: 'UpstreamToolVanished';
-  data: { ns: string; tool: string; upstreamTool: string; pinned?: string; at: string };
-}
-
-export interface UpstreamDriftRejected {
-  type: 'UpstreamDriftRejected';
-  data: { ns: string; tool: string; candidateHash: string; reason: string; by: string; at: string };
-}
-
-export interface UpstreamRemoved {
-  type: 'UpstreamRemoved';
-  data: { ns: string; reason: string; retired: string[]; by: string; at: string };
-}
-
-export type UpstreamEvent = UpstreamRegistered | UpstreamDriftDetected | UpstreamToolVanished | UpstreamDriftRejected | UpstreamRemoved;
-
-export type EstateEvent = CatalogueEvent | ToolCalled | ToolCallStarted | UpstreamEvent;
+/** The change a catalogue event at `position` announces: derived from the decoded event, never decoded again. */
+export const changeOfEvent = (position: string, event: CatalogueEvent): CatalogueChange => {
+  const { name, version } = event.type === 'ToolVersionPublished' ? event.data.definition : event.data;
+  return { type: 'catalogue.changed', position, tool: name, version, event: event.type, at: event.data.at };
+};

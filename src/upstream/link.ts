@@ -11,6 +11,7 @@
  * error (asking the wrong user is worse than not asking).
  */
 import { ProtocolError } from '@modelcontextprotocol/client';
+import { exponentialBackoff } from '../app/backoff.ts';
 import { ExecutorFailure } from '../handlers/executor-failure.ts';
 import type { CallToolResult, ElicitParams, HandlerContext, SampleParams } from '../handlers/types.ts';
 import type { UpstreamTarget } from '../domain/events.ts';
@@ -36,7 +37,8 @@ export interface LinkOptions {
   connectTimeoutMs?: number;
 }
 
-const defaultRestartDelay = (n: number): number => Math.min(10_000, 100 * 2 ** (n - 1));
+/** 100 ms, doubling up to 10 s: a crashing child is not respawned in a tight loop. */
+const defaultRestartDelay = exponentialBackoff({ initialMs: 100, maxMs: 10_000 });
 
 const LOG_LEVELS = new Set(['debug', 'info', 'warn', 'error']);
 const levelOf = (l: unknown): 'debug' | 'info' | 'warn' | 'error' => {

@@ -10,7 +10,7 @@
  * every process on the machine shares; and {"released":at} when it gave the lease up. Two candidates' intervals must
  * never overlap, however the machine stalls them: that is the lease's property, judged without a wall-clock race.
  */
-import type { EventStore } from '../../src/app/ports.ts';
+import { systemTimer, type EventStore } from '../../src/app/ports.ts';
 import { RELAY_STATE_EVENT } from '../../src/app/relay-lease.ts';
 import { startRelay, type ChangePublisher } from '../../src/app/relay.ts';
 import { KafkaChangePublisher } from '../../src/bus/kafka-change-bus.ts';
@@ -52,7 +52,7 @@ const publisher: ChangePublisher = {
 const relay = startRelay({
   store: watched,
   // The same clock as the intervals reported above (the lease measures on it).
-  now: monotonicMs,
+  timer: { now: monotonicMs, sleep: systemTimer.sleep },
   publisher,
   topic: topic as string,
   holder: holder as string,
