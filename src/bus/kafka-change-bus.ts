@@ -12,18 +12,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, Partitioners, type Consumer, type LogEntry, type Producer } from 'kafkajs';
-import type { CatalogueChange, ChangeBus } from '../app/ports.ts';
+import type { CatalogueChange, ChangeBus, ChangePublisher } from '../app/ports.ts';
+import { silentBusLog as silent, type BusLog } from './bus-log.ts';
 import { decodeChange, encodeChange } from './change-message.ts';
 
-/** What the bus logs through; pino's Logger fits. */
-export interface BusLog {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-const silent: BusLog = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+export type { BusLog } from './bus-log.ts';
 
 export interface KafkaConnection {
   brokers: string[];
@@ -185,7 +178,7 @@ export class KafkaChangeBus implements ChangeBus {
  * producer's own retries) with one request in flight (so a retry cannot reorder a tool's messages). `publish` resolves
  * only once Kafka has acknowledged every message, which is what lets the relay move its checkpoint.
  */
-export class KafkaChangePublisher {
+export class KafkaChangePublisher implements ChangePublisher {
   private readonly kafka: Kafka;
   private producer: Producer | null = null;
   private topicReady = false;

@@ -1,0 +1,12 @@
+import { MemoryChangeBus, MemoryChangePublisher, MemoryChangeTopic } from '../../src/bus/memory-change-bus.ts';
+import { changeBusContract } from './change-bus-contract.ts';
+
+changeBusContract('memory', async () => {
+  const topic = new MemoryChangeTopic();
+  return {
+    bus: (log) => new MemoryChangeBus({ topic, log }),
+    publisher: () => new MemoryChangePublisher(topic),
+    produceRaw: async (messages) => topic.produce(messages),
+    cleanup: async () => undefined,
+  };
+});
