@@ -6,10 +6,10 @@
  */
 import type { z } from 'zod';
 import {
+  CATALOGUE_EVENT_TYPES,
   EVENT_DATA,
-  isCatalogueEvent,
   isEventType,
-  isUpstreamEvent,
+  UPSTREAM_EVENT_TYPES,
   type CatalogueEvent,
   type EstateEvent,
   type ToolCallStarted,
@@ -42,17 +42,17 @@ export const decodeEvent = (stored: StoredEvent): EstateEvent | null => {
   return { type: stored.type, data: r.data } as EstateEvent;
 };
 
+/** The type is looked at first: an event of another family is passed over unparsed (and never judged corrupt here). */
+const decodeFamily =
+  <E extends EstateEvent>(types: readonly E['type'][]) =>
+  (stored: StoredEvent): E | null =>
+    (types as readonly string[]).includes(stored.type) ? (decodeEvent(stored) as E) : null;
+
 /** A stored catalogue event; null for any other type. */
-export const decodeCatalogueEvent = (stored: StoredEvent): CatalogueEvent | null => {
-  const e = decodeEvent(stored);
-  return e && isCatalogueEvent(e) ? e : null;
-};
+export const decodeCatalogueEvent = decodeFamily<CatalogueEvent>(CATALOGUE_EVENT_TYPES);
 
 /** A stored upstream event; null for any other type. */
-export const decodeUpstreamEvent = (stored: StoredEvent): UpstreamEvent | null => {
-  const e = decodeEvent(stored);
-  return e && isUpstreamEvent(e) ? e : null;
-};
+export const decodeUpstreamEvent = decodeFamily<UpstreamEvent>(UPSTREAM_EVENT_TYPES);
 
 const decodeAs =
   <E extends EstateEvent>(type: E['type']) =>

@@ -207,8 +207,6 @@ export type UpstreamEvent = EventOf<(typeof UPSTREAM_EVENT_TYPES)[number]>;
 export type EstateEvent = EventOf<EventType>;
 
 export const isEventType = (type: string): type is EventType => Object.hasOwn(EVENT_DATA, type);
-export const isCatalogueEvent = (e: EstateEvent): e is CatalogueEvent => (CATALOGUE_EVENT_TYPES as readonly string[]).includes(e.type);
-export const isUpstreamEvent = (e: EstateEvent): e is UpstreamEvent => (UPSTREAM_EVENT_TYPES as readonly string[]).includes(e.type);
 
 // ───────────────────────────── the change topic's message (SPEC §4) ─────────────────────────────
 

@@ -53,6 +53,7 @@ describe('events declared once, decoded once', () => {
 
   it('the narrow decoders pick their family and pass over the rest', () => {
     expect(decodeCatalogueEvent(stored('UpstreamRemoved', samples.UpstreamRemoved.data))).toBeNull();
+    expect(decodeCatalogueEvent(stored('ToolCalled', { corrupt: true }))).toBeNull(); // another family: not parsed, not judged
     expect(decodeUpstreamEvent(stored('ToolVersionRetired', samples.ToolVersionRetired.data))).toBeNull();
     expect(decodeUpstreamEvent(stored('UpstreamRemoved', samples.UpstreamRemoved.data))).toEqual(samples.UpstreamRemoved);
     expect(() => decodeToolCalled(stored('ToolCallStarted', samples.ToolCallStarted.data))).toThrow(CorruptEventError);
