@@ -1,6 +1,6 @@
 /** `$ref` as the schema classifier follows it: local JSON pointers only, siblings merged as 2020-12 reads them. */
 import { isObj, omit, same } from './classify-step.ts';
-import type { JsonObject, JsonValue } from './types.ts';
+import type { JsonValue } from './types.ts';
 
 const resolvePointer = (root: JsonValue, ref: string): JsonValue | undefined => {
   if (!ref.startsWith('#')) return undefined;
