@@ -17,7 +17,7 @@ import {
   type StoredEvent,
   type SubscribeOptions,
   type Subscription,
-} from '../app/ports.ts';
+} from '#app/ports';
 import { checkExpectedRevision } from './expected-revision.ts';
 import {
   decodePosition,

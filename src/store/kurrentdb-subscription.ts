@@ -10,7 +10,7 @@ import {
   type KurrentDBClient,
   type Position,
 } from '@kurrent/kurrentdb-client';
-import type { StoredEvent, SubscribeOptions, Subscription } from '../app/ports.ts';
+import type { StoredEvent, SubscribeOptions, Subscription } from '#app/ports';
 import { comparePositions, decodePosition, streamFilter, toStoredEvent } from './kurrentdb-mapping.ts';
 
 /** Most events handed to one `onEvents` call; also the subscription's read-ahead. */

@@ -4,7 +4,7 @@
  * readers after a commit is the caller's job.
  */
 import pg from 'pg';
-import type { AppendRequest, AppendResult } from '../app/ports.ts';
+import type { AppendRequest, AppendResult } from '#app/ports';
 import { checkExpectedRevision } from './expected-revision.ts';
 import { DIVISION_BY_ZERO, UNIQUE_VIOLATION, formatPosition, toConflict } from './postgres-rows.ts';
 

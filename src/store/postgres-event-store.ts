@@ -16,7 +16,7 @@
  * postgres-listener.ts (LISTEN/NOTIFY wake-ups), postgres-rows.ts (positions and rows); this file ties them to the port.
  */
 import pg from 'pg';
-import type { AppendRequest, AppendResult, EventStore, ReadAllOptions, StoredEvent, SubscribeOptions, Subscription } from '../app/ports.ts';
+import type { AppendRequest, AppendResult, EventStore, ReadAllOptions, StoredEvent, SubscribeOptions, Subscription } from '#app/ports';
 import { appendInOneStatement, appendInTransaction, type PostgresAppendContext } from './postgres-append.ts';
 import { createAppendListener } from './postgres-listener.ts';
 import { heldBack, readStream, scan, type PostgresReadContext } from './postgres-read.ts';

@@ -1,6 +1,6 @@
 /** Reads from the PostgreSQL event store: pages in global order that no open transaction can precede, and streams. */
 import type pg from 'pg';
-import type { StoredEvent } from '../app/ports.ts';
+import type { StoredEvent } from '#app/ports';
 import { SCAN_WINDOW, formatPosition, parsePosition, toStored, type Cursor, type EventRow, type ScanRow } from './postgres-rows.ts';
 
 export interface PostgresReadContext {

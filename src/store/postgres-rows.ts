@@ -1,6 +1,6 @@
 /** PostgreSQL event store rows and positions: `<xid>:<seq>` cursors, row shapes, and the errors the adapter maps. */
 import pg from 'pg';
-import { ConcurrencyError, type AppendRequest, type StoredEvent } from '../app/ports.ts';
+import { ConcurrencyError, type AppendRequest, type StoredEvent } from '#app/ports';
 
 export const DEFAULT_LIMIT = 1000;
 /** Rows a prefix-filtered read looks through per query, so a reader of `tool-` is not slowed by a sea of `run-`. */
