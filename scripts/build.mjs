@@ -1,37 +1,25 @@
 // Compile src/ and projections/ to dist/ and stamp the build, so bin/estate.js can tell a fresh build from a stale one.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
+import { rewriteAliases } from './alias-paths.mjs';
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 rmSync('dist', { recursive: true, force: true });
 const started = Date.now();
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
 
-// The package `imports` aliases (`#domain/semver` -> `./src/domain/semver.ts`) point at the TypeScript sources, so tsc, vitest, tsx and eslint all
-// read the same files. tsc copies such specifiers into dist/ untouched (rewriteRelativeImportExtensions covers only
-// relative ones), where they would send compiled code back to .ts sources that plain Node 20 cannot run. So dist/ gets
-// them as relative `.js` paths: the built tree and the published package then need no alias at all.
-const aliases = Object.entries(JSON.parse(readFileSync('package.json', 'utf8')).imports ?? {});
-const sourceOf = (spec) => {
-  for (const [key, target] of aliases) {
-    if (key.endsWith('/*') && spec.startsWith(key.slice(0, -1))) return target.replace('*', spec.slice(key.length - 1));
-    if (key === spec) return target;
-  }
-  throw new Error(`build: no package import matches ${spec}`);
-};
-const toDist = (file, spec) => {
-  const built = join('dist', sourceOf(spec)).replace(/\.ts$/, '.js');
-  const rel = relative(dirname(file), built).split(sep).join('/');
-  return rel.startsWith('.') ? rel : `./${rel}`;
-};
+// The package `imports` aliases point at the TypeScript sources, so tsc, vitest, tsx and eslint all read the same
+// files. tsc copies such specifiers into dist/ untouched (rewriteRelativeImportExtensions covers only relative ones),
+// where they would send compiled code back to .ts sources that plain Node 20 cannot run: alias-paths.mjs rewrites them.
+const imports = JSON.parse(readFileSync('package.json', 'utf8')).imports ?? {};
 
 for (const entry of readdirSync('dist', { recursive: true, withFileTypes: true })) {
   if (!entry.isFile() || !/\.(d\.ts|js)$/.test(entry.name)) continue;
   const file = join(entry.parentPath, entry.name);
   const text = readFileSync(file, 'utf8');
-  let fixed = text.replace(/(from\s+|import\s+|import\()(['"])(#[^'"]+)\2/g, (_, lead, q, spec) => `${lead}${q}${toDist(file, spec)}${q}`);
+  let fixed = rewriteAliases(imports, file, text);
   // tsc keeps `.ts` in the relative imports of the declarations it emits (rewriteRelativeImportExtensions covers only
   // .js output); a package consumer resolves declarations beside .js files, so point them at `.js` as the code does.
   if (entry.name.endsWith('.d.ts')) fixed = fixed.replace(/(from\s+|import\()(['"])(\.{1,2}\/[^'"]+)\.ts\2/g, '$1$2$3.js$2');
