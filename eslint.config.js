@@ -1,5 +1,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { importX, createNodeResolver } from 'eslint-plugin-import-x';
+import { layerRules } from './scripts/eslint-layers.js';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.estate/**', '.cache/**', 'coverage/**'] },
@@ -19,10 +21,15 @@ export default tseslint.config(
     rules: { 'no-console': 'off' },
   },
   {
-    // The pure core does no I/O: no node:* modules, no adapters.
-    files: ['src/domain/**', 'projections/**'],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: ['node:*', '**/store/**', '**/bus/**', '**/mcp/**', '**/app/**', 'pg', 'kafkajs', 'better-sqlite3', 'pino'] }],
+    // The resolver the layer rules see imports through: it reads package.json `imports`, so `#domain/semver` and
+    // '../domain/semver.ts' land on the same file and an alias cannot slip past a rule.
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json'] })],
+      // no-cycle follows imports into files it has not linted yet; it must be able to parse TypeScript to do so.
+      'import-x/extensions': ['.ts', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
     },
   },
+  ...layerRules,
 );

@@ -7,18 +7,17 @@
  * the same request and response messages: what any JSON-RPC server pays at least. Two Estate-side variants show where
  * its time goes: the store on tmpfs (no fsync for the call record) and the 2026-07-28 stateless path (no session).
  *
- * Runnable alone: `node --import tsx bench/mcp.ts`. The same file is also the servers' handler module
- * (`--handlers bench/mcp.ts`) and the SDK server's entry point (`--sdk-server`).
+ * Runnable alone: `node --import tsx bench/mcp.ts`. Estate loads the handler from bench/mcp-handlers.ts; the SDK peer
+ * is bench/mcp-sdk-server.ts; both serve the tools of bench/mcp-fixture.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { percentile, sample, type BenchRow } from './lib.ts';
+import { TOOL_COUNT, VALID_ARGS, definition, toolName } from './mcp-fixture.ts';
 
-const TOOL_COUNT = 1000;
 const CALL_LATENCY_ITERATIONS = 1500;
 const CALL_THROUGHPUT_REQUESTS = 3000;
 const CONCURRENCY = 16;
@@ -28,104 +27,8 @@ const PROTOCOL = '2025-11-25';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const THIS_FILE = fileURLToPath(import.meta.url);
-
-const toolName = (i: number): string => `bench.tool_${String(i).padStart(4, '0')}`;
-const VALID_ARGS = { reference: 'PMT-771', amount: 12.5, currency: 'EUR', include_legs: true };
-
-/** The one handler both servers run: cheap, so the figures are about the serving path. */
-const lookup = (args: Record<string, unknown>) => ({
-  content: [{ type: 'text' as const, text: `payment ${String(args.reference)}: settled` }],
-});
-
-/** Estate's handler module export (`--handlers bench/mcp.ts`). */
-export const handlers = { 'bench.lookup': async (args: Record<string, unknown>) => lookup(args) };
-
-const inputSchema = {
-  type: 'object',
-  properties: {
-    reference: { type: 'string', pattern: '^PMT-\\d{3,}$', description: 'Payment reference' },
-    amount: { type: 'number', minimum: 0 },
-    currency: { type: 'string', enum: ['EUR', 'USD', 'GBP'] },
-    include_legs: { type: 'boolean', default: false },
-  },
-  required: ['reference'],
-  additionalProperties: false,
-};
-
-const definition = (i: number) => ({
-  name: toolName(i),
-  version: '1.0.0',
-  title: `Bench tool ${i}`,
-  description: `Looks up a payment (bench tool ${i}).`,
-  inputSchema,
-  access: { requiredScopes: [], tenants: [], classification: 'public' },
-  sideEffect: 'none',
-  handler: 'bench.lookup',
-});
-
-// ---------------------------------------------------------------------------------------------------------------
-// The SDK v2 peer, run as its own process so neither server shares an event loop with the load generator.
-
-/** `sse`: answer POSTs as event streams, the response mode Estate's sessions use (so progress can precede a result). */
-const runSdkServer = async (sse: boolean): Promise<void> => {
-  const { McpServer } = await import('@modelcontextprotocol/server');
-  const { NodeStreamableHTTPServerTransport } = await import('@modelcontextprotocol/node');
-  const { z } = await import('zod');
-  const { randomUUID } = await import('node:crypto');
-  const shape = z
-    .object({
-      reference: z.string().regex(/^PMT-\d{3,}$/).describe('Payment reference'),
-      amount: z.number().min(0).optional(),
-      currency: z.enum(['EUR', 'USD', 'GBP']).optional(),
-      include_legs: z.boolean().default(false),
-    })
-    .strict();
-  const build = () => {
-    const server = new McpServer({ name: 'sdk-bench', version: '1.0.0' }, { capabilities: { tools: {} } });
-    for (let i = 0; i < TOOL_COUNT; i++) {
-      server.registerTool(toolName(i), { title: `Bench tool ${i}`, description: `Looks up a payment (bench tool ${i}).`, inputSchema: shape }, (args) =>
-        lookup(args),
-      );
-    }
-    return server;
-  };
-  const sessions = new Map<string, InstanceType<typeof NodeStreamableHTTPServerTransport>>();
-  const readBody = (req: IncomingMessage): Promise<unknown> =>
-    new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        try {
-          resolve(chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined);
-        } catch (e) {
-          reject(e instanceof Error ? e : new Error(String(e)));
-        }
-      });
-      req.on('error', reject);
-    });
-  const http = createServer((req, res) => {
-    void (async () => {
-      const sid = req.headers['mcp-session-id'];
-      let transport = typeof sid === 'string' ? sessions.get(sid) : undefined;
-      if (!transport) {
-        const t = new NodeStreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          enableJsonResponse: !sse,
-          onsessioninitialized: (id) => void sessions.set(id, t),
-        });
-        await build().connect(t);
-        transport = t;
-      }
-      await transport.handleRequest(req, res, req.method === 'POST' ? await readBody(req) : undefined);
-    })().catch((e: unknown) => {
-      if (!res.headersSent) res.writeHead(500).end(String(e));
-    });
-  });
-  http.listen(0, '127.0.0.1', () => {
-    const addr = http.address();
-    process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/mcp` })}\n`);
-  });
-};
+const HANDLERS = fileURLToPath(new URL('./mcp-handlers.ts', import.meta.url));
+const SDK_SERVER = fileURLToPath(new URL('./mcp-sdk-server.ts', import.meta.url));
 
 // ---------------------------------------------------------------------------------------------------------------
 // Driving a server: one 2025-11-25 session, raw POSTs (no client library in the measured path).
@@ -317,9 +220,9 @@ const stop = (child: ChildProcess): Promise<void> =>
   });
 
 const publishAll = async (store: string): Promise<void> => {
-  const { loadConfig } = await import('../src/config.ts');
-  const { openEstate } = await import('../src/main.ts');
-  const { validateDefinition } = await import('../src/domain/tool-definition.ts');
+  const { loadConfig } = await import('#config');
+  const { openEstate } = await import('#main');
+  const { validateDefinition } = await import('#domain/tool-definition');
   const estate = await openEstate(loadConfig({ store }));
   try {
     for (let i = 0; i < TOOL_COUNT; i++) await estate.commands.publish(validateDefinition(definition(i), estate.compiler), 'bench');
@@ -342,7 +245,7 @@ const floor = (f: Figures): { list: number; call: number } => {
 };
 
 const startEstate = async (store: string, children: ChildProcess[]): Promise<string> => {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'estate.js'), 'serve', '--http', '--port', '0', '--store', store, '--handlers', THIS_FILE], {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'estate.js'), 'serve', '--http', '--port', '0', '--store', store, '--handlers', HANDLERS], {
     cwd: REPO_ROOT,
     env: { ...process.env, ESTATE_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -367,7 +270,7 @@ export async function run(): Promise<BenchRow[]> {
     if (shmDir) for (const f of readdirSync(dir)) copyFileSync(join(dir, f), join(shmDir, f));
     const estateUrl = await startEstate(store, children);
     const startSdk = async (sse: boolean): Promise<string> => {
-      const child = spawn(process.execPath, ['--import', 'tsx', THIS_FILE, '--sdk-server', ...(sse ? ['--sse'] : [])], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', SDK_SERVER, ...(sse ? ['--sse'] : [])], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
       children.push(child);
       return String((await waitForJsonLine(child, 'stdout', (v) => typeof v.url === 'string', 'SDK McpServer')).url);
     };
@@ -424,9 +327,7 @@ export async function run(): Promise<BenchRow[]> {
 }
 
 const invokedDirectly = process.argv[1] !== undefined && resolve(process.argv[1]) === THIS_FILE;
-if (invokedDirectly && process.argv.includes('--sdk-server')) {
-  await runSdkServer(process.argv.includes('--sse'));
-} else if (invokedDirectly) {
+if (invokedDirectly) {
   const rows = await run();
   console.table(rows.map((r) => ({ case: r.case, unit: r.unit, estate: Math.round(r.estate * 10) / 10, peer: r.peer === undefined ? '' : Math.round(r.peer * 10) / 10, peerName: r.peerName ?? '' })));
   console.log(JSON.stringify(rows, null, 2));

@@ -3,18 +3,26 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
+import { rewriteAliases } from './alias-paths.mjs';
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 rmSync('dist', { recursive: true, force: true });
 const started = Date.now();
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-// tsc keeps `.ts` in the relative imports of the declarations it emits (rewriteRelativeImportExtensions covers only
-// .js output); a package consumer resolves declarations beside .js files, so point them at `.js` as the code does.
+
+// The package `imports` aliases point at the TypeScript sources, so tsc, vitest, tsx and eslint all read the same
+// files. tsc copies such specifiers into dist/ untouched (rewriteRelativeImportExtensions covers only relative ones),
+// where they would send compiled code back to .ts sources that plain Node 20 cannot run: alias-paths.mjs rewrites them.
+const imports = JSON.parse(readFileSync('package.json', 'utf8')).imports ?? {};
+
 for (const entry of readdirSync('dist', { recursive: true, withFileTypes: true })) {
-  if (!entry.isFile() || !entry.name.endsWith('.d.ts')) continue;
+  if (!entry.isFile() || !/\.(d\.ts|js)$/.test(entry.name)) continue;
   const file = join(entry.parentPath, entry.name);
   const text = readFileSync(file, 'utf8');
-  const fixed = text.replace(/(from\s+|import\()(['"])(\.{1,2}\/[^'"]+)\.ts\2/g, '$1$2$3.js$2');
+  let fixed = rewriteAliases(imports, file, text);
+  // tsc keeps `.ts` in the relative imports of the declarations it emits (rewriteRelativeImportExtensions covers only
+  // .js output); a package consumer resolves declarations beside .js files, so point them at `.js` as the code does.
+  if (entry.name.endsWith('.d.ts')) fixed = fixed.replace(/(from\s+|import\()(['"])(\.{1,2}\/[^'"]+)\.ts\2/g, '$1$2$3.js$2');
   if (fixed !== text) writeFileSync(file, fixed);
 }
 writeFileSync('dist/.built', `${new Date().toISOString()}\n`);

@@ -22,7 +22,7 @@ import {
   type Position,
   type RecordedEvent,
 } from '@kurrent/kurrentdb-client';
-import { ConcurrencyError, type AppendRequest, type EventToAppend, type ExpectedRevision, type StoredEvent } from '../app/ports.ts';
+import { ConcurrencyError, type AppendRequest, type EventToAppend, type ExpectedRevision, type StoredEvent } from '#app/ports';
 
 // ───────────────────────────── connection ─────────────────────────────
 

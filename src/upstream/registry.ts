@@ -4,20 +4,20 @@
  * revision read (optimistic concurrency): two processes syncing the same upstream at once record one drift, because
  * the loser re-reads, sees the winner's event and has nothing left to append.
  */
-import { createTwoFilesPatch } from 'diff';
 import { decodeUpstreamEvent } from '../app/event-codec.ts';
 import type { CommandHandler, PublishOutcome } from '../app/command-handler.ts';
 import { ConcurrencyError, systemClock, type Clock, type EventStore } from '../app/ports.ts';
 import { classifyDefinition } from '../domain/classify.ts';
 import { DomainError } from '../domain/errors.ts';
-import { upstreamStream, type AutoApprove, type UpstreamCandidate, type UpstreamEvent, type UpstreamTarget } from '../domain/events.ts';
+import { upstreamStream, type AutoApprove, type UpstreamEvent, type UpstreamTarget } from '../domain/events.ts';
 import { baselineOf } from '../domain/guard.ts';
-import { canonicalJson } from '../domain/hash.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import { parseVersion } from '../domain/semver.ts';
 import type { Reason, ToolAccess, ToolDefinition } from '../domain/types.ts';
 import { foldUpstream, pendingDrift, type DriftData, type UpstreamState } from '../../projections/upstreams.ts';
+import { describeTarget, nextVersion, sameText, textDiff } from './drift-text.ts';
 import { contentHash, mapCandidates, mapToolName, NS_PATTERN, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
+
+export { describeTarget, nextVersion, textDiff } from './drift-text.ts';
 
 export interface RegistryDeps {
   store: EventStore;
@@ -297,30 +297,3 @@ export class UpstreamRegistry {
     return { ns, transport: state.target.transport, target: describeTarget(state.target), tools, pending, status: state.status };
   }
 }
-
-export const describeTarget = (t: UpstreamTarget): string =>
-  t.transport === 'http' ? t.url : [t.command, ...t.args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
-
-const sameText = (pinned: ToolDefinition, c: UpstreamCandidate): boolean =>
-  pinned.title === c.title && pinned.description === c.description && canonicalJson(pinned.annotations ?? null) === canonicalJson(c.annotations ?? null);
-
-export const nextVersion = (pinned: string | undefined, level: DriftData['level']): string => {
-  const p = pinned ? parseVersion(pinned) : null;
-  if (!p || level === 'initial') return '1.0.0';
-  if (level === 'major') return `${p.major + 1}.0.0`;
-  if (level === 'minor') return `${p.major}.${p.minor + 1}.0`;
-  return `${p.major}.${p.minor}.${p.patch + 1}`;
-};
-
-const textOf = (d: { title?: string | undefined; description: string; annotations?: unknown }): string =>
-  [`title: ${d.title ?? ''}`, 'description:', d.description, `annotations: ${d.annotations === undefined ? '' : canonicalJson(d.annotations)}`].join('\n') + '\n';
-
-/** A unified line diff of the text a model reads (title, description, annotations); undefined when it did not change. */
-export const textDiff = (pinned: ToolDefinition, c: UpstreamCandidate): string | undefined => {
-  const a = textOf(pinned);
-  const b = textOf(c);
-  if (a === b) return undefined;
-  const patch = createTwoFilesPatch(`${pinned.name}@${pinned.version}`, `${c.name} (upstream)`, a, b, undefined, undefined, { context: 2 });
-  // Drop the "Index"/separator preamble: keep from the first ---.
-  return patch.slice(patch.indexOf('---'));
-};

@@ -1,0 +1,91 @@
+/** Reads from the PostgreSQL event store: pages in global order that no open transaction can precede, and streams. */
+import type pg from 'pg';
+import type { StoredEvent } from '#app/ports';
+import { SCAN_WINDOW, formatPosition, parsePosition, toStored, type Cursor, type EventRow, type ScanRow } from './postgres-rows.ts';
+
+export interface PostgresReadContext {
+  pool: pg.Pool;
+  /** The quoted schema name, as interpolated into the statements. */
+  s: string;
+  ensureReady: () => Promise<void>;
+}
+
+/**
+ * One page strictly after `after`, among rows no open transaction can precede, plus how far it looked: with a
+ * prefix, a page of no matches still tells a subscription it may skip the window it scanned.
+ */
+export async function scan(
+  c: PostgresReadContext,
+  after: Cursor,
+  limit: number,
+  prefix: string | undefined,
+): Promise<{ events: StoredEvent[]; scannedTo: Cursor }> {
+  const { pool, s } = c;
+  await c.ensureReady();
+  if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`readAll limit must be a positive integer, got ${limit}`);
+  const window = prefix === undefined ? limit : Math.max(limit, SCAN_WINDOW);
+  let from = after;
+  for (;;) {
+    const { rows } = await pool.query<ScanRow>(
+      `WITH w AS (
+         SELECT seq, transaction_id, stream_id FROM ${s}.events
+         WHERE (transaction_id, seq) > ($1::text::xid8, $2::bigint)
+           AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+         ORDER BY transaction_id, seq
+         LIMIT $4
+       ),
+       m AS (
+         SELECT seq, transaction_id FROM w WHERE starts_with(stream_id, $3)
+         ORDER BY transaction_id, seq LIMIT $5
+       )
+       SELECT * FROM (
+         SELECT false AS window_end, m.transaction_id::text AS xid, m.seq::text AS seq, e.stream_id,
+                e.revision::text AS revision, e.type, e.data::text AS data, e.recorded_at, m.transaction_id AS k1, m.seq AS k2
+         FROM m JOIN ${s}.events e ON e.seq = m.seq
+         UNION ALL
+         (SELECT true, transaction_id::text, seq::text, NULL, NULL, NULL, NULL, NULL, transaction_id, seq
+          FROM w ORDER BY w.transaction_id DESC, w.seq DESC LIMIT 1)
+       ) page
+       ORDER BY k1, k2, window_end`,
+      [from.xid.toString(), from.seq.toString(), prefix ?? '', window, limit],
+    );
+    const end = rows.find((row) => row.window_end);
+    if (!end) return { events: [], scannedTo: from };
+    const events = rows.filter((row) => !row.window_end).map((row) => toStored(row as EventRow));
+    const windowEnd = parsePosition(formatPosition(end.xid, end.seq));
+    if (events.length > 0) {
+      // A full page may have stopped before the window's end: only then is the last event the furthest point read.
+      const scannedTo = events.length < limit ? windowEnd : parsePosition(events[events.length - 1]!.position);
+      return { events, scannedTo };
+    }
+    from = windowEnd;
+  }
+}
+
+/**
+ * Whether rows after `after` exist that `scan` may not return yet: committed after a transaction that is still open
+ * somewhere in the cluster (see the header). A NOTIFY for such a row arrives while it is still held back.
+ */
+export async function heldBack(c: PostgresReadContext, after: Cursor): Promise<boolean> {
+  const { pool, s } = c;
+  const { rows } = await pool.query<{ held: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${s}.events WHERE (transaction_id, seq) > ($1::text::xid8, $2::bigint)
+                      AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) AS held`,
+    [after.xid.toString(), after.seq.toString()],
+  );
+  return rows[0]?.held === true;
+}
+
+/** One stream's events from a revision on, in revision order. */
+export async function readStream(c: PostgresReadContext, streamId: string, options: { fromRevision?: number } = {}): Promise<StoredEvent[]> {
+  const { pool, s } = c;
+  await c.ensureReady();
+  // ORDER BY the table's bigint column: a bare `revision` would name the text alias and sort '10' before '9'.
+  const { rows } = await pool.query<EventRow>(
+    `SELECT transaction_id::text AS xid, seq::text AS seq, stream_id, revision::text AS revision, type,
+            data::text AS data, recorded_at
+     FROM ${s}.events e WHERE e.stream_id = $1 AND e.revision >= $2 ORDER BY e.revision`,
+    [streamId, Math.max(0, options.fromRevision ?? 0)],
+  );
+  return rows.map(toStored);
+}

@@ -1,0 +1,89 @@
+/** PostgreSQL event store rows and positions: `<xid>:<seq>` cursors, row shapes, and the errors the adapter maps. */
+import pg from 'pg';
+import { ConcurrencyError, type AppendRequest, type StoredEvent } from '#app/ports';
+
+export const DEFAULT_LIMIT = 1000;
+/** Rows a prefix-filtered read looks through per query, so a reader of `tool-` is not slowed by a sea of `run-`. */
+export const SCAN_WINDOW = 5000;
+export const UNIQUE_VIOLATION = '23505';
+export const DIVISION_BY_ZERO = '22012';
+
+export interface Cursor {
+  xid: bigint;
+  seq: bigint;
+}
+
+export const START: Cursor = { xid: 0n, seq: 0n };
+
+export function parsePosition(position: string | null | undefined): Cursor {
+  if (position === null || position === undefined) return START;
+  const match = /^(\d+):(\d+)$/.exec(position);
+  if (!match) throw new Error(`not a PostgreSQL event store position: '${position}'`);
+  return { xid: BigInt(match[1]!), seq: BigInt(match[2]!) };
+}
+
+export const formatPosition = (xid: string, seq: string): string => `${xid}:${seq}`;
+
+export const later = (a: Cursor, b: Cursor): Cursor => (a.xid > b.xid || (a.xid === b.xid && a.seq > b.seq) ? a : b);
+
+export interface EventRow {
+  xid: string;
+  seq: string;
+  stream_id: string;
+  revision: string;
+  type: string;
+  data: string;
+  recorded_at: Date;
+}
+
+export interface ScanRow extends Omit<EventRow, 'stream_id' | 'revision' | 'type' | 'data' | 'recorded_at'> {
+  /** The last row of the scanned window, carried so an empty filtered page still moves a subscription forward. */
+  window_end: boolean;
+  stream_id: string | null;
+  revision: string | null;
+  type: string | null;
+  data: string | null;
+  recorded_at: Date | null;
+}
+
+/** `data` is selected as text and parsed here, so every reader gets its own copy with plain JSON semantics. */
+export function toStored(row: EventRow): StoredEvent {
+  return {
+    streamId: row.stream_id,
+    revision: Number(row.revision),
+    position: formatPosition(row.xid, row.seq),
+    type: row.type,
+    data: JSON.parse(row.data) as unknown,
+    recordedAt: row.recorded_at.toISOString(),
+  };
+}
+
+export function quoteSchema(schema: string): string {
+  // Interpolated into DDL and queries: only a plain identifier is allowed.
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`invalid PostgreSQL schema name '${schema}'`);
+  return `"${schema}"`;
+}
+
+export function validateRequest(request: AppendRequest): void {
+  const expected = request.expectedRevision;
+  if (typeof expected === 'number' && (!Number.isInteger(expected) || expected < -1)) {
+    throw new TypeError(`stream ${request.streamId}: expected revision must be an integer >= -1, got ${expected}`);
+  }
+  if (typeof request.streamId !== 'string' || request.streamId.length === 0) {
+    throw new TypeError('stream id must be a non-empty string');
+  }
+}
+
+/**
+ * The head lock makes a duplicate (stream, revision) impossible among writers that use this adapter; if one slips
+ * through anyway (a writer bypassing the heads), it is still a conflict, not a crash.
+ */
+export function toConflict(error: unknown, requests: AppendRequest[]): unknown {
+  if (error instanceof ConcurrencyError) return error;
+  if (error instanceof pg.DatabaseError && error.code === UNIQUE_VIOLATION) {
+    const streamId = /\(stream_id, revision\)=\((.*), -?\d+\)/.exec(error.detail ?? '')?.[1];
+    const request = requests.find((r) => r.streamId === streamId) ?? requests[0]!;
+    return new ConcurrencyError(request.streamId, request.expectedRevision);
+  }
+  return error;
+}

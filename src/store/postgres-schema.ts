@@ -1,0 +1,68 @@
+/** The PostgreSQL event store's DDL: its schema, created once on first use, without stalling running writers. */
+import type pg from 'pg';
+
+/**
+ * A `ready()` that creates the tables on first use and resolves at once after. A failed first use (database still
+ * starting) is forgotten, so it does not poison every later call; `isClosed` refuses use after close.
+ */
+export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: string, isClosed: () => boolean): () => Promise<void> {
+  const objects = [`${s}.streams`, `${s}.events`, `${s}.events_global_order`];
+  const schemaPresent = async (client: pg.ClientBase | pg.Pool): Promise<boolean> => {
+    const { rows } = await client.query<{ present: boolean }>(
+      'SELECT bool_and(to_regclass(name) IS NOT NULL) AS present FROM unnest($1::text[]) AS name',
+      [objects],
+    );
+    return rows[0]?.present === true;
+  };
+
+  async function migrate(): Promise<void> {
+    // Checked first because even CREATE INDEX IF NOT EXISTS takes a lock that waits for every open writer, and every
+    // later writer would queue behind it: a second process starting up must not stall the ones already running.
+    if (await schemaPresent(pool)) return;
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      // Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogue; the first user migrates, others wait.
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`estate-event-store:${schemaName}`]);
+      if (await schemaPresent(client)) {
+        await client.query('COMMIT');
+        return;
+      }
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+      await client.query(`
+        CREATE TABLE IF NOT EXISTS ${s}.streams (
+          stream_id text PRIMARY KEY,
+          revision bigint NOT NULL
+        )`);
+      await client.query(`
+        CREATE TABLE IF NOT EXISTS ${s}.events (
+          seq bigserial PRIMARY KEY,
+          transaction_id xid8 NOT NULL DEFAULT pg_current_xact_id(),
+          stream_id text NOT NULL,
+          revision bigint NOT NULL,
+          type text NOT NULL,
+          data json NOT NULL,
+          recorded_at timestamptz NOT NULL DEFAULT now(),
+          UNIQUE (stream_id, revision)
+        )`);
+      await client.query(`CREATE INDEX IF NOT EXISTS events_global_order ON ${s}.events (transaction_id, seq)`);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  let ready: Promise<void> | null = null;
+  return (): Promise<void> => {
+    if (isClosed()) return Promise.reject(new Error('PostgreSQL event store is closed'));
+    ready ??= migrate().catch((error: unknown) => {
+      // A failed first use (database still starting) must not poison every later call.
+      ready = null;
+      throw error;
+    });
+    return ready;
+  };
+}

@@ -1,0 +1,35 @@
+/** The upstream registry's (registry.ts) words about a target and a drift: how a target is shown, the next pinned
+ * version for a drift level, and the text diff a reviewer reads. */
+import { createTwoFilesPatch } from 'diff';
+import type { UpstreamCandidate, UpstreamTarget } from '../domain/events.ts';
+import { canonicalJson } from '../domain/hash.ts';
+import { parseVersion } from '../domain/semver.ts';
+import type { ToolDefinition } from '../domain/types.ts';
+import type { DriftData } from '../../projections/upstreams.ts';
+
+export const describeTarget = (t: UpstreamTarget): string =>
+  t.transport === 'http' ? t.url : [t.command, ...t.args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+
+export const sameText = (pinned: ToolDefinition, c: UpstreamCandidate): boolean =>
+  pinned.title === c.title && pinned.description === c.description && canonicalJson(pinned.annotations ?? null) === canonicalJson(c.annotations ?? null);
+
+export const nextVersion = (pinned: string | undefined, level: DriftData['level']): string => {
+  const p = pinned ? parseVersion(pinned) : null;
+  if (!p || level === 'initial') return '1.0.0';
+  if (level === 'major') return `${p.major + 1}.0.0`;
+  if (level === 'minor') return `${p.major}.${p.minor + 1}.0`;
+  return `${p.major}.${p.minor}.${p.patch + 1}`;
+};
+
+const textOf = (d: { title?: string | undefined; description: string; annotations?: unknown }): string =>
+  [`title: ${d.title ?? ''}`, 'description:', d.description, `annotations: ${d.annotations === undefined ? '' : canonicalJson(d.annotations)}`].join('\n') + '\n';
+
+/** A unified line diff of the text a model reads (title, description, annotations); undefined when it did not change. */
+export const textDiff = (pinned: ToolDefinition, c: UpstreamCandidate): string | undefined => {
+  const a = textOf(pinned);
+  const b = textOf(c);
+  if (a === b) return undefined;
+  const patch = createTwoFilesPatch(`${pinned.name}@${pinned.version}`, `${c.name} (upstream)`, a, b, undefined, undefined, { context: 2 });
+  // Drop the "Index"/separator preamble: keep from the first ---.
+  return patch.slice(patch.indexOf('---'));
+};
