@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { CatalogueEvent, ToolCallStarted, ToolCalled, UpstreamEvent } from '../domain/events.ts';
 import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject } from '../domain/types.ts';
+import { firstIssue } from '../domain/zod-issues.ts';
 import type { StoredEvent } from './ports.ts';
 
 const jsonObject = z.custom<JsonObject>((v) => typeof v === 'object' && v !== null && !Array.isArray(v));
@@ -78,11 +79,6 @@ export class CorruptEventError extends Error {
     this.name = 'CorruptEventError';
   }
 }
-
-const firstIssue = (e: z.ZodError): string => {
-  const i = e.issues[0];
-  return i ? `${i.path.join('.') || '(root)'}: ${i.message}` : 'invalid';
-};
 
 /** Decode a stored catalogue event; returns null for event types that are not catalogue events. */
 export const decodeCatalogueEvent = (stored: StoredEvent): CatalogueEvent | null => {

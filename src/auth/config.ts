@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { DomainError } from '../domain/errors.ts';
+import { firstIssue } from '../domain/zod-issues.ts';
 
 /** Which token claims carry the principal. The defaults are the claim names most issuers use. */
 export interface ClaimMapping {
@@ -95,8 +96,7 @@ export const loadAuthConfig = (flags: AuthFlags, env: NodeJS.ProcessEnv = proces
   };
   const parsed = authSchema.safeParse(raw);
   if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    throw new DomainError('usage', 'bad-config', `authorization: ${i?.path.join('.') ?? ''}: ${i?.message ?? 'invalid'}`);
+    throw new DomainError('usage', 'bad-config', `authorization: ${firstIssue(parsed.error)}`);
   }
   return parsed.data;
 };

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { CatalogueChange } from '../app/ports.ts';
+import { firstIssue } from '../domain/zod-issues.ts';
 
 const changeSchema = z.object({
   type: z.literal('catalogue.changed'),
@@ -31,8 +32,7 @@ export const decodeChange = (value: Buffer | string | null): DecodedMessage => {
   }
   const r = changeSchema.safeParse(json);
   if (!r.success) {
-    const i = r.error.issues[0];
-    return { ok: false, reason: i ? `${i.path.join('.') || '(root)'}: ${i.message}` : 'invalid' };
+    return { ok: false, reason: firstIssue(r.error) };
   }
   return { ok: true, change: r.data };
 };
