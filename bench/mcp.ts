@@ -318,7 +318,7 @@ const stop = (child: ChildProcess): Promise<void> =>
 
 const publishAll = async (store: string): Promise<void> => {
   const { loadConfig } = await import('../src/config.ts');
-  const { openEstate } = await import('../src/main.ts');
+  const { openEstate } = await import('../src/compose/estate.ts');
   const { validateDefinition } = await import('../src/domain/tool-definition.ts');
   const estate = await openEstate(loadConfig({ store }));
   try {

@@ -9,12 +9,8 @@
  * (a replica of the store lagging) is retried briefly.
  */
 import type { CatalogueReader } from './catalogue-reader.ts';
+import type { Log } from './log.ts';
 import type { CatalogueChange, ChangeBus, Subscription } from './ports.ts';
-
-export interface BusFollowerLog {
-  warn(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
 
 const SEEN_LIMIT = 10_000;
 /**
@@ -36,7 +32,7 @@ const reflected = (reader: CatalogueReader, c: CatalogueChange): boolean => {
  * Start the bus, then catch up from the store (in that order: anything announced after the bus started is delivered,
  * anything before is in the store). Resolves once the reader is current.
  */
-export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: BusFollowerLog, retryMs = 5000): Promise<Subscription> => {
+export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: Log, retryMs = 5000): Promise<Subscription> => {
   const seen = new Set<string>();
   let markReady!: () => void;
   const ready = new Promise<void>((r) => (markReady = r));

@@ -22,6 +22,7 @@
  */
 import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
 import { decodeCatalogueEvent } from './event-codec.ts';
+import { silentLog, type Log } from './log.ts';
 import type { CatalogueChange, EventStore, StoredEvent, Subscription } from './ports.ts';
 import { RelayLease } from './relay-lease.ts';
 
@@ -29,12 +30,6 @@ import { RelayLease } from './relay-lease.ts';
 export interface ChangePublisher {
   publish(changes: readonly CatalogueChange[]): Promise<void>;
   close(): Promise<void>;
-}
-
-export interface RelayLog {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
 }
 
 export interface RelayOptions {
@@ -57,7 +52,7 @@ export interface RelayOptions {
   pollMs?: number;
   /** Events per batch. Default 500. */
   batchSize?: number;
-  log?: RelayLog;
+  log?: Log;
   /** Called after each batch Kafka acknowledged (tests, metrics). */
   onPublished?: (changes: readonly CatalogueChange[]) => void;
   /** Monotonic milliseconds (tests). */
@@ -66,7 +61,6 @@ export interface RelayOptions {
 
 export const relayStream = (topic: string): string => `relay-${topic}`;
 
-const silent: RelayLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
 /** The change a stored catalogue event announces; null for any other event under `tool-`. */
 export const changeOf = (stored: StoredEvent): CatalogueChange | null => {
@@ -85,7 +79,7 @@ export interface Relay {
 }
 
 export const startRelay = (o: RelayOptions): Relay => {
-  const log = o.log ?? silent;
+  const log = o.log ?? silentLog;
   const ttlMs = o.ttlMs ?? 3_000;
   // Never idle past a renewal: a lease renewed a third of the TTL late is still held (ttl/3 + ttl/3 < ttl).
   const pollMs = Math.min(o.pollMs ?? 1000, ttlMs / 3);

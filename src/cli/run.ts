@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
 import { DomainError } from '../domain/errors.ts';
-import { openEstate, type Estate } from '../main.ts';
+import { openEstate, type Estate } from '../compose/estate.ts';
 import { errorJson } from '../app/results-json.ts';
 import { EXIT, exitCodeOf } from './exit.ts';
 

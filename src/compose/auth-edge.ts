@@ -1,29 +1,20 @@
-/** The `estate serve` side of authorization: the edge its flags (./flags.ts) configure, or none. */
-import type { Logger } from 'pino';
-import { DomainError } from '../domain/errors.ts';
-import type { Estate } from '../main.ts';
-import { loadAuthConfig, type AuthFlags } from './config.ts';
-import { createHttpEdge, type HttpEdge } from './http-edge.ts';
-
-interface ServeAuthFlags extends AuthFlags {
-  http?: boolean;
-  tenant?: string;
-  scopes?: string;
-  clearance?: string;
-  subject?: string;
-}
-
 /**
- * The edge for `serve --http` when authorization is configured, else undefined. With it, each request's principal
- * comes from its token, so principal flags would be a second, contradicting source: refused (exit 2).
+ * The adapters behind authorization on `estate serve --http`: the JWT verifier (jose, the issuer's remote key set),
+ * the authenticator over it, the publishing API and the edge that mounts both (src/http/edge.ts).
  */
-export const httpEdgeFor = (estate: Estate, flags: ServeAuthFlags, log: Logger, env: NodeJS.ProcessEnv = process.env): HttpEdge | undefined => {
-  const config = loadAuthConfig(flags, env);
-  if (!config || !flags.http) return undefined;
-  const given = (['tenant', 'scopes', 'clearance', 'subject'] as const).filter((k) => flags[k] !== undefined);
-  if (given.length > 0) {
-    throw new DomainError('usage', 'auth-principal-flags', `serve: with authorization configured each request's principal comes from its token; remove ${given.map((k) => `--${k}`).join(', ')}`);
-  }
-  log.info({ issuer: config.issuer, audience: config.audience, jwksUrl: config.jwksUrl }, 'authorization: JWT access tokens required on /mcp and /v1');
-  return createHttpEdge({ config, commands: estate.commands, compiler: estate.compiler, log });
+import { createDefinitionChecker } from '../app/definition-budget.ts';
+import type { Log } from '../app/log.ts';
+import { createAuthenticator } from '../auth/authenticator.ts';
+import type { AuthConfig } from '../auth/config.ts';
+import { createJwtVerifier } from '../auth/jwt-verifier.ts';
+import { createHttpEdge, type HttpEdge } from '../http/edge.ts';
+import { createPublishApi } from '../http/publish-api.ts';
+import type { Estate } from './estate.ts';
+
+export const composeHttpEdge = (estate: Estate, auth: AuthConfig, log: Log): HttpEdge => {
+  log.info({ issuer: auth.issuer, audience: auth.audience, jwksUrl: auth.jwksUrl }, 'authorization: JWT access tokens required on /mcp and /v1');
+  const authenticator = createAuthenticator(auth, createJwtVerifier(auth));
+  const checker = createDefinitionChecker({ budgetMs: estate.config.schemaBudgetMs });
+  const api = createPublishApi({ commands: estate.commands, compiler: estate.compiler, authenticator, log, checker });
+  return createHttpEdge({ config: auth, authenticator, api, log });
 };

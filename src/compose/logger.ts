@@ -1,4 +1,5 @@
-/** pino JSON logs on stderr: stdout belongs to the protocol on stdio, and is kept clean everywhere for symmetry. */
-import { pino, type Logger } from 'pino';
+/** The logger adapter: pino JSON lines on stderr (stdout belongs to the protocol on stdio, and is kept clean everywhere). */
+import { pino } from 'pino';
+import type { RootLog } from '../app/log.ts';
 
-export const createLogger = (level: string): Logger => pino({ level, base: { service: 'estate' } }, pino.destination({ dest: 2, sync: true }));
+export const createLogger = (level: string): RootLog => pino({ level, base: { service: 'estate' } }, pino.destination({ dest: 2, sync: true }));
