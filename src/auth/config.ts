@@ -70,7 +70,7 @@ const authSchema = z.object({
  * Flag, else environment. Returns undefined when nothing is configured (HTTP then serves the flags' principal on
  * loopback only); throws a usage error when only part is.
  */
-export const loadAuthConfig = (flags: AuthFlags, env: NodeJS.ProcessEnv = process.env): AuthConfig | undefined => {
+export const loadAuthConfig = (flags: AuthFlags, env: NodeJS.ProcessEnv): AuthConfig | undefined => {
   const issuer = flags.authIssuer ?? env.ESTATE_AUTH_ISSUER;
   const jwksUrl = flags.authJwksUrl ?? env.ESTATE_AUTH_JWKS_URL;
   const audience = flags.authAudience ?? env.ESTATE_AUTH_AUDIENCE;
