@@ -221,7 +221,7 @@ const stop = (child: ChildProcess): Promise<void> =>
 
 const publishAll = async (store: string): Promise<void> => {
   const { loadConfig } = await import('#config');
-  const { openEstate } = await import('#main');
+  const { openEstate } = await import('#compose/estate');
   const { validateDefinition } = await import('#domain/tool-definition');
   const estate = await openEstate(loadConfig({ store }));
   try {

@@ -1,9 +1,14 @@
 /**
  * Configuration: flag, else environment, else default (SPEC §5). Checked with zod so a typo fails at start, loudly.
+ * The ONLY module that reads settings from the environment: everything else is handed the values (src/compose).
  */
 import { userInfo } from 'node:os';
 import { z } from 'zod';
+import { DEFAULT_DEFINITION_BUDGET_MS } from './app/definition-budget.ts';
+import { loadAuthConfig, type AuthConfig, type AuthFlags } from './auth/config.ts';
 import { DomainError } from './domain/errors.ts';
+import { firstIssue } from './domain/zod-issues.ts';
+import { LOOPBACK_NAMES } from './http/guards.ts';
 
 export const DEFAULT_STORE = 'sqlite:.estate/estate.db';
 export const DEFAULT_TOPIC = 'estate.catalogue.changes';
@@ -33,6 +38,17 @@ const configSchema = z.object({
   maxBatchBytes: positiveInt('ESTATE_MAX_BATCH_BYTES').max(1024 * 1024, 'ESTATE_MAX_BATCH_BYTES must be at most 1048576 (the body limit)'),
   /** Signs 2026-07-28 requestStates; replicas behind one endpoint must share it. Absent: a random key per process. */
   stateKey: z.string().min(1).optional(),
+  /** The relay lease (src/app/relay.ts) on a kafka:// bus; absent: the relay's default. */
+  relayTtlMs: z.coerce
+    .number({ error: 'ESTATE_RELAY_TTL_MS must be a whole number of milliseconds >= 100' })
+    .int('ESTATE_RELAY_TTL_MS must be a whole number of milliseconds >= 100')
+    .min(100, 'ESTATE_RELAY_TTL_MS must be a whole number of milliseconds >= 100')
+    .optional(),
+  /** Time to check one definition off the event loop (src/app/definition-budget.ts). */
+  schemaBudgetMs: z.coerce
+    .number({ error: 'ESTATE_SCHEMA_BUDGET_MS must be a whole number of milliseconds' })
+    .int('ESTATE_SCHEMA_BUDGET_MS must be a whole number of milliseconds')
+    .min(1, 'ESTATE_SCHEMA_BUDGET_MS must be a whole number of milliseconds'),
 });
 
 export type EstateConfig = z.infer<typeof configSchema>;
@@ -66,11 +82,102 @@ export const loadConfig = (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     maxBatchMessages: env.ESTATE_MAX_BATCH_MESSAGES ?? BATCH_LIMIT_DEFAULTS.maxBatchMessages,
     maxBatchBytes: env.ESTATE_MAX_BATCH_BYTES ?? BATCH_LIMIT_DEFAULTS.maxBatchBytes,
     ...(env.ESTATE_STATE_KEY ? { stateKey: env.ESTATE_STATE_KEY } : {}),
+    ...(env.ESTATE_RELAY_TTL_MS ? { relayTtlMs: env.ESTATE_RELAY_TTL_MS } : {}),
+    schemaBudgetMs: env.ESTATE_SCHEMA_BUDGET_MS || DEFAULT_DEFINITION_BUDGET_MS,
   };
   const parsed = configSchema.safeParse(raw);
-  if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    throw new DomainError('usage', 'bad-config', `configuration: ${i?.path.join('.') ?? ''}: ${i?.message ?? 'invalid'}`);
-  }
+  if (!parsed.success) throw new DomainError('usage', 'bad-config', `configuration: ${firstIssue(parsed.error)}`);
   return parsed.data;
 };
+
+/** The flags of `estate serve` (src/cli/serve-command.ts), as commander hands them over. */
+export interface ServeFlags extends AuthFlags {
+  stdio?: boolean;
+  http?: boolean;
+  port: string;
+  host: string;
+  handlers?: string;
+  demo?: boolean;
+  allowedHosts?: string;
+  allowedOrigins?: string;
+  upstreams?: string;
+  upstreamSyncInterval?: string;
+  /** false with --no-console. */
+  console?: boolean;
+  metricsPublic?: boolean;
+  /** The principal flags: read here only to refuse them next to authorization. */
+  tenant?: string;
+  scopes?: string;
+  clearance?: string;
+  subject?: string;
+}
+
+/** What `estate serve` runs with, checked before anything starts (src/compose/serve.ts). */
+export interface ServeConfig {
+  transport: 'stdio' | 'http';
+  port: number;
+  host: string;
+  allowedHosts: string[];
+  allowedOrigins: string[];
+  /** An ES module of handlers (SPEC §6). */
+  handlersModule?: string;
+  demo: boolean;
+  /** `all` | `none` | `<ns,...>` as given (src/upstream/pool.ts parses it, so this module loads no upstream code). */
+  upstreams?: string;
+  upstreamSyncIntervalMs: number;
+  console: boolean;
+  metricsPublic: boolean;
+  /** HTTP authorization (src/auth/config.ts); absent: the flags' principal, loopback only. */
+  auth?: AuthConfig;
+  /** The environment upstream targets' `env:NAME` references read their secrets from (never stored). */
+  secretsEnv: NodeJS.ProcessEnv;
+}
+
+/** `90`, `90s`, `10m`, `1h`, `500ms` → milliseconds; `0` = never. */
+export const parseInterval = (s: string): number => {
+  const m = /^(\d+)(ms|s|m|h)?$/.exec(s.trim());
+  if (!m) throw new DomainError('usage', 'serve-interval', `serve: --upstream-sync-interval '${s.slice(0, 40)}' is not a duration such as 30s, 10m or 1h`);
+  const n = Number(m[1]);
+  return n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h']);
+};
+
+const nameList = (s: string | undefined, fallback: readonly string[]): string[] =>
+  s === undefined ? [...fallback] : s.split(',').map((x) => x.trim().toLowerCase()).filter((x) => x.length > 0);
+
+/** Without authorization, HTTP serves everyone as the flags' principal: it may bind loopback only. */
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
+
+export const loadServeConfig = (flags: ServeFlags, env: NodeJS.ProcessEnv = process.env): ServeConfig => {
+  if (Boolean(flags.stdio) === Boolean(flags.http)) throw new DomainError('usage', 'serve-transport', 'serve: choose exactly one of --stdio or --http');
+  const port = z.coerce.number().int().min(0).max(65535).safeParse(flags.port);
+  if (!port.success) throw new DomainError('usage', 'serve-port', `serve: --port ${flags.port} is not a port number`);
+  // Authorization is loaded (and a half configuration refused) for --stdio too; it only applies to --http.
+  const loaded = loadAuthConfig(flags, env);
+  const auth = flags.http ? loaded : undefined;
+  if (auth) {
+    // Each request's principal comes from its token: principal flags would be a second, contradicting source.
+    const given = (['tenant', 'scopes', 'clearance', 'subject'] as const).filter((k) => flags[k] !== undefined);
+    if (given.length > 0) {
+      throw new DomainError('usage', 'auth-principal-flags', `serve: with authorization configured each request's principal comes from its token; remove ${given.map((k) => `--${k}`).join(', ')}`);
+    }
+  }
+  if (flags.http && !auth && !LOOPBACK_HOSTS.has(flags.host)) {
+    throw new DomainError('usage', 'serve-host', 'serve: without authorization (--auth-issuer, --auth-jwks-url, --auth-audience) --http binds loopback only (127.0.0.1, localhost or ::1)');
+  }
+  return {
+    transport: flags.http ? 'http' : 'stdio',
+    port: port.data,
+    host: flags.host,
+    allowedHosts: nameList(flags.allowedHosts, LOOPBACK_NAMES),
+    allowedOrigins: nameList(flags.allowedOrigins, LOOPBACK_NAMES),
+    ...(flags.handlers ? { handlersModule: flags.handlers } : {}),
+    demo: Boolean(flags.demo),
+    ...(flags.upstreams !== undefined ? { upstreams: flags.upstreams } : {}),
+    upstreamSyncIntervalMs: parseInterval(flags.upstreamSyncInterval ?? '10m'),
+    console: flags.console !== false,
+    metricsPublic: Boolean(flags.metricsPublic),
+    ...(auth ? { auth } : {}),
+    secretsEnv: env,
+  };
+};
+

@@ -9,12 +9,8 @@
  * (a replica of the store lagging) is retried briefly.
  */
 import type { CatalogueReader } from './catalogue-reader.ts';
+import type { Log } from './log.ts';
 import { systemTimer, type CatalogueChange, type ChangeBus, type Subscription, type Timer } from './ports.ts';
-
-export interface BusFollowerLog {
-  warn(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
 
 const SEEN_LIMIT = 10_000;
 /**
@@ -43,7 +39,7 @@ export interface FollowBusOptions {
  * Start the bus, then catch up from the store (in that order: anything announced after the bus started is delivered,
  * anything before is in the store). Resolves once the reader is current.
  */
-export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: BusFollowerLog, options: FollowBusOptions = {}): Promise<Subscription> => {
+export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: Log, options: FollowBusOptions = {}): Promise<Subscription> => {
   const { retryMs = 5000, timer = systemTimer } = options;
   /** Aborted by close(), so a pending retry pause does not hold the shutdown up. */
   const closing = new AbortController();

@@ -41,17 +41,9 @@ const startWorker = (): Worker => {
   return new Worker(boot, { eval: true });
 };
 
-/** The budget: ESTATE_SCHEMA_BUDGET_MS when set (a whole number of milliseconds, 1 or more), else the default. */
-export const budgetFromEnv = (env: NodeJS.ProcessEnv = process.env): number => {
-  const text = env.ESTATE_SCHEMA_BUDGET_MS;
-  if (text === undefined || text === '') return DEFAULT_DEFINITION_BUDGET_MS;
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new DomainError('usage', 'bad-config', `configuration: ESTATE_SCHEMA_BUDGET_MS must be a whole number of milliseconds, got '${text}'`);
-  return n;
-};
-
+/** `budgetMs`: ESTATE_SCHEMA_BUDGET_MS, read by src/config.ts and handed in by the composition root. */
 export const createDefinitionChecker = (options: { budgetMs?: number } = {}): DefinitionChecker => {
-  const budgetMs = options.budgetMs ?? budgetFromEnv();
+  const budgetMs = options.budgetMs ?? DEFAULT_DEFINITION_BUDGET_MS;
   const queue: Pending[] = [];
   let worker: Worker | undefined;
   let ready = false;

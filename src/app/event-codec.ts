@@ -16,6 +16,7 @@ import {
   type ToolCalled,
   type UpstreamEvent,
 } from '../domain/events.ts';
+import { firstIssue } from '../domain/zod-issues.ts';
 import type { StoredEvent } from './ports.ts';
 
 export class CorruptEventError extends Error {
@@ -24,11 +25,6 @@ export class CorruptEventError extends Error {
     this.name = 'CorruptEventError';
   }
 }
-
-const firstIssue = (e: z.ZodError): string => {
-  const i = e.issues[0];
-  return i ? `${i.path.join('.') || '(root)'}: ${i.message}` : 'invalid';
-};
 
 /**
  * Decode any stored event Estate declares; null for a type it does not (the relay's lease, another program's events).

@@ -1,5 +1,5 @@
 /**
- * The ports the application core depends on. Adapters (src/store, src/bus) implement them; only src/main.ts picks one.
+ * The ports the application core depends on. Adapters (src/store, src/bus) implement them; only src/compose picks one.
  */
 import type { CatalogueChange } from '../domain/events.ts';
 

@@ -23,16 +23,11 @@
 import { changeOfEvent, TOOL_STREAM_PREFIX } from '../domain/events.ts';
 import { exponentialBackoff } from './backoff.ts';
 import { decodeCatalogueEvent } from './event-codec.ts';
+import { silentLog, type Log } from './log.ts';
 import { systemTimer, type CatalogueChange, type ChangePublisher, type EventStore, type StoredEvent, type Subscription, type Timer } from './ports.ts';
 import { RelayLease } from './relay-lease.ts';
 
 export type { ChangePublisher } from './ports.ts';
-
-export interface RelayLog {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
 
 export interface RelayOptions {
   store: EventStore;
@@ -54,7 +49,7 @@ export interface RelayOptions {
   pollMs?: number;
   /** Events per batch. Default 500. */
   batchSize?: number;
-  log?: RelayLog;
+  log?: Log;
   /** Called after each batch Kafka acknowledged (tests, metrics). */
   onPublished?: (changes: readonly CatalogueChange[]) => void;
   /** Monotonic time and waiting (tests drive it by hand). Default: performance.now() and setTimeout. */
@@ -63,7 +58,6 @@ export interface RelayOptions {
 
 export const relayStream = (topic: string): string => `relay-${topic}`;
 
-const silent: RelayLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
 /** Retry a failed publish after 200 ms, doubling up to 5 s: Kafka coming back is noticed within 5 s. */
 const retryDelay = exponentialBackoff({ initialMs: 200, maxMs: 5000 });
@@ -86,7 +80,7 @@ export interface Relay {
 type Next = 'now' | 'idle' | number;
 
 export const startRelay = (o: RelayOptions): Relay => {
-  const log = o.log ?? silent;
+  const log = o.log ?? silentLog;
   const timer = o.timer ?? systemTimer;
   const ttlMs = o.ttlMs ?? 3_000;
   // Never idle past a renewal: a lease renewed a third of the TTL late is still held (ttl/3 + ttl/3 < ttl).

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { DomainError } from '../domain/errors.ts';
+import { firstIssue } from '../domain/zod-issues.ts';
 
 /** Which token claims carry the principal. The defaults are the claim names most issuers use. */
 export interface ClaimMapping {
@@ -69,7 +70,7 @@ const authSchema = z.object({
  * Flag, else environment. Returns undefined when nothing is configured (HTTP then serves the flags' principal on
  * loopback only); throws a usage error when only part is.
  */
-export const loadAuthConfig = (flags: AuthFlags, env: NodeJS.ProcessEnv = process.env): AuthConfig | undefined => {
+export const loadAuthConfig = (flags: AuthFlags, env: NodeJS.ProcessEnv): AuthConfig | undefined => {
   const issuer = flags.authIssuer ?? env.ESTATE_AUTH_ISSUER;
   const jwksUrl = flags.authJwksUrl ?? env.ESTATE_AUTH_JWKS_URL;
   const audience = flags.authAudience ?? env.ESTATE_AUTH_AUDIENCE;
@@ -95,8 +96,7 @@ export const loadAuthConfig = (flags: AuthFlags, env: NodeJS.ProcessEnv = proces
   };
   const parsed = authSchema.safeParse(raw);
   if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    throw new DomainError('usage', 'bad-config', `authorization: ${i?.path.join('.') ?? ''}: ${i?.message ?? 'invalid'}`);
+    throw new DomainError('usage', 'bad-config', `authorization: ${firstIssue(parsed.error)}`);
   }
   return parsed.data;
 };

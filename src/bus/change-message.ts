@@ -6,6 +6,7 @@
  * never allowed to crash a replica.
  */
 import { catalogueChangeSchema, type CatalogueChange } from '../domain/events.ts';
+import { firstIssue } from '../domain/zod-issues.ts';
 
 /** Exactly the SPEC's field order, so the bytes on the topic read like the SPEC's example. */
 export const encodeChange = (c: CatalogueChange): string =>
@@ -23,8 +24,7 @@ export const decodeChange = (value: Buffer | string | null): DecodedMessage => {
   }
   const r = catalogueChangeSchema.safeParse(json);
   if (!r.success) {
-    const i = r.error.issues[0];
-    return { ok: false, reason: i ? `${i.path.join('.') || '(root)'}: ${i.message}` : 'invalid' };
+    return { ok: false, reason: firstIssue(r.error) };
   }
   return { ok: true, change: r.data };
 };

@@ -12,17 +12,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, Partitioners, type Consumer, type LogEntry, type Producer } from 'kafkajs';
+import { silentLog, type Log } from '../app/log.ts';
 import type { CatalogueChange, ChangeBus, ChangePublisher } from '../app/ports.ts';
-import { silentBusLog as silent, type BusLog } from './bus-log.ts';
 import { decodeChange, encodeChange } from './change-message.ts';
 
-export type { BusLog } from './bus-log.ts';
 
 export interface KafkaConnection {
   brokers: string[];
   topic: string;
   clientId?: string;
-  log?: BusLog;
+  log?: Log;
 }
 
 /** `kafka://host:port[,host:port]` → broker list. */
@@ -33,7 +32,7 @@ export const parseKafkaUrl = (url: string): string[] => {
 };
 
 /** kafkajs logs through our logger (JSON on stderr) rather than its own console lines. */
-const kafkaLogCreator = (log: BusLog) => () => (entry: LogEntry) => {
+const kafkaLogCreator = (log: Log) => () => (entry: LogEntry) => {
   const { message, ...rest } = entry.log;
   const obj = { kafka: entry.namespace, ...rest };
   if (entry.level === logLevel.ERROR) log.warn(obj, `kafka: ${message}`);
@@ -46,7 +45,7 @@ export const createKafka = (c: KafkaConnection): Kafka =>
     clientId: c.clientId ?? 'estate',
     brokers: c.brokers,
     logLevel: logLevel.WARN,
-    logCreator: kafkaLogCreator(c.log ?? silent),
+    logCreator: kafkaLogCreator(c.log ?? silentLog),
     connectionTimeout: 3000,
     requestTimeout: 10_000,
     retry: { initialRetryTime: 200, maxRetryTime: 3000, retries: 8 },
@@ -87,12 +86,12 @@ export class KafkaChangeBus implements ChangeBus {
   readonly kind = 'kafka';
   readonly groupId: string;
   private readonly kafka: Kafka;
-  private readonly log: BusLog;
+  private readonly log: Log;
   private consumer: Consumer | null = null;
 
   constructor(private readonly options: KafkaChangeBusOptions) {
     this.groupId = options.groupId ?? `estate-replica-${randomUUID()}`;
-    this.log = options.log ?? silent;
+    this.log = options.log ?? silentLog;
     this.kafka = createKafka(options);
   }
 

@@ -8,32 +8,25 @@ import { followBus } from '../app/bus-follower.ts';
 import type { CatalogueReader } from '../app/catalogue-reader.ts';
 import type { EventStore, Subscription } from '../app/ports.ts';
 import { startRelay } from '../app/relay.ts';
-import { KafkaChangeBus, KafkaChangePublisher, parseKafkaUrl, type BusLog } from './kafka-change-bus.ts';
+import type { Log } from '../app/log.ts';
+import { KafkaChangeBus, KafkaChangePublisher, parseKafkaUrl } from './kafka-change-bus.ts';
 
 export interface KafkaChangeFeedOptions {
   url: string;
   topic: string;
   store: EventStore;
   reader: CatalogueReader;
-  log: BusLog;
-  /** Default: ESTATE_RELAY_TTL_MS, else 3000 (src/app/relay.ts). */
+  log: Log;
+  /** ESTATE_RELAY_TTL_MS through src/config.ts; absent: src/app/relay.ts's default (3000). */
   relayTtlMs?: number;
 }
-
-const ttlFromEnv = (): number | undefined => {
-  const raw = process.env.ESTATE_RELAY_TTL_MS;
-  if (raw === undefined || raw === '') return undefined;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 100) throw new Error(`ESTATE_RELAY_TTL_MS must be a whole number of milliseconds >= 100, got '${raw}'`);
-  return n;
-};
 
 export const startKafkaChangeFeed = async (o: KafkaChangeFeedOptions): Promise<Subscription> => {
   const brokers = parseKafkaUrl(o.url);
   const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const bus = new KafkaChangeBus({ brokers, topic: o.topic, log: o.log, clientId: `estate-replica-${process.pid}` });
   const following = await followBus(o.reader, bus, o.log);
-  const ttlMs = o.relayTtlMs ?? ttlFromEnv();
+  const ttlMs = o.relayTtlMs;
   const relay = startRelay({
     store: o.store,
     publisher: new KafkaChangePublisher({ brokers, topic: o.topic, log: o.log, clientId: `estate-relay-${process.pid}` }),

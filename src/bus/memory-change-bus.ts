@@ -10,7 +10,7 @@
  */
 import type { CatalogueChange, ChangeBus, ChangePublisher, Timer } from '../app/ports.ts';
 import { systemTimer } from '../app/ports.ts';
-import { silentBusLog, type BusLog } from './bus-log.ts';
+import { silentLog, type Log } from '../app/log.ts';
 import { decodeChange, encodeChange } from './change-message.ts';
 
 /** A message as produced: the tool name as key, the value as on the wire (null: a tombstone). */
@@ -53,7 +53,7 @@ export class MemoryChangeTopic {
 
 export interface MemoryChangeBusOptions {
   topic: MemoryChangeTopic;
-  log?: BusLog;
+  log?: Log;
   /** Waits before redelivering a batch whose `onChange` threw. Default: setTimeout. */
   timer?: Timer;
   /** Default 100. */
@@ -62,7 +62,7 @@ export interface MemoryChangeBusOptions {
 
 export class MemoryChangeBus implements ChangeBus {
   readonly kind = 'memory';
-  private readonly log: BusLog;
+  private readonly log: Log;
   private readonly timer: Timer;
   private stopConsuming: (() => void) | null = null;
   private onChange: ((changes: CatalogueChange[]) => Promise<void> | void) | null = null;
@@ -71,7 +71,7 @@ export class MemoryChangeBus implements ChangeBus {
   private stopping = new AbortController();
 
   constructor(private readonly options: MemoryChangeBusOptions) {
-    this.log = options.log ?? silentBusLog;
+    this.log = options.log ?? silentLog;
     this.timer = options.timer ?? systemTimer;
   }
 

@@ -9,7 +9,7 @@ import { classifyDefinition } from '../domain/classify.ts';
 import { DomainError } from '../domain/errors.ts';
 import { RUN_ID_PATTERN, type ToolCallStarted, type ToolCalled } from '../domain/events.ts';
 import { CLASSIFICATIONS, type Reason, type ToolDefinition } from '../domain/types.ts';
-import type { Estate } from '../main.ts';
+import type { Estate } from '../compose/estate.ts';
 import { runCalls } from '../../projections/calls.ts';
 import { listRuns, parseRunFilter } from './runs-listing.ts';
 import type { CatalogueProjection, CatalogueVersion } from '../../projections/catalogue.ts';

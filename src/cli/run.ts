@@ -1,11 +1,12 @@
 /**
  * What every CLI verb shares: opening the estate, printing JSON, and mapping errors to one stderr line and an exit code.
- * Kept apart from main.ts (the entry point) so verbs can import it without an import cycle.
+ * Kept apart from main.ts (the entry point) so verbs can import it without an import cycle; the estate itself is
+ * composed in src/compose/estate.ts.
  */
 import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
 import { DomainError } from '../domain/errors.ts';
-import { openEstate, type Estate } from '../main.ts';
+import { openEstate, type Estate } from '../compose/estate.ts';
 import { errorJson } from '../app/results-json.ts';
 import { EXIT, exitCodeOf } from './exit.ts';
 

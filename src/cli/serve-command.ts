@@ -1,5 +1,5 @@
 /**
- * Registers `estate serve`. The server itself (src/cli/serve.ts and everything under src/mcp) is loaded only when the
+ * Registers `estate serve`. The server itself (src/cli/serve.ts, src/compose/serve.ts and everything under src/mcp) is loaded only when the
  * verb runs, so the other verbs start without it.
  */
 import { Option, type Command } from 'commander';

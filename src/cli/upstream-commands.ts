@@ -3,7 +3,7 @@ import { Option, type Command } from 'commander';
 import { verdictJson } from '../app/results-json.ts';
 import { DomainError } from '../domain/errors.ts';
 import { CLASSIFICATIONS, type Reason } from '../domain/types.ts';
-import type { Estate } from '../main.ts';
+import type { Estate } from '../compose/estate.ts';
 import { describeFailure, openUpstream } from '../upstream/connection.ts';
 import { describeTarget, UpstreamRegistry, type PendingView } from '../upstream/registry.ts';
 import { accessOverrides, defaultAccessFromFlags, targetFromFlags, type AccessFlags, type TargetFlags } from '../upstream/target-flags.ts';

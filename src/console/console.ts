@@ -20,7 +20,8 @@ import { callRecords } from '../../projections/calls.ts';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
 import { html, page, type Html } from './html.ts';
 import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, runPage, runsPage, toolPage, upstreamsPage, versionPage, type RunSummary } from './pages.ts';
-import { isJsonContentType, readBody, refuseTooLarge } from '../mcp/http-guards.ts';
+import { isJsonContentType, readBody, refuseTooLarge } from '../http/guards.ts';
+import { sendJson as send } from '../http/send-json.ts';
 import { noUpstreams, type UpstreamConsoleSource } from './upstreams.ts';
 
 export const CONSOLE_PREFIX = '/console';
@@ -71,11 +72,7 @@ const sendHtml = (res: ServerResponse, status: number, title: string, body: Html
   res.end(text);
 };
 
-const sendJson = (res: ServerResponse, status: number, body: unknown): void => {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...SECURITY_HEADERS });
-  res.end(text);
-};
+const sendJson = (res: ServerResponse, status: number, body: unknown): void => send(res, status, body, SECURITY_HEADERS);
 
 /** A decoded path segment: printable, bounded; anything else is simply not found. */
 const decodeSegment = (s: string): string | null => {

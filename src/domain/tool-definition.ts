@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { DomainError, invalidDefinition } from './errors.ts';
 import type { SchemaCompiler } from './schema-compiler.ts';
 import { isStrictSemver } from './semver.ts';
+import { issuePath } from './zod-issues.ts';
 import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject, type SideEffect, type ToolDefinition } from './types.ts';
 
 export const NAME_PATTERN = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$/;
@@ -121,8 +122,6 @@ export const checkName = (name: string): void => {
     throw invalidDefinition('invalid-name', `name: '${name}' must match ${NAME_PATTERN.source} (lower case, dots separate namespaces)`);
   }
 };
-
-const issuePath = (path: readonly PropertyKey[]): string => (path.length ? path.map(String).join('.') : '(root)');
 
 /** One broken rule: its code and its one-line message. */
 interface Problem {

@@ -17,6 +17,10 @@ export interface CallToolResult {
   [key: string]: unknown;
 }
 
+/**
+ * `ctx.log`: the server log (src/app/log.ts) as a handler sees it, message first. Estate's own port takes the fields
+ * first (pino's order); src/handlers/handler-log.ts adapts, and also accepts a handler that writes pino's order.
+ */
 export interface HandlerLog {
   debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;

@@ -4,6 +4,7 @@
  * `_meta["io.modelcontextprotocol/logLevel"]` on a 2026-07-28 request). Nothing is sent that the client did not ask
  * for. The notifications travel on the request's own stream (its SSE response, or the stdio pipe).
  */
+import { handlerLogTo } from '../handlers/handler-log.ts';
 import type { HandlerLog } from '../handlers/types.ts';
 import type { JsonRpcNotification } from './jsonrpc.ts';
 
@@ -37,14 +38,10 @@ export const progressReporter =
 export const teeLog = (server: HandlerLog, channel: ClientChannel | undefined, logger: string): HandlerLog => {
   const threshold = channel?.logLevel !== undefined ? rank(channel.logLevel) : -1;
   if (!channel || threshold < 0) return server;
-  const send = (level: string, msg: string, fields?: Record<string, unknown>) => {
-    if (rank(level) < threshold) return;
-    channel.notify({ jsonrpc: '2.0', method: 'notifications/message', params: { level, logger, data: fields ? { message: msg, ...fields } : msg } });
-  };
-  return {
-    debug: (m, f) => (server.debug(m, f), send('debug', m, f)),
-    info: (m, f) => (server.info(m, f), send('info', m, f)),
-    warn: (m, f) => (server.warn(m, f), send('warning', m, f)),
-    error: (m, f) => (server.error(m, f), send('error', m, f)),
-  };
+  return handlerLogTo(({ level, msg, fields }) => {
+    server[level](msg, fields);
+    const mcpLevel = level === 'warn' ? 'warning' : level;
+    if (rank(mcpLevel) < threshold) return;
+    channel.notify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: mcpLevel, logger, data: fields ? { message: msg, ...fields } : msg } });
+  });
 };

@@ -3,11 +3,12 @@
  * notifier, plus the method handlers both paths (stateful sessions and stateless requests) dispatch to. Transports
  * only move frames; everything a client can observe is decided here and in the session/stateless modules.
  */
-import type { Logger } from 'pino';
 import type { CallRecorder } from '../app/call-recorder.ts';
 import type { CatalogueReader } from '../app/catalogue-reader.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
 import type { Principal } from '../domain/types.ts';
+import type { RootLog } from '../app/log.ts';
+import { handlerLogOver } from '../handlers/handler-log.ts';
 import type { HandlerLog, HandlerMap } from '../handlers/types.ts';
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
 import { ChangeNotifier } from './change-notifier.ts';
@@ -24,7 +25,7 @@ export interface ServerCoreOptions {
   handlers: HandlerMap;
   compiler: SchemaCompiler;
   recorder: CallRecorder;
-  log: Logger;
+  log: RootLog;
   pageSize: number;
   listTtlMs: number;
   /** Signs and checks 2026-07-28 requestStates (input-required.ts); default: a random key per process. */
@@ -45,7 +46,7 @@ export const isOfferedBy =
 
 export class ServerCore {
   readonly reader: CatalogueReader;
-  readonly log: Logger;
+  readonly log: RootLog;
   readonly notifier: ChangeNotifier;
   readonly pageSize: number;
   readonly listTtlMs: number;
@@ -111,12 +112,6 @@ export class ServerCore {
   }
 
   private handlerLog(fields: Record<string, unknown>): HandlerLog {
-    const child = this.log.child({ ...fields, component: 'handler' });
-    return {
-      debug: (msg, f) => child.debug(f ?? {}, msg),
-      info: (msg, f) => child.info(f ?? {}, msg),
-      warn: (msg, f) => child.warn(f ?? {}, msg),
-      error: (msg, f) => child.error(f ?? {}, msg),
-    };
+    return handlerLogOver(this.log.child({ ...fields, component: 'handler' }));
   }
 }

@@ -12,23 +12,18 @@
  */
 import { ProtocolError } from '@modelcontextprotocol/client';
 import { exponentialBackoff } from '../app/backoff.ts';
+import type { Log } from '../app/log.ts';
 import { ExecutorFailure } from '../handlers/executor-failure.ts';
 import type { CallToolResult, ElicitParams, HandlerContext, SampleParams } from '../handlers/types.ts';
 import type { UpstreamTarget } from '../domain/events.ts';
 import { CircuitBreaker, type BreakerOptions } from './breaker.ts';
 import { describeFailure, openUpstream, upstreamAnswered, type UpstreamSession } from './connection.ts';
 
-export interface LinkLog {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
-
 export interface LinkOptions {
   ns: string;
   target: UpstreamTarget;
   env: NodeJS.ProcessEnv;
-  log: LinkLog;
+  log: Log;
   breaker?: BreakerOptions;
   /** The upstream said its tool list changed. */
   onToolsChanged?: () => void;

@@ -10,7 +10,8 @@ import { ExecutorFailure } from '../handlers/executor-failure.ts';
 import type { BreakerOptions } from './breaker.ts';
 import { parseUpstreamHandler } from './candidate.ts';
 import { describeFailure } from './connection.ts';
-import { UpstreamLink, type LinkLog } from './link.ts';
+import type { Log } from '../app/log.ts';
+import { UpstreamLink } from './link.ts';
 import type { UpstreamRegistry } from './registry.ts';
 
 export type UpstreamSelection = 'all' | 'none' | readonly string[];
@@ -25,7 +26,7 @@ export interface PoolOptions {
   registry: UpstreamRegistry;
   selection: UpstreamSelection;
   env: NodeJS.ProcessEnv;
-  log: LinkLog & { error(obj: object, msg?: string): void };
+  log: Log;
   actor: string;
   /** 0 = never on a timer. */
   syncIntervalMs?: number;

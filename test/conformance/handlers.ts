@@ -63,7 +63,7 @@ const publishNewTool = async (): Promise<string> => {
   if (!store) throw new Error('ESTATE_STORE is not set: the trigger fixture needs the store the server reads');
   const [{ loadConfig }, { openEstate }, { validateDefinition }] = await Promise.all([
     import('../../src/config.ts'),
-    import('../../src/main.ts'),
+    import('../../src/compose/estate.ts'),
     import('../../src/domain/tool-definition.ts'),
   ]);
   // In the namespace of the handler it binds (a handler must belong to its tool's namespace).

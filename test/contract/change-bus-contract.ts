@@ -10,11 +10,11 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { CatalogueChange, ChangeBus, ChangePublisher } from '../../src/app/ports.ts';
-import type { BusLog } from '../../src/bus/bus-log.ts';
+import type { Log } from '../../src/app/log.ts';
 
 export interface ChangeBusFixture {
   /** A new bus on the fixture's topic: another replica. */
-  bus(log: BusLog): ChangeBus;
+  bus(log: Log): ChangeBus;
   publisher(): ChangePublisher;
   /** Put raw values on the topic, bypassing the encoder (malformed messages; null is a tombstone). */
   produceRaw(messages: { key: string; value: string | null }[]): Promise<void>;
@@ -67,7 +67,7 @@ export function changeBusContract(name: string, makeFixture: () => Promise<Chang
     const recorder = async (onChange?: (cs: CatalogueChange[]) => Promise<void>): Promise<Recorder> => {
       const received: CatalogueChange[] = [];
       const warnings: string[] = [];
-      const log: BusLog = { debug: () => undefined, info: () => undefined, warn: (_o, msg) => warnings.push(msg ?? ''), error: (_o, msg) => warnings.push(msg ?? '') };
+      const log: Log = { debug: () => undefined, info: () => undefined, warn: (_o, msg) => warnings.push(msg ?? ''), error: (_o, msg) => warnings.push(msg ?? '') };
       const bus = fx.bus(log);
       await bus.start(async (cs) => {
         received.push(...cs);

@@ -5,7 +5,7 @@
 import { loadConfig } from '../../src/config.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import { validateDefinition } from '../../src/domain/tool-definition.ts';
-import { openEstate } from '../../src/main.ts';
+import { openEstate } from '../../src/compose/estate.ts';
 import { raceDefinition } from './publish-race-definitions.ts';
 
 const [storeUrl, workerId, countText, toolName] = process.argv.slice(2);

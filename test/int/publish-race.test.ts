@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { decodeCatalogueEvent } from '../../src/app/event-codec.ts';
 import { loadConfig } from '../../src/config.ts';
 import { toolStream } from '../../src/domain/events.ts';
-import { openEstate } from '../../src/main.ts';
+import { openEstate } from '../../src/compose/estate.ts';
 import { requirePostgres } from './pg-helpers.ts';
 import { raceDefinition } from './publish-race-definitions.ts';
 

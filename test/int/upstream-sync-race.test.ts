@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { decodeUpstreamEvent } from '../../src/app/event-codec.ts';
 import { loadConfig } from '../../src/config.ts';
 import { upstreamStream } from '../../src/domain/events.ts';
-import { openEstate } from '../../src/main.ts';
+import { openEstate } from '../../src/compose/estate.ts';
 import { UpstreamRegistry } from '../../src/upstream/registry.ts';
 import { requirePostgres } from './pg-helpers.ts';
 

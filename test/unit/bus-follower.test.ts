@@ -4,6 +4,7 @@
  * announced before the store shows it is retried, then reported; a bus down at start is retried while the replica
  * serves what the store holds.
  */
+import { silentLog } from '../../src/app/log.ts';
 import { describe, expect, it } from 'vitest';
 import { followBus } from '../../src/app/bus-follower.ts';
 import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
@@ -46,7 +47,7 @@ const setup = () => {
   const topic = new MemoryChangeTopic();
   const timer = new ManualTimer();
   const warnings: string[] = [];
-  const log = { debug: () => undefined, warn: (_o: object, msg?: string) => warnings.push(msg ?? '') };
+  const log = { ...silentLog, warn: (_o: object, msg?: string) => void warnings.push(msg ?? '') };
   const reader = new CatalogueReader(view);
   const bus = new MemoryChangeBus({ topic, timer });
   const relayed = new MemoryChangePublisher(topic);

@@ -1,6 +1,6 @@
 /** Configuration (SPEC §5): flag, else environment, else default; a bad value fails at start with a clear message. */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_STORE, DEFAULT_TOPIC, loadConfig } from '../../src/config.ts';
+import { DEFAULT_STORE, DEFAULT_TOPIC, loadConfig, loadServeConfig, type ServeFlags } from '../../src/config.ts';
 
 describe('loadConfig', () => {
   it('defaults', () => {
@@ -40,5 +40,61 @@ describe('loadConfig', () => {
     } catch (e) {
       expect((e as { kind: string }).kind).toBe('usage');
     }
+  });
+});
+
+describe('settings that used to be read where they were used', () => {
+  it('ESTATE_RELAY_TTL_MS and ESTATE_SCHEMA_BUDGET_MS: defaults, values, refusals', () => {
+    expect(loadConfig({}, {})).toMatchObject({ schemaBudgetMs: 2000 });
+    expect(loadConfig({}, {}).relayTtlMs).toBeUndefined();
+    expect(loadConfig({}, { ESTATE_RELAY_TTL_MS: '', ESTATE_SCHEMA_BUDGET_MS: '' })).toMatchObject({ schemaBudgetMs: 2000 });
+    expect(loadConfig({}, { ESTATE_RELAY_TTL_MS: '2000', ESTATE_SCHEMA_BUDGET_MS: '50' })).toMatchObject({ relayTtlMs: 2000, schemaBudgetMs: 50 });
+    for (const bad of ['99', '1.5', 'soon', '-100']) expect(() => loadConfig({}, { ESTATE_RELAY_TTL_MS: bad })).toThrow(/ESTATE_RELAY_TTL_MS must be a whole number of milliseconds >= 100/);
+    for (const bad of ['0', '2.5', 'x']) expect(() => loadConfig({}, { ESTATE_SCHEMA_BUDGET_MS: bad })).toThrow(/ESTATE_SCHEMA_BUDGET_MS must be a whole number of milliseconds/);
+  });
+});
+
+describe('loadServeConfig', () => {
+  const http = { http: true, port: '8080', host: '127.0.0.1' };
+  const auth = { authIssuer: 'https://idp.example', authJwksUrl: 'https://idp.example/jwks', authAudience: 'https://estate.example/mcp' };
+  const refusal = (flags: ServeFlags, env: NodeJS.ProcessEnv = {}): { code: string; message: string } => {
+    try {
+      loadServeConfig(flags, env);
+    } catch (e) {
+      expect((e as { kind: string }).kind).toBe('usage');
+      return { code: (e as { code: string }).code, message: (e as Error).message };
+    }
+    throw new Error('accepted');
+  };
+  it('defaults: loopback names, 10 minute sync, console on, no authorization', () => {
+    const c = loadServeConfig(http, {});
+    expect(c).toMatchObject({ transport: 'http', port: 8080, host: '127.0.0.1', allowedHosts: ['localhost', '127.0.0.1', '[::1]'], upstreamSyncIntervalMs: 600_000, console: true, demo: false, metricsPublic: false });
+    expect(c.auth).toBeUndefined();
+    expect(loadServeConfig({ ...http, port: '0', allowedHosts: ' A.example ,b', upstreamSyncInterval: '500ms', console: false }, {})).toMatchObject({ port: 0, allowedHosts: ['a.example', 'b'], upstreamSyncIntervalMs: 500, console: false });
+  });
+  it('exactly one transport', () => {
+    expect(refusal({ port: '1', host: '127.0.0.1' }).code).toBe('serve-transport');
+    expect(refusal({ ...http, stdio: true }).code).toBe('serve-transport');
+    expect(loadServeConfig({ stdio: true, port: '8080', host: '0.0.0.0' }, {}).transport).toBe('stdio');
+  });
+  it.each(['65536', '-1', '80.5', 'http', '1e9', '0x1g'])('refuses --port %s', (port) => {
+    expect(refusal({ ...http, port })).toEqual({ code: 'serve-port', message: `serve: --port ${port} is not a port number` });
+  });
+  it.each(['10 minutes', '1d', '', '-5s', '5s; rm -rf /'])('refuses --upstream-sync-interval %j', (interval) => {
+    expect(refusal({ ...http, upstreamSyncInterval: interval }).code).toBe('serve-interval');
+  });
+  it('without authorization HTTP binds loopback only; with it, any address, and no principal flags', () => {
+    expect(refusal({ ...http, host: '0.0.0.0' }).code).toBe('serve-host');
+    expect(loadServeConfig({ ...http, ...auth, host: '0.0.0.0' }, {}).auth?.issuer).toBe('https://idp.example');
+    expect(loadServeConfig({ ...http, host: '0.0.0.0' }, { ESTATE_AUTH_ISSUER: auth.authIssuer, ESTATE_AUTH_JWKS_URL: auth.authJwksUrl, ESTATE_AUTH_AUDIENCE: auth.authAudience }).auth).toBeDefined();
+    expect(refusal({ ...http, ...auth, tenant: 'acme', subject: 'x' })).toMatchObject({ code: 'auth-principal-flags', message: expect.stringContaining('remove --tenant, --subject') });
+  });
+  it('a half authorization is refused on stdio too; a whole one is ignored there', () => {
+    expect(refusal({ stdio: true, port: '8080', host: '127.0.0.1', authIssuer: auth.authIssuer }).code).toBe('auth-incomplete');
+    expect(loadServeConfig({ stdio: true, port: '8080', host: '127.0.0.1', ...auth, tenant: 'acme' }, {}).auth).toBeUndefined();
+  });
+  it('hands the environment on for upstream secrets, and nothing else reads it', () => {
+    const env = { UPSTREAM_TOKEN: 's3cret' };
+    expect(loadServeConfig(http, env).secretsEnv).toBe(env);
   });
 });

@@ -1,4 +1,4 @@
-// The package `imports` aliases (#domain/..., #app/..., #main): declared for every room, resolved to the same module
+// The package `imports` aliases (#domain/..., #app/..., #config): declared for every room, resolved to the same module
 // as a relative path by vitest and by tsx, and written by the build as relative `.js` paths that need no alias.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -33,13 +33,13 @@ describe('package imports aliases', () => {
 
   it('are written into dist/ as relative .js paths, in code and declarations alike', () => {
     expect(aliasTarget(imports, '#domain/semver')).toBe('./src/domain/semver.ts');
-    expect(aliasTarget(imports, '#main')).toBe('./src/main.ts');
+    expect(aliasTarget(imports, '#config')).toBe('./src/config.ts');
     expect(rewriteAliases(imports, 'dist/src/store/postgres-rows.js', "import { ConcurrencyError } from '#app/ports';"))
       .toBe("import { ConcurrencyError } from '../app/ports.js';");
     expect(rewriteAliases(imports, 'dist/src/app/x.d.ts', 'export type T = import("#projections/catalogue").Catalogue;'))
       .toBe('export type T = import("../../projections/catalogue.js").Catalogue;');
-    expect(rewriteAliases(imports, 'dist/src/cli/run.js', "const { openEstate } = await import('#main');"))
-      .toBe("const { openEstate } = await import('../main.js');");
+    expect(rewriteAliases(imports, 'dist/src/cli/run.js', "const { openEstate } = await import('#compose/estate');"))
+      .toBe("const { openEstate } = await import('../compose/estate.js');");
     // A string that only looks like a fragment is left alone.
     expect(rewriteAliases(imports, 'dist/src/x.js', "const ref = '#/$defs/a';")).toBe("const ref = '#/$defs/a';");
   });

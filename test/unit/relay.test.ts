@@ -4,6 +4,7 @@
  * is down, resume from the checkpoint, lease takeover from a holder that stopped renewing, never two active relays,
  * and the one duplicate at-least-once allows. The same relay on the real broker: test/int/kafka-relay.test.ts.
  */
+import { silentLog } from '../../src/app/log.ts';
 import { describe, expect, it } from 'vitest';
 import type { ChangePublisher, EventStore } from '../../src/app/ports.ts';
 import { startRelay, type Relay } from '../../src/app/relay.ts';
@@ -46,7 +47,7 @@ const setup = () => {
   const topic = new MemoryChangeTopic();
   const timer = new ManualTimer();
   const warnings: string[] = [];
-  const log = { debug: () => undefined, info: () => undefined, warn: (_o: object, msg?: string) => warnings.push(msg ?? '') };
+  const log = { ...silentLog, warn: (_o: object, msg?: string) => void warnings.push(msg ?? '') };
   const relays: Relay[] = [];
   const relay = (holder: string, o: { store?: EventStore; publisher?: ChangePublisher } = {}) => {
     const r = startRelay({ store: o.store ?? store, publisher: o.publisher ?? new MemoryChangePublisher(topic), topic: 'changes', holder, ttlMs: TTL, timer, log });

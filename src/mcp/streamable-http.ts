@@ -1,19 +1,19 @@
 /**
- * Streamable HTTP at `/mcp` (SPEC §3). Our own checks run first — Host/Origin (403), content type (415), body size
- * (413), JSON (-32700), envelope (-32600), the stateless gates (-32602/-32022/-32020/-32021 as HTTP 400) and session
- * lookup (404) — because errors sent through the SDK transport after dispatch come back as HTTP 200. Then:
+ * Streamable HTTP at `/mcp` (SPEC §3): what one request to /mcp gets, once the listener (src/compose/http-listener.ts)
+ * has checked Host/Origin and, with authorization, found its caller. Our own checks run first — content type (415),
+ * body size (413), JSON (-32700), envelope (-32600), the stateless gates (-32602/-32022/-32020/-32021 as HTTP 400) and
+ * session lookup (404) — because errors sent through the SDK transport after dispatch come back as HTTP 200. Then:
  * stateless requests are answered here as JSON (a `subscriptions/listen` gets an SDK event stream); stateful
  * sessions go through their SDK transport.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Principal } from '../domain/types.ts';
-import type { EdgeCaller, HttpEdge } from '../auth/http-edge.ts';
-import { isBrowserGet, sendBrowserPage } from './browser-page.ts';
+import { isJsonContentType, readBody, refuseTooLarge } from '../http/guards.ts';
+import { header } from '../http/header.ts';
+import { sendJson } from '../http/send-json.ts';
 import { httpStatusOf, notInitialized } from './error-map.ts';
-import { hostAllowed, isJsonContentType, originAllowed, readBody, refuseTooLarge } from './http-guards.ts';
 import { HttpSessions, KEEP_ALIVE_MS, type SessionCaps } from './http-sessions.ts';
 import { duplicateId, type BatchLimits } from './stateful-session.ts';
 import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
@@ -22,50 +22,38 @@ import { STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
 import { checkStatelessRequest, handleStateless, isStatelessMessage, mayNotify, type StatelessContext } from './stateless.ts';
 
-export interface HttpServeOptions {
-  core: ServerCore;
+/** The caller of one /mcp request, found by authorization; `owner` keys the sessions it may use. */
+export interface McpCaller {
   principal: Principal;
-  host: string;
-  port: number;
-  allowedHosts: readonly string[];
-  allowedOrigins: readonly string[];
+  owner: string;
+}
+
+export interface StreamableHttpOptions {
+  core: ServerCore;
+  /** Every request's principal when no caller is given (no authorization: the flags' principal). */
+  principal: Principal;
   sessionIdleMs?: number;
   /** Session caps per subject and in total (default DEFAULT_SESSION_CAPS). */
   sessionCaps?: SessionCaps;
   /** The 2025-03-26 batch bound (default DEFAULT_BATCH_LIMITS). */
   batchLimits?: BatchLimits;
-  /** Authorization: extra routes and the caller of each /mcp request (else every request is `principal`). */
-  edge?: HttpEdge;
-  /** The web console's routes (src/console), behind the same Host/Origin checks; absent with --no-console. */
-  console?: { serves(path: string): boolean; handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> };
-  /** Operations routes (`/healthz`, `/readyz`: src/ops/http-routes.ts); answers null for paths it does not serve. */
-  ops?: (path: string, req: IncomingMessage) => Promise<{ status: number; body: unknown; contentType?: string }> | null;
 }
 
-export interface RunningHttpServer {
-  url: string;
+export interface StreamableHttp {
+  /** Answers one request to /mcp; `caller` is authorization's (absent: `principal`, no owner). */
+  handle(req: IncomingMessage, res: ServerResponse, caller?: McpCaller): Promise<void>;
   sessions: HttpSessions;
-  close(): Promise<void>;
+  /** Ends every listen stream and session. */
+  close(): void;
 }
 
 const SESSION_NOT_FOUND = -32001;
-const FORBIDDEN = -32000;
+export const FORBIDDEN = -32000;
 
-const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers });
-  res.end(text);
-};
-
-const header = (req: IncomingMessage, name: string): string | undefined => {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-};
-
-export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpServer> => {
+export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp => {
   const { core, principal } = o;
   const sessions = new HttpSessions(core, principal, o.sessionIdleMs, o.sessionCaps, o.batchLimits);
-  const callers = new WeakMap<IncomingMessage, EdgeCaller>();
+  const callers = new WeakMap<IncomingMessage, McpCaller>();
   const principalOf = (req: IncomingMessage): Principal => callers.get(req)?.principal ?? principal;
   const ownerOf = (req: IncomingMessage): string | undefined => callers.get(req)?.owner;
   const listenStreams = new Set<() => void>();
@@ -207,39 +195,8 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
     await s.transport.handleRequest(req, res);
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
-    // Probes come from load balancers under their own Host (a pod IP): before the Host check, and they reveal no data.
-    // /metrics names tools: it passes the Host and Origin checks like /mcp (no DNS-rebinding read of the catalogue).
-    const answerOps = async (): Promise<boolean> => {
-      const probed = req.method === 'GET' ? o.ops?.(path, req) : null;
-      if (!probed) return false;
-      const { status, body, contentType } = await probed;
-      if (contentType === undefined) sendJson(res, status, body, { 'cache-control': 'no-store' });
-      else {
-        res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
-        res.end(String(body));
-      }
-      return true;
-    };
-    if ((path === '/healthz' || path === '/readyz') && (await answerOps())) return;
-    if (path !== '/mcp' && path !== '/metrics' && !o.edge?.serves(path) && !o.console?.serves(path)) return sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
-    if (!hostAllowed(header(req, 'host'), o.allowedHosts)) {
-      return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Host '${header(req, 'host') ?? ''}' is not allowed`));
-    }
-    if (!originAllowed(header(req, 'origin'), o.allowedOrigins)) {
-      return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Origin '${header(req, 'origin') ?? ''}' is not allowed`));
-    }
-    if (o.console?.serves(path)) return o.console.handle(req, res, path);
-    if (path === '/metrics') return (await answerOps()) ? undefined : sendJson(res, 404, { error: 'not found: Estate serves MCP at /mcp' });
-    // A person opening /mcp in a browser gets a page saying what this is, not a JSON-RPC error (src/mcp/browser-page.ts).
-    if (path === '/mcp' && isBrowserGet(req)) return sendBrowserPage(req, res);
-    if (o.edge) {
-      if (path !== '/mcp') return o.edge.route(req, res, path);
-      const caller = await o.edge.authenticate(req, res);
-      if (!caller) return;
-      callers.set(req, caller);
-    }
+  const handle = async (req: IncomingMessage, res: ServerResponse, caller?: McpCaller): Promise<void> => {
+    if (caller) callers.set(req, caller);
     switch (req.method) {
       case 'POST':
         return post(req, res);
@@ -251,32 +208,12 @@ export const startHttpServer = async (o: HttpServeOptions): Promise<RunningHttpS
     }
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      core.log.error({ err: e }, 'http request failed');
-      if (!res.headersSent) sendJson(res, 500, failure(null, -32603, 'Internal error'));
-      else res.end();
-    });
-  });
-  // Node closes an idle keep-alive connection after 5 s; a client that picks that connection for its next POST in the
-  // same instant reads "other side closed" and cannot retry a POST. Keeping idle connections far longer than clients
-  // do (undici: 4 s, browsers: a minute) makes the client the one that closes (the usual load-balancer setting).
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host, () => resolve());
-  });
-  const addr = server.address() as AddressInfo;
-  const hostForUrl = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
-    url: `http://${hostForUrl}:${addr.port}/mcp`,
+    handle,
     sessions,
-    close: async () => {
+    close: () => {
       for (const stop of listenStreams) stop();
       sessions.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 };

@@ -1,12 +1,15 @@
 /**
- * The composition root: the ONLY place that picks adapters. Everything else receives ports.
+ * The composition root of every verb: the store its configuration names, the schema compiler, the command handler and
+ * read sides over them, and the change feed `--bus` picks. With ./serve.ts (what `estate serve` adds on top), the
+ * ONLY place that picks adapters: everything else receives ports.
  */
-import { CatalogueReader, type CatalogueReaderOptions } from './app/catalogue-reader.ts';
-import { CommandHandler } from './app/command-handler.ts';
-import type { EventStore, Subscription } from './app/ports.ts';
-import type { EstateConfig } from './config.ts';
-import { createSchemaCompiler, type SchemaCompiler } from './domain/schema-compiler.ts';
-import { openEventStore, type OpenStoreOptions } from './store/open-store.ts';
+import { CatalogueReader, type CatalogueReaderOptions } from '../app/catalogue-reader.ts';
+import { CommandHandler } from '../app/command-handler.ts';
+import type { Log } from '../app/log.ts';
+import type { EventStore, Subscription } from '../app/ports.ts';
+import type { EstateConfig } from '../config.ts';
+import { createSchemaCompiler, type SchemaCompiler } from '../domain/schema-compiler.ts';
+import { openEventStore, type OpenStoreOptions } from '../store/open-store.ts';
 
 export interface Estate {
   config: EstateConfig;
@@ -19,27 +22,21 @@ export interface Estate {
    * Bring `reader` up to date and keep it so, the way `--bus` says: `local` tails the store; `kafka://...` makes this
    * process a relay candidate and a consumer of the change topic (src/bus/kafka-change-feed.ts).
    */
-  followChanges(reader: CatalogueReader, log: ChangeFeedLog): Promise<Subscription>;
+  followChanges(reader: CatalogueReader, log: Log): Promise<Subscription>;
   close(): Promise<void>;
-}
-
-export interface ChangeFeedLog {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
 }
 
 const followChangesFor =
   (config: EstateConfig, store: EventStore) =>
-  async (reader: CatalogueReader, log: ChangeFeedLog): Promise<Subscription> => {
+  async (reader: CatalogueReader, log: Log): Promise<Subscription> => {
     if (config.bus === 'local') {
       await reader.catchUp();
       return reader.follow((e) => log.warn({ err: e }, 'catalogue tail: read failed, retrying'));
     }
     // Loaded only for a kafka:// bus, so the default never loads kafkajs.
-    const feed = await import('./bus/kafka-change-feed.ts');
-    return feed.startKafkaChangeFeed({ url: config.bus, topic: config.topic, store, reader, log });
+    const feed = await import('../bus/kafka-change-feed.ts');
+    const relayTtlMs = config.relayTtlMs;
+    return feed.startKafkaChangeFeed({ url: config.bus, topic: config.topic, store, reader, log, ...(relayTtlMs !== undefined ? { relayTtlMs } : {}) });
   };
 
 export const openEstate = async (config: EstateConfig, options: OpenStoreOptions = {}): Promise<Estate> => {

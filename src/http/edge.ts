@@ -5,18 +5,16 @@
  * scope is ever named in a refusal.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from 'pino';
-import type { CommandHandler } from '../app/command-handler.ts';
+import type { Log } from '../app/log.ts';
+import type { Authenticator } from '../auth/authenticator.ts';
+import type { AuthConfig } from '../auth/config.ts';
+import { metadataPaths, protectedResourceMetadata } from '../auth/resource-metadata.ts';
 import { viewKey } from '../domain/access.ts';
-import type { SchemaCompiler } from '../domain/schema-compiler.ts';
 import type { Principal } from '../domain/types.ts';
-import { createPublishApi, isApiPath } from '../mcp/publish-api.ts';
-import { createAuthenticator, type Authenticator } from './authenticator.ts';
-import type { AuthConfig } from './config.ts';
-import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.ts';
-import { metadataPaths, protectedResourceMetadata } from './resource-metadata.ts';
+import { isApiPath, type PublishApi } from './publish-api.ts';
+import { sendJson as send } from './send-json.ts';
 
-/** The caller of one /mcp request; `owner` keys the sessions it may use. */
+/** The caller of one /mcp request; `owner` keys the sessions it may use (src/mcp/streamable-http.ts's McpCaller). */
 export interface EdgeCaller {
   principal: Principal;
   owner: string;
@@ -31,17 +29,12 @@ export interface HttpEdge {
 
 export interface HttpEdgeOptions {
   config: AuthConfig;
-  commands: CommandHandler;
-  compiler: SchemaCompiler;
-  log: Logger;
-  verifier?: JwtVerifier;
+  /** Token → caller (src/auth/authenticator.ts), shared with the publishing API. */
+  authenticator: Authenticator;
+  /** The publishing API (./publish-api.ts), mounted at /v1. */
+  api: PublishApi;
+  log: Log;
 }
-
-const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers });
-  res.end(text);
-};
 
 /**
  * A session belongs to the principal that opened it: the subject, and the view its token gave. Another subject (or
@@ -50,11 +43,9 @@ const send = (res: ServerResponse, status: number, body: unknown, headers: Recor
 export const sessionOwner = (p: Principal & { subject: string }): string => JSON.stringify([p.subject, viewKey(p)]);
 
 export const createHttpEdge = (o: HttpEdgeOptions): HttpEdge => {
-  const verifier = o.verifier ?? createJwtVerifier(o.config);
-  const authenticator: Authenticator = createAuthenticator(o.config, verifier);
+  const { authenticator, api } = o;
   const prmPaths = metadataPaths(o.config.audience);
   const prm = protectedResourceMetadata(o.config.audience, o.config.issuer, o.config.scopesSupported);
-  const api = createPublishApi({ commands: o.commands, compiler: o.compiler, authenticator, log: o.log });
   return {
     serves: (path) => prmPaths.has(path) || isApiPath(path),
     async route(req, res, path) {

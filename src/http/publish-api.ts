@@ -15,7 +15,7 @@
  * nothing but the parse. The publisher recorded is the token's subject.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from 'pino';
+import type { Log } from '../app/log.ts';
 import type { CommandHandler } from '../app/command-handler.ts';
 import { covers, holdsAny, LIFECYCLE_SCOPE, PUBLISH_SCOPE, scopeNeededFor } from '../auth/api-scopes.ts';
 import type { Authenticator, Caller } from '../auth/authenticator.ts';
@@ -27,17 +27,20 @@ import { scanJsonDepth } from '../domain/json-depth.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
 import { parseDefinitionText, checkName } from '../domain/tool-definition.ts';
 import type { DefinitionChecker } from '../app/definition-budget.ts';
-import { createDefinitionChecker } from '../app/definition-budget.ts';
-import { isJsonContentType, readBody, refuseTooLarge } from './http-guards.ts';
+import { isJsonContentType, readBody, refuseTooLarge } from './guards.ts';
+import { sendJson as send } from './send-json.ts';
 
 export interface PublishApiOptions {
   commands: CommandHandler;
   compiler: SchemaCompiler;
   authenticator: Authenticator;
-  log: Logger;
-  /** Checks definitions off the event loop with a time budget; one is made (and owned) when absent. */
-  checker?: DefinitionChecker;
+  log: Log;
+  /** Checks definitions off the event loop with a time budget (src/app/definition-budget.ts). */
+  checker: DefinitionChecker;
 }
+
+/** Answers one request whose path is under /v1. */
+export type PublishApi = (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
 
 /** Most levels a definition body may nest: far above what MAX_SCHEMA_DEPTH subschemas need, far below costly. */
 export const MAX_DEFINITION_DEPTH = 1024;
@@ -49,11 +52,9 @@ const PATH_PART = /^[\x21-\x7e]{1,128}$/;
 
 const LIFECYCLE_ROUTE = /^\/v1\/tools\/([^/]+)\/versions\/([^/]+)\/(deprecate|retire)$/;
 
-const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), 'cache-control': 'no-store', ...headers });
-  res.end(text);
-};
+/** API answers are about one request and the catalogue at that moment: never cached. */
+const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void =>
+  send(res, status, body, { 'cache-control': 'no-store', ...headers });
 
 /** The HTTP status of a broken rule: the same classes as the CLI's exit codes (2 → 400, 3 → 422, 4 → 404). */
 const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
@@ -80,7 +81,7 @@ const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<stri
   return body.text;
 };
 
-export const createPublishApi = (o: PublishApiOptions) => {
+export const createPublishApi = (o: PublishApiOptions): PublishApi => {
   const forbid = (res: ServerResponse, scope: string, what: string): void => {
     const description = `${what} needs the scope ${scope}`;
     sendJson(res, 403, { error: { code: 'insufficient_scope', message: `Forbidden: ${description}` } }, {
@@ -95,7 +96,7 @@ export const createPublishApi = (o: PublishApiOptions) => {
     sendJson(res, 500, { error: { code: 'internal', message: 'Internal error' } });
   };
 
-  const checker = o.checker ?? createDefinitionChecker();
+  const { checker } = o;
 
   /** The CLI's definition-error JSON: 400 when the body is not a definition at all, 422 when it breaks a rule. */
   const refuseDefinition = (res: ServerResponse, e: DomainError): void => sendJson(res, e.kind === 'usage' ? 400 : 422, definitionErrorJson(e));

@@ -1,0 +1,41 @@
+/**
+ * What executes tools in a serving process: the demo pack, a handler module, and the upstream MCP servers it fronts
+ * (SPEC §6, §7). Upstream tools are served by executors resolved from their handler names `upstream:<ns>/<t>`.
+ */
+import type { Log } from '../app/log.ts';
+import type { ServeConfig } from '../config.ts';
+import { demoHandlers } from '../handlers/demo.ts';
+import { loadHandlerModule, mergeHandlerMaps } from '../handlers/load-module.ts';
+import type { HandlerMap } from '../handlers/types.ts';
+import { parseUpstreamSelection, UpstreamPool } from '../upstream/pool.ts';
+import { UpstreamRegistry } from '../upstream/registry.ts';
+import type { Estate } from './estate.ts';
+
+export interface ComposedHandlers {
+  /** Every handler name this process binds. */
+  handlers: HandlerMap;
+  /** Those of the demo pack and the handler module alone. */
+  moduleHandlers: HandlerMap;
+  /** The upstream connections; absent with `--upstreams none`. */
+  pool?: UpstreamPool;
+}
+
+export const composeHandlers = async (estate: Estate, config: ServeConfig, log: Log): Promise<ComposedHandlers> => {
+  const maps: HandlerMap[] = [];
+  if (config.demo) maps.push(demoHandlers);
+  if (config.handlersModule) maps.push(await loadHandlerModule(config.handlersModule));
+  const moduleHandlers = mergeHandlerMaps(...maps);
+  const selection = parseUpstreamSelection(config.upstreams);
+  const pool =
+    selection === 'none'
+      ? undefined
+      : new UpstreamPool({
+          registry: new UpstreamRegistry({ store: estate.store, commands: estate.commands, compiler: estate.compiler }),
+          selection,
+          env: config.secretsEnv,
+          log,
+          actor: estate.config.actor,
+          syncIntervalMs: config.upstreamSyncIntervalMs,
+        });
+  return { handlers: pool ? pool.handlers(moduleHandlers) : moduleHandlers, moduleHandlers, ...(pool ? { pool } : {}) };
+};

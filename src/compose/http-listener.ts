@@ -1,0 +1,100 @@
+/**
+ * The node HTTP listener of `estate serve --http`: one port that mounts MCP at /mcp (src/mcp/streamable-http.ts), the
+ * publishing API and its metadata (src/http/edge.ts, with authorization), the web console (src/console) and the
+ * operations routes (src/ops). It decides, per path, which checks run first: probes before the Host check, then
+ * Host/Origin for everything else (DNS rebinding), then authorization, then the room that serves the path.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { HttpEdge } from '../http/edge.ts';
+import { hostAllowed, originAllowed } from '../http/guards.ts';
+import { header } from '../http/header.ts';
+import { sendJson } from '../http/send-json.ts';
+import type { Log } from '../app/log.ts';
+import { isBrowserGet, sendBrowserPage } from '../mcp/browser-page.ts';
+import { failure } from '../mcp/jsonrpc.ts';
+import { FORBIDDEN, type StreamableHttp } from '../mcp/streamable-http.ts';
+
+export interface HttpListenerOptions {
+  mcp: StreamableHttp;
+  host: string;
+  port: number;
+  allowedHosts: readonly string[];
+  allowedOrigins: readonly string[];
+  log: Log;
+  /** Authorization: extra routes and the caller of each /mcp request (else every request is the flags' principal). */
+  edge?: HttpEdge;
+  /** The web console's routes (src/console), behind the same Host/Origin checks; absent with --no-console. */
+  console?: { serves(path: string): boolean; handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> };
+  /** Operations routes (`/healthz`, `/readyz`, `/metrics`: src/ops/http-routes.ts); null for paths it does not serve. */
+  ops?: (path: string, req: IncomingMessage) => Promise<{ status: number; body: unknown; contentType?: string }> | null;
+}
+
+export interface RunningHttpListener {
+  url: string;
+  close(): Promise<void>;
+}
+
+const NOT_FOUND = { error: 'not found: Estate serves MCP at /mcp' };
+
+export const startHttpListener = async (o: HttpListenerOptions): Promise<RunningHttpListener> => {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    // Probes come from load balancers under their own Host (a pod IP): before the Host check, and they reveal no data.
+    // /metrics names tools: it passes the Host and Origin checks like /mcp (no DNS-rebinding read of the catalogue).
+    const answerOps = async (): Promise<boolean> => {
+      const probed = req.method === 'GET' ? o.ops?.(path, req) : null;
+      if (!probed) return false;
+      const { status, body, contentType } = await probed;
+      if (contentType === undefined) sendJson(res, status, body, { 'cache-control': 'no-store' });
+      else {
+        res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
+        res.end(String(body));
+      }
+      return true;
+    };
+    if ((path === '/healthz' || path === '/readyz') && (await answerOps())) return;
+    if (path !== '/mcp' && path !== '/metrics' && !o.edge?.serves(path) && !o.console?.serves(path)) return sendJson(res, 404, NOT_FOUND);
+    if (!hostAllowed(header(req, 'host'), o.allowedHosts)) {
+      return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Host '${header(req, 'host') ?? ''}' is not allowed`));
+    }
+    if (!originAllowed(header(req, 'origin'), o.allowedOrigins)) {
+      return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Origin '${header(req, 'origin') ?? ''}' is not allowed`));
+    }
+    if (o.console?.serves(path)) return o.console.handle(req, res, path);
+    if (path === '/metrics') return (await answerOps()) ? undefined : sendJson(res, 404, NOT_FOUND);
+    // A person opening /mcp in a browser gets a page saying what this is, not a JSON-RPC error (src/mcp/browser-page.ts).
+    if (path === '/mcp' && isBrowserGet(req)) return sendBrowserPage(req, res);
+    if (!o.edge) return o.mcp.handle(req, res);
+    if (path !== '/mcp') return o.edge.route(req, res, path);
+    const caller = await o.edge.authenticate(req, res);
+    if (caller) return o.mcp.handle(req, res, caller);
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      o.log.error({ err: e }, 'http request failed');
+      if (!res.headersSent) sendJson(res, 500, failure(null, -32603, 'Internal error'));
+      else res.end();
+    });
+  });
+  // Node closes an idle keep-alive connection after 5 s; a client that picks that connection for its next POST in the
+  // same instant reads "other side closed" and cannot retry a POST. Keeping idle connections far longer than clients
+  // do (undici: 4 s, browsers: a minute) makes the client the one that closes (the usual load-balancer setting).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const hostForUrl = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return {
+    url: `http://${hostForUrl}:${addr.port}/mcp`,
+    close: async () => {
+      o.mcp.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+};

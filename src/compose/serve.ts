@@ -1,0 +1,187 @@
+/**
+ * The composition root of `estate serve` (on top of ./estate.ts): the logger, authorization, handlers and upstreams,
+ * the read side and its change feed, store health and metrics, the protocol core (src/mcp/server-core.ts), and one
+ * transport — stdio, or the HTTP listener (./http-listener.ts) with the console and operations routes. It runs until
+ * stdin closes (stdio) or a signal arrives, then closes everything it opened, in reverse.
+ */
+import { randomUUID } from 'node:crypto';
+import { createCallRecorder } from '../app/call-recorder.ts';
+import type { RootLog } from '../app/log.ts';
+import { LIFECYCLE_SCOPE } from '../auth/api-scopes.ts';
+import { startupBanner, type BannerFacts } from '../cli/banner.ts';
+import type { ServeConfig } from '../config.ts';
+import { consoleSignInUnavailable, createConsole } from '../console/console.ts';
+import { DomainError } from '../domain/errors.ts';
+import type { Principal } from '../domain/types.ts';
+import { seedDemoEstate } from '../handlers/demo.ts';
+import type { HttpEdge } from '../http/edge.ts';
+import { resolveStateKey } from '../mcp/input-required.ts';
+import { isOfferedBy, ServerCore } from '../mcp/server-core.ts';
+import { serveStdio } from '../mcp/stdio-transport.ts';
+import { takeStdout } from '../mcp/stdout-guard.ts';
+import { createStreamableHttp } from '../mcp/streamable-http.ts';
+import { catalogueCaughtUp, opsRoutes } from '../ops/http-routes.ts';
+import { createMetrics, type EstateMetrics } from '../ops/metrics.ts';
+import { createStoreHealth, type StoreHealth } from '../ops/store-health.ts';
+import { composeHttpEdge } from './auth-edge.ts';
+import type { Estate } from './estate.ts';
+import { composeHandlers } from './handlers.ts';
+import { startHttpListener } from './http-listener.ts';
+import { createLogger } from './logger.ts';
+
+const untilSignal = (): Promise<string> =>
+  new Promise((resolve) => {
+    const on = (sig: string) => () => resolve(sig);
+    process.once('SIGTERM', on('SIGTERM'));
+    process.once('SIGINT', on('SIGINT'));
+  });
+
+/** What both transports are handed once the core is built. */
+interface Served {
+  estate: Estate;
+  config: ServeConfig;
+  principal: Principal;
+  log: RootLog;
+  core: ServerCore;
+  storeHealth: StoreHealth;
+  metrics: EstateMetrics;
+  reader: ServerCore['reader'];
+  banner(f: Pick<BannerFacts, 'transport' | 'url'>, perRequestPrincipal: boolean): void;
+  batchLimits: { messages: number; bytes: number };
+  /** The /metrics sessions gauge reads this; HTTP points it at its sessions. */
+  sessionCount: { of: () => number };
+}
+
+const runStdio = async (s: Served, writeFrame: (line: string) => void): Promise<void> => {
+  const connectionId = randomUUID();
+  const conn = serveStdio({ core: s.core, principal: s.principal, connectionId, input: process.stdin, write: writeFrame, batchLimits: s.batchLimits });
+  s.banner({ transport: 'stdio' }, false);
+  s.log.info({ transport: 'stdio', connectionId, principal: s.principal, store: s.estate.store.kind, tools: s.reader.catalogue.size }, 'estate serve ready');
+  await Promise.race([conn.closed, untilSignal()]);
+  conn.close();
+  await conn.closed;
+};
+
+const runHttp = async (s: Served, edge: HttpEdge | undefined): Promise<void> => {
+  const { estate, config, log } = s;
+  // The console: the local operator on loopback; with authorization, sign-in is not available yet (src/console).
+  const consoleRoutes = !config.console
+    ? undefined
+    : edge
+      ? consoleSignInUnavailable()
+      : createConsole({ reader: s.reader, commands: estate.commands, store: estate.store, actor: { by: estate.config.actor, scopes: [LIFECYCLE_SCOPE] } });
+  const mcp = createStreamableHttp({
+    core: s.core,
+    principal: s.principal,
+    sessionIdleMs: estate.config.sessionIdleMs,
+    sessionCaps: { perSubject: estate.config.maxSessionsPerSubject, total: estate.config.maxSessions },
+    batchLimits: s.batchLimits,
+  });
+  s.sessionCount.of = () => mcp.sessions.size;
+  const http = await startHttpListener({
+    mcp,
+    host: config.host,
+    port: config.port,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+    log,
+    ...(edge ? { edge } : {}),
+    ...(consoleRoutes ? { console: consoleRoutes } : {}),
+    ops: opsRoutes({
+      health: s.storeHealth,
+      readModels: catalogueCaughtUp(estate.store, s.reader),
+      metrics: s.metrics,
+      // Without authorization HTTP binds loopback only anyway; with it, metrics stay loopback unless asked.
+      metricsLoopbackOnly: Boolean(edge) && !config.metricsPublic,
+    }),
+  }).catch((e: unknown) => {
+    mcp.close();
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
+      throw new DomainError('usage', 'port-in-use', `serve: port ${config.port} on ${config.host} is already in use (another estate serve?): choose another with --port <n>, or --port 0 for any free port`);
+    }
+    if (code === 'EACCES') throw new DomainError('usage', 'port-denied', `serve: not allowed to listen on port ${config.port}: choose a port above 1023 with --port <n>`);
+    throw e;
+  });
+  if (!edge) log.warn({ principal: s.principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
+  s.banner({ transport: 'http', url: http.url }, Boolean(edge));
+  if (consoleRoutes) log.info({ console: http.url.replace(/\/mcp$/, '/console/') }, 'web console served');
+  log.info({ transport: 'http', url: http.url, principal: s.principal, store: estate.store.kind, tools: s.reader.catalogue.size }, 'estate serve ready');
+  const sig = await untilSignal();
+  log.info({ signal: sig }, 'stopping');
+  consoleRoutes?.close();
+  await http.close();
+};
+
+export const runServe = async (estate: Estate, config: ServeConfig, principal: Principal): Promise<void> => {
+  // On stdio, stdout is the protocol: take it before anything (a handler module's top level included) can print.
+  const writeFrame = config.transport === 'stdio' ? takeStdout() : null;
+  const log = createLogger(estate.config.logLevel);
+  const edge = config.auth ? composeHttpEdge(estate, config.auth, log) : undefined;
+  const { handlers, moduleHandlers, pool } = await composeHandlers(estate, config, log);
+  if (config.demo) {
+    const seeded = await seedDemoEstate(estate);
+    log.info(seeded, 'demo estate published');
+  }
+
+  const reader = estate.reader({ isOffered: isOfferedBy(handlers) });
+  // --bus local: catch up and tail the store; --bus kafka://...: relay candidate + topic consumer (./estate.ts).
+  const following = await estate.followChanges(reader, log);
+  const upstreams = (await pool?.start()) ?? 0;
+  if (Object.keys(moduleHandlers).length === 0 && upstreams === 0) log.warn({}, 'no handlers bound (--handlers <module> or --demo): no tool will be offered');
+  // A store that cannot write is found now, not by the first call after its handler ran (src/ops/store-health.ts).
+  const storeHealth = createStoreHealth(estate.config.store);
+  const unwritable = await storeHealth.check();
+  if (unwritable) log.error({ reason: unwritable }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
+  storeHealth.start();
+  const sessionCount = { of: (): number => 0 };
+  const metrics = createMetrics({ catalogue: () => ({ size: reader.catalogue.size, position: reader.position }), sessions: () => sessionCount.of() });
+  const core = new ServerCore({
+    reader,
+    handlers,
+    compiler: estate.compiler,
+    recorder: createCallRecorder(estate.store),
+    log,
+    pageSize: estate.config.pageSize,
+    listTtlMs: estate.config.listTtlMs,
+    stateKey: resolveStateKey(estate.config.stateKey),
+    storeRefusal: () => storeHealth.refusal(),
+    metrics,
+  });
+  // After the notifier's own listener, so this line follows any notification the update caused.
+  reader.onUpdate((u) => log.debug({ position: u.position, tools: u.tools, viewChanges: u.viewChanges.length }, 'catalogue updated'));
+  const served: Served = {
+    estate,
+    config,
+    principal,
+    log,
+    core,
+    storeHealth,
+    metrics,
+    reader,
+    sessionCount,
+    batchLimits: { messages: estate.config.maxBatchMessages, bytes: estate.config.maxBatchBytes },
+    banner: (f, perRequestPrincipal) => {
+      process.stderr.write(
+        startupBanner({
+          ...f,
+          store: estate.config.store,
+          visible: reader.discovery.view(principal).entries.length,
+          total: reader.catalogue.size,
+          ...(perRequestPrincipal ? {} : { principal }),
+          demo: config.demo,
+          handlers: Object.keys(moduleHandlers).length,
+        }),
+      );
+    },
+  };
+  try {
+    if (writeFrame) await runStdio(served, writeFrame);
+    else await runHttp(served, edge);
+  } finally {
+    await core.close();
+    await pool?.close();
+    await following.close();
+    await storeHealth.close();
+  }
+};
