@@ -5,17 +5,15 @@
  * a closed one or a timeout is `upstream <ns> unavailable` (upstream_unavailable). The caller's credentials are never
  * passed on: the request carries the tool name and the (validated, repaired) arguments, nothing of the principal.
  *
- * The upstream's log messages, elicitation and sampling requests carry no reference to the call they belong to (a
- * server's request to its client names no originating request), so they are relayed to the caller only while exactly
- * ONE call is in flight on this link; otherwise a log line goes to Estate's log and a question is answered with an
- * error (asking the wrong user is worse than not asking).
+ * The upstream's log messages, elicitation and sampling requests are relayed to the call they belong to (relay.ts
+ * says how Estate tells).
  */
-import { ProtocolError } from '@modelcontextprotocol/client';
 import { ExecutorFailure } from '../handlers/executor-failure.ts';
-import type { CallToolResult, ElicitParams, HandlerContext, SampleParams } from '../handlers/types.ts';
+import type { CallToolResult, HandlerContext } from '../handlers/types.ts';
 import type { UpstreamTarget } from '../domain/events.ts';
 import { CircuitBreaker, type BreakerOptions } from './breaker.ts';
-import { describeFailure, openUpstream, upstreamAnswered, type UpstreamSession } from './connection.ts';
+import { describeFailure, openUpstream, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
+import { CallRelay } from './relay.ts';
 
 export interface LinkLog {
   debug(obj: object, msg?: string): void;
@@ -38,14 +36,6 @@ export interface LinkOptions {
 
 const defaultRestartDelay = (n: number): number => Math.min(10_000, 100 * 2 ** (n - 1));
 
-const LOG_LEVELS = new Set(['debug', 'info', 'warn', 'error']);
-const levelOf = (l: unknown): 'debug' | 'info' | 'warn' | 'error' => {
-  if (typeof l === 'string' && LOG_LEVELS.has(l)) return l as 'debug' | 'info' | 'warn' | 'error';
-  if (l === 'warning') return 'warn';
-  if (l === 'notice') return 'info';
-  return typeof l === 'string' && ['critical', 'alert', 'emergency'].includes(l) ? 'error' : 'info';
-};
-
 const textOf = (r: CallToolResult): string =>
   r.content
     .map((c) => (c.type === 'text' && typeof c.text === 'string' ? c.text : `<${c.type}>`))
@@ -58,11 +48,12 @@ export class UpstreamLink {
   private current: Promise<UpstreamSession> | null = null;
   private closing = false;
   private restarts = 0;
-  private readonly inflight = new Set<HandlerContext>();
+  private readonly relay: CallRelay;
 
   constructor(private readonly o: LinkOptions) {
     this.ns = o.ns;
     this.breaker = new CircuitBreaker(o.breaker);
+    this.relay = new CallRelay(o.ns, o.target.transport === 'stdio', o.log);
   }
 
   get status(): 'up' | 'down' | 'probing' {
@@ -91,23 +82,19 @@ export class UpstreamLink {
     if (this.closing) throw new Error(`upstream ${this.ns}: link closed`);
     // A close before the handshake ended is the connect's own failure, not a restart.
     const opened: { session?: UpstreamSession } = {};
-    const session = await openUpstream(
-      this.ns,
-      this.o.target,
-      this.o.env,
-      {
-        ...(this.o.onToolsChanged ? { onToolsChanged: this.o.onToolsChanged } : {}),
-        onLog: (params) => this.relayLog(params),
-        onElicit: (params) => this.relayAsk('elicitation', (ctx) => ctx.elicit?.(params as ElicitParams)),
-        onSample: (params) => this.relayAsk('sampling', (ctx) => ctx.sample?.(params as SampleParams)),
-        onStderr: (line) => this.o.log.debug({ upstream: this.ns, stderr: line }, 'upstream stderr'),
-        onClose: () => {
-          if (!opened.session) return;
-          void this.onClosed();
-        },
+    const hooks: UpstreamHooks = {
+      ...(this.o.onToolsChanged ? { onToolsChanged: this.o.onToolsChanged } : {}),
+      onLog: (params) => this.relay.relayLog(params),
+      onElicit: (params) => this.relay.elicit(params),
+      onSample: (params) => this.relay.sample(params),
+      onStderr: (line) => this.o.log.debug({ upstream: this.ns, stderr: line }, 'upstream stderr'),
+      onClose: () => {
+        if (!opened.session) return;
+        void this.onClosed();
       },
-      this.o.connectTimeoutMs,
-    );
+    };
+    // Outside any caller's context: channels the connection opens (HTTP's GET stream, stdio's pipe) belong to no call.
+    const session = await this.relay.outside(() => openUpstream(this.ns, this.o.target, this.o.env, hooks, this.o.connectTimeoutMs));
     opened.session = session;
     this.o.log.info({ upstream: this.ns, transport: this.o.target.transport, protocolVersion: session.protocolVersion }, 'upstream connected');
     return session;
@@ -133,26 +120,6 @@ export class UpstreamLink {
     );
   }
 
-  private relayLog(params: Record<string, unknown>): void {
-    const only = this.inflight.size === 1 ? [...this.inflight][0] : undefined;
-    const data = params.data;
-    const msg = typeof data === 'string' ? data : JSON.stringify(data ?? null).slice(0, 2000);
-    if (only) only.log[levelOf(params.level)](msg, { upstream: this.ns, ...(typeof params.logger === 'string' ? { logger: params.logger } : {}) });
-    else this.o.log.debug({ upstream: this.ns, level: params.level, data: msg }, 'upstream log');
-  }
-
-  private async relayAsk(what: string, ask: (ctx: HandlerContext) => Promise<unknown> | undefined): Promise<Record<string, unknown>> {
-    if (this.inflight.size !== 1) throw new ProtocolError(-32603, `Estate cannot tell which caller this ${what} request is for (${this.inflight.size} calls in flight)`);
-    const ctx = [...this.inflight][0] as HandlerContext;
-    const answer = ask(ctx);
-    if (!answer) throw new ProtocolError(-32603, `the caller cannot answer ${what} requests`);
-    try {
-      return (await answer) as Record<string, unknown>;
-    } catch (e) {
-      throw new ProtocolError(-32603, `the caller did not answer: ${e instanceof Error ? e.message : String(e)}`);
-    }
-  }
-
   /** Proxy one call. Returns the upstream's result, or throws an ExecutorFailure with the outcome. */
   async call(upstreamTool: string, args: Record<string, unknown>, ctx: HandlerContext): Promise<CallToolResult> {
     if (!this.breaker.admit()) throw this.unavailable(false); // failing fast: nothing is sent
@@ -164,20 +131,18 @@ export class UpstreamLink {
       this.o.log.warn({ upstream: this.ns, error: describeFailure(e) }, 'upstream connect failed');
       throw this.unavailable(true); // never reached the upstream: a repeat is safe whatever the side effect
     }
-    this.inflight.add(ctx);
     try {
-      const r = (await session.client.callTool(
-        { name: upstreamTool, arguments: args },
-        {
-          signal: ctx.signal,
-          // The deadline is the pinned version's timeoutMs, kept by the tools/call path; this only bounds a stuck link.
-          timeout: 24 * 3600_000,
-          resetTimeoutOnProgress: true,
-          onprogress: (p) => ctx.progress?.(p.progress, p.total, p.message),
-          // Read nothing from the upstream's current tools/list: the pinned contract is checked by Estate.
-          toolDefinition: { name: upstreamTool, inputSchema: { type: 'object' } },
-        },
-      )) as CallToolResult;
+      const options = {
+        signal: ctx.signal,
+        // The deadline is the pinned version's timeoutMs, kept by the tools/call path; this only bounds a stuck link.
+        timeout: 24 * 3600_000,
+        resetTimeoutOnProgress: true,
+        onprogress: (p: { progress: number; total?: number; message?: string }) => ctx.progress?.(p.progress, p.total, p.message),
+        // Read nothing from the upstream's current tools/list: the pinned contract is checked by Estate.
+        toolDefinition: { name: upstreamTool, inputSchema: { type: 'object' as const } },
+      };
+      // Inside the relay's context: what the upstream sends on this call's own channel is relayed to this caller.
+      const r = (await this.relay.run(ctx, () => session.client.callTool({ name: upstreamTool, arguments: args }, options))) as CallToolResult;
       this.breaker.success();
       this.restarts = 0;
       if (r.isError) throw new ExecutorFailure('upstream_error', `upstream ${this.ns}: ${textOf(r)}`, false);
@@ -203,8 +168,6 @@ export class UpstreamLink {
       }
       // It may have reached the upstream: RETRYABLE decides (a non_idempotent call is never re-sent).
       throw this.unavailable(true);
-    } finally {
-      this.inflight.delete(ctx);
     }
   }
 
