@@ -13,6 +13,7 @@ import type { CallToolResult, HandlerContext } from '../handlers/types.ts';
 import type { UpstreamTarget } from '../domain/events.ts';
 import { CircuitBreaker, type BreakerOptions } from './breaker.ts';
 import { describeFailure, openUpstream, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
+import { keepListening } from './listen.ts';
 import { CallRelay } from './relay.ts';
 
 export interface LinkLog {
@@ -48,6 +49,9 @@ export class UpstreamLink {
   private current: Promise<UpstreamSession> | null = null;
   private closing = false;
   private restarts = 0;
+  /** The session last opened and not yet closed, and the stopper of its listen stream (2026-07-28 upstreams). */
+  private live: UpstreamSession | undefined;
+  private stopListening: () => void = () => undefined;
   private readonly relay: CallRelay;
 
   constructor(private readonly o: LinkOptions) {
@@ -96,6 +100,9 @@ export class UpstreamLink {
     // Outside any caller's context: channels the connection opens (HTTP's GET stream, stdio's pipe) belong to no call.
     const session = await this.relay.outside(() => openUpstream(this.ns, this.o.target, this.o.env, hooks, this.o.connectTimeoutMs));
     opened.session = session;
+    this.live = session;
+    const onChanged = this.o.onToolsChanged;
+    if (onChanged) this.stopListening = this.relay.outside(() => keepListening(session, { ns: this.ns, log: this.o.log, onChanged, alive: () => this.live === session }));
     this.o.log.info({ upstream: this.ns, transport: this.o.target.transport, protocolVersion: session.protocolVersion }, 'upstream connected');
     return session;
   }
@@ -104,6 +111,8 @@ export class UpstreamLink {
   private async onClosed(): Promise<void> {
     const was = this.current;
     this.current = null;
+    this.live = undefined;
+    this.stopListening();
     if (this.closing || !was) return;
     if (this.o.target.transport !== 'stdio') return;
     this.restarts++;
@@ -173,6 +182,8 @@ export class UpstreamLink {
 
   async close(): Promise<void> {
     this.closing = true;
+    this.live = undefined;
+    this.stopListening();
     const c = this.current;
     this.current = null;
     if (c) await c.then((s) => s.close(), () => undefined).catch(() => undefined);
