@@ -12,8 +12,9 @@ import { ExecutorFailure } from '../handlers/executor-failure.ts';
 import type { CallToolResult, HandlerContext } from '../handlers/types.ts';
 import type { UpstreamTarget } from '../domain/events.ts';
 import { CircuitBreaker, type BreakerOptions } from './breaker.ts';
-import { describeFailure, openUpstream, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
+import { describeFailure, openUpstream, STATELESS_REVISION, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
 import { keepListening } from './listen.ts';
+import { LOG_LEVEL_META } from '../mcp/client-channel.ts';
 import { CallRelay } from './relay.ts';
 
 export interface LinkLog {
@@ -89,8 +90,9 @@ export class UpstreamLink {
     const hooks: UpstreamHooks = {
       ...(this.o.onToolsChanged ? { onToolsChanged: this.o.onToolsChanged } : {}),
       onLog: (params) => this.relay.relayLog(params),
-      onElicit: (params) => this.relay.elicit(params),
-      onSample: (params) => this.relay.sample(params),
+      onElicit: (params, key) => this.relay.elicit(params, key),
+      onSample: (params, key) => this.relay.sample(params, key),
+      onRoots: (key) => this.relay.roots(key),
       onStderr: (line) => this.o.log.debug({ upstream: this.ns, stderr: line }, 'upstream stderr'),
       onClose: () => {
         if (!opened.session) return;
@@ -151,7 +153,9 @@ export class UpstreamLink {
         toolDefinition: { name: upstreamTool, inputSchema: { type: 'object' as const } },
       };
       // Inside the relay's context: what the upstream sends on this call's own channel is relayed to this caller.
-      const r = (await this.relay.run(ctx, () => session.client.callTool({ name: upstreamTool, arguments: args }, options))) as CallToolResult;
+      // 2026-07-28 upstreams log only at a level named on the call: ask for everything (each caller's level is applied when relaying).
+      const params = { name: upstreamTool, arguments: args, ...(session.protocolVersion === STATELESS_REVISION ? { _meta: { [LOG_LEVEL_META]: 'debug' } } : {}) };
+      const r = (await this.relay.run(ctx, () => session.client.callTool(params, options))) as CallToolResult;
       this.breaker.success();
       this.restarts = 0;
       if (r.isError) throw new ExecutorFailure('upstream_error', `upstream ${this.ns}: ${textOf(r)}`, false);

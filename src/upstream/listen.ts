@@ -10,9 +10,7 @@
  * `tools.listChanged`, refuses to listen, or speaks 2025 keeps the interval sync (`--upstream-sync-interval`) only.
  */
 import type { McpSubscription } from '@modelcontextprotocol/client';
-import { describeFailure, upstreamAnswered, type UpstreamSession } from './connection.ts';
-
-export const STATELESS_REVISION = '2026-07-28';
+import { describeFailure, STATELESS_REVISION, upstreamAnswered, type UpstreamSession } from './connection.ts';
 
 export interface ListenOptions {
   ns: string;

@@ -70,12 +70,17 @@ export class CallRelay {
     else this.log.debug({ upstream: this.ns, level: params.level, data: msg }, 'upstream log');
   }
 
-  elicit(params: Record<string, unknown>): Promise<Record<string, unknown>> {
-    return this.ask('elicitation', (ctx) => ctx.elicit?.(params as ElicitParams));
+  /** `key`: the upstream's own key for the question (2026-07-28), reused so a 2026 caller is asked under the same. */
+  elicit(params: Record<string, unknown>, key?: string): Promise<Record<string, unknown>> {
+    return this.ask('elicitation', (ctx) => ctx.elicit?.(params as ElicitParams, key !== undefined ? { key } : undefined));
   }
 
-  sample(params: Record<string, unknown>): Promise<Record<string, unknown>> {
-    return this.ask('sampling', (ctx) => ctx.sample?.(params as SampleParams));
+  sample(params: Record<string, unknown>, key?: string): Promise<Record<string, unknown>> {
+    return this.ask('sampling', (ctx) => ctx.sample?.(params as SampleParams, key !== undefined ? { key } : undefined));
+  }
+
+  roots(key?: string): Promise<Record<string, unknown>> {
+    return this.ask('roots', (ctx) => ctx.listRoots?.(key !== undefined ? { key } : undefined));
   }
 
   private async ask(what: string, ask: (ctx: HandlerContext) => Promise<unknown> | undefined): Promise<Record<string, unknown>> {
