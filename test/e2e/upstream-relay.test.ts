@@ -53,7 +53,7 @@ describe('upstream messages reach only the caller they belong to', () => {
     await cli(['upstream', 'sync', 'rl']);
     await cli(['upstream', 'approve', 'rl', '--all']);
     front = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstream-sync-interval', '0']);
-  }, 60_000);
+  }, 180_000);
 
   afterAll(async () => {
     await front?.stop();
@@ -76,7 +76,7 @@ describe('upstream messages reach only the caller they belong to', () => {
     return c;
   };
 
-  it('two calls in flight on one HTTP upstream: each client gets its own log line, its own question, its own answer', async () => {
+  it('two calls in flight on one HTTP upstream: each client gets its own log line, its own question, its own answer', { timeout: 60_000 }, async () => {
     const a = await caller('client-a');
     const b = await caller('client-b');
     try {
