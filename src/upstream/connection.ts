@@ -102,8 +102,11 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
     return (await hooks.onSample(req.params as Record<string, unknown>, keyOf(ctx.mcpReq.id))) as never;
   });
   client.setRequestHandler('roots/list', async (_req, ctx) => {
-    if (!hooks.onRoots) throw new ProtocolError(-32601, 'roots are not relayed here');
-    return (await hooks.onRoots(keyOf(ctx.mcpReq.id))) as never;
+    const key = keyOf(ctx.mcpReq.id);
+    // Roots belong to a caller. A 2025 server asks on its (shared) session and keeps the answer for every caller after
+    // (server-filesystem replaces its allowed directories with it): only a question embedded in one call is answered.
+    if (!hooks.onRoots || key === undefined) throw new ProtocolError(-32601, 'Estate relays roots only within one 2026-07-28 call');
+    return (await hooks.onRoots(key)) as never;
   });
   client.onclose = () => hooks.onClose?.();
   try {
