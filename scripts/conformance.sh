@@ -13,11 +13,19 @@
 #      non-zero if any suite does (an unexpected failure, or a baselined failure that now passes: a stale baseline).
 #
 # Environment: CONFORMANCE_SUITES="2025 2026" (default both), CONFORMANCE_OUT=<dir> (results; default a temp dir),
-# CONFORMANCE_SCENARIO=<name> (run one scenario of each suite, for debugging; expected failures are then not applied).
+# CONFORMANCE_SCENARIO=<name> (run one scenario of each suite, for debugging; expected failures are then not applied),
+# CONFORMANCE_CACHE=<dir> (where the suites and Node 22 are installed; default .cache/conformance).
+#
+# CONFORMANCE_THROUGH=upstream runs the suites THROUGH Estate's proxy instead: the fixture tools are published into a
+# second store served by `estate serve --stdio` (the upstream, a child of the front), which the front registers as the
+# stdio upstream `cf`, syncs and approves; the suites talk to the front through scripts/conformance-names.mjs, which
+# maps the suite's bare tool names to the front's `cf.<tool>` and back, nothing else. Its expected failures are in
+# test/conformance/expected-failures-upstream-<suite>.yml, each with the reason it cannot pass through a proxy.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CACHE="$ROOT/.cache/conformance"
+CACHE="${CONFORMANCE_CACHE:-$ROOT/.cache/conformance}"
+THROUGH="${CONFORMANCE_THROUGH:-}"
 NODE22_VERSION="22.23.5"
 SUITE_2025_VERSION="0.1.16"
 SUITE_2026_VERSION="0.2.0-alpha.12"
@@ -59,27 +67,44 @@ OUT="${CONFORMANCE_OUT:-$WORK/results}"
 mkdir -p "$OUT"
 STORE="sqlite:$WORK/conformance.db"
 SERVER_PID=""
+SHIM_PID=""
 cleanup() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
+  for pid in "$SERVER_PID" "$SHIM_PID"; do
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
   if [[ -z "${CONFORMANCE_OUT:-}" ]]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 
 cd "$ROOT"
-log "publishing $(ls test/conformance/tools/*.yaml | wc -l) fixture tools into $STORE"
+FIXTURE_STORE="$STORE"
+if [[ "$THROUGH" == upstream ]]; then FIXTURE_STORE="sqlite:$WORK/upstream.db"; fi
+log "publishing $(ls test/conformance/tools/*.yaml | wc -l) fixture tools into $FIXTURE_STORE"
 for def in test/conformance/tools/*.yaml; do
-  node bin/estate.js publish "$def" --store "$STORE" --by conformance >/dev/null
+  node bin/estate.js publish "$def" --store "$FIXTURE_STORE" --by conformance >/dev/null
 done
+SERVE_ARGS=(--handlers test/conformance/handlers.ts)
+if [[ "$THROUGH" == upstream ]]; then
+  # The upstream: a second Estate on stdio serving the fixture pack from its own store. The trigger fixture publishes
+  # into that store, so the child is given ESTATE_STORE through a variable named at add time (children get no more).
+  log "registering the upstream cf: estate serve --stdio on $FIXTURE_STORE"
+  node bin/estate.js upstream add cf --command "$(command -v node) $ROOT/bin/estate.js serve --stdio --store $FIXTURE_STORE --handlers $ROOT/test/conformance/handlers.ts" \
+    --cwd "$ROOT" --env ESTATE_STORE=env:CF_UPSTREAM_STORE --scopes conformance.use --clearance public --store "$STORE" >/dev/null
+  CF_UPSTREAM_STORE="$FIXTURE_STORE" node bin/estate.js upstream sync cf --store "$STORE" >/dev/null
+  node bin/estate.js upstream approve cf --all --store "$STORE" >/dev/null
+  SERVE_ARGS=(--scopes conformance.use --clearance public --upstream-sync-interval 0)
+fi
 
-PORT="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+PORT="$(free_port)"
 URL="http://127.0.0.1:$PORT/mcp"
 SERVER_LOG="$WORK/server.log"
 # The trigger fixture publishes through the CLI into the same store; it finds it through ESTATE_STORE.
-ESTATE_STORE="$STORE" ESTATE_LOG_LEVEL="${ESTATE_LOG_LEVEL:-info}" \
-  node bin/estate.js serve --http --port "$PORT" --store "$STORE" --handlers test/conformance/handlers.ts \
+ESTATE_STORE="$STORE" CF_UPSTREAM_STORE="$FIXTURE_STORE" ESTATE_LOG_LEVEL="${ESTATE_LOG_LEVEL:-info}" \
+  node bin/estate.js serve --http --port "$PORT" --store "$STORE" "${SERVE_ARGS[@]}" \
   >"$WORK/server.stdout" 2>"$SERVER_LOG" &
 SERVER_PID=$!
 for _ in $(seq 1 300); do
@@ -89,6 +114,16 @@ for _ in $(seq 1 300); do
 done
 grep -q '"estate serve ready"' "$SERVER_LOG" || { log "estate serve was not ready in 60 s:"; cat "$SERVER_LOG" >&2; exit 1; }
 log "estate serve ready at $URL"
+if [[ "$THROUGH" == upstream ]]; then
+  SHIM_PORT="$(free_port)"
+  node scripts/conformance-names.mjs "$SHIM_PORT" "$URL" cf. >"$WORK/shim.out" 2>&1 &
+  SHIM_PID=$!
+  for _ in $(seq 1 100); do grep -q listening "$WORK/shim.out" 2>/dev/null && break; sleep 0.1; done
+  URL="http://127.0.0.1:$SHIM_PORT/mcp"
+  log "suites talk to the front through the name shim at $URL"
+fi
+EXPECTED_PREFIX="test/conformance/expected-failures"
+if [[ "$THROUGH" == upstream ]]; then EXPECTED_PREFIX="test/conformance/expected-failures-upstream"; fi
 
 # Counts from the suite's own result files: a scenario passes when none of its checks is a FAILURE (or a WARNING, which
 # the 2026 requirement set scores as a failure too). With a requirement set, scenarios it does not score (extensions,
@@ -150,7 +185,7 @@ for s in $SUITES; do
     if [[ -z "${CONFORMANCE_SCENARIO:-}" ]]; then args+=(--requirements 2026-07-28); fi
   fi
   if [[ -n "${CONFORMANCE_SCENARIO:-}" ]]; then args+=(--scenario "$CONFORMANCE_SCENARIO")
-  else args+=(--expected-failures "test/conformance/expected-failures-$s.yml"); fi
+  else args+=(--expected-failures "$EXPECTED_PREFIX-$s.yml"); fi
   log "suite $s (@modelcontextprotocol/conformance@$version): $NODE22 ${pkg#"$ROOT"/}/dist/index.js ${args[*]}"
   set +e
   "$NODE22" "$pkg/dist/index.js" "${args[@]}" >"$WORK/suite-$s.out" 2>&1

@@ -11,6 +11,8 @@ import { DomainError } from '../domain/errors.ts';
 import type { UpstreamTarget } from '../domain/events.ts';
 import type { UpstreamTool } from './candidate.ts';
 
+/** The stateless revision: no session, questions embedded in results, change notices on a listen stream. */
+export const STATELESS_REVISION = '2026-07-28';
 export const ESTATE_CLIENT_INFO = { name: 'estate', version: '0.1.0' };
 /** A defence against an upstream whose cursor never converges. */
 const MAX_PAGES = 1000;
@@ -20,10 +22,15 @@ export interface UpstreamHooks {
   onToolsChanged?(): void;
   /** `notifications/message` from the upstream. */
   onLog?(params: Record<string, unknown>): void;
-  /** The upstream asks the user (`elicitation/create`); reject to answer it with an error. */
-  onElicit?(params: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /**
+   * The upstream asks the user (`elicitation/create`); reject to answer it with an error. `key` is the question's key in
+   * a 2026-07-28 upstream's `input_required` result, kept so Estate's own caller is asked under the same key.
+   */
+  onElicit?(params: Record<string, unknown>, key?: string): Promise<Record<string, unknown>>;
   /** The upstream asks the model (`sampling/createMessage`). */
-  onSample?(params: Record<string, unknown>): Promise<Record<string, unknown>>;
+  onSample?(params: Record<string, unknown>, key?: string): Promise<Record<string, unknown>>;
+  /** The upstream asks for the client's roots (`roots/list`). */
+  onRoots?(key?: string): Promise<Record<string, unknown>>;
   /** The connection ended (the child exited, or close()). */
   onClose?(): void;
   /** One line the child wrote on stderr. */
@@ -79,18 +86,27 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
 export const openUpstream = async (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv, hooks: UpstreamHooks = {}, timeoutMs = 30_000): Promise<UpstreamSession> => {
   const transport = transportFor(ns, target, env, hooks);
   const client = new Client(ESTATE_CLIENT_INFO, {
-    capabilities: { elicitation: {}, sampling: {} },
+    capabilities: { elicitation: {}, sampling: {}, roots: {} },
     versionNegotiation: { mode: 'auto' },
   });
+  // On 2026-07-28 every question is embedded in an input_required result; the SDK hands it over with its key as the id.
+  const keyOf = (id: unknown): string | undefined => (client.getNegotiatedProtocolVersion() === STATELESS_REVISION && typeof id === 'string' ? id : undefined);
   client.setNotificationHandler('notifications/tools/list_changed', () => hooks.onToolsChanged?.());
   client.setNotificationHandler('notifications/message', (n) => hooks.onLog?.(n.params as Record<string, unknown>));
-  client.setRequestHandler('elicitation/create', async (req) => {
+  client.setRequestHandler('elicitation/create', async (req, ctx) => {
     if (!hooks.onElicit) throw new ProtocolError(-32601, 'elicitation is not relayed here');
-    return (await hooks.onElicit(req.params as Record<string, unknown>)) as never;
+    return (await hooks.onElicit(req.params as Record<string, unknown>, keyOf(ctx.mcpReq.id))) as never;
   });
-  client.setRequestHandler('sampling/createMessage', async (req) => {
+  client.setRequestHandler('sampling/createMessage', async (req, ctx) => {
     if (!hooks.onSample) throw new ProtocolError(-32601, 'sampling is not relayed here');
-    return (await hooks.onSample(req.params as Record<string, unknown>)) as never;
+    return (await hooks.onSample(req.params as Record<string, unknown>, keyOf(ctx.mcpReq.id))) as never;
+  });
+  client.setRequestHandler('roots/list', async (_req, ctx) => {
+    const key = keyOf(ctx.mcpReq.id);
+    // Roots belong to a caller. A 2025 server asks on its (shared) session and keeps the answer for every caller after
+    // (server-filesystem replaces its allowed directories with it): only a question embedded in one call is answered.
+    if (!hooks.onRoots || key === undefined) throw new ProtocolError(-32601, 'Estate relays roots only within one 2026-07-28 call');
+    return (await hooks.onRoots(key)) as never;
   });
   client.onclose = () => hooks.onClose?.();
   try {
@@ -98,6 +114,11 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
   } catch (e) {
     await client.close().catch(() => undefined);
     throw e;
+  }
+  // A 2025 upstream logs only once asked to; ask for everything: each caller's own level is applied when relaying.
+  // (On 2026-07-28 the level travels on each call instead.)
+  if (client.getNegotiatedProtocolVersion() !== STATELESS_REVISION && client.getServerCapabilities()?.logging) {
+    await client.setLoggingLevel('debug', { timeout: timeoutMs }).catch(() => undefined);
   }
   return {
     client,

@@ -5,19 +5,19 @@
  * a closed one or a timeout is `upstream <ns> unavailable` (upstream_unavailable). The caller's credentials are never
  * passed on: the request carries the tool name and the (validated, repaired) arguments, nothing of the principal.
  *
- * The upstream's log messages, elicitation and sampling requests carry no reference to the call they belong to (a
- * server's request to its client names no originating request), so they are relayed to the caller only while exactly
- * ONE call is in flight on this link; otherwise a log line goes to Estate's log and a question is answered with an
- * error (asking the wrong user is worse than not asking).
+ * The upstream's log messages, elicitation and sampling requests are relayed to the call they belong to (relay.ts
+ * says how Estate tells).
  */
-import { ProtocolError } from '@modelcontextprotocol/client';
 import { exponentialBackoff } from '../app/backoff.ts';
 import type { Log } from '../app/log.ts';
 import { ExecutorFailure } from '../handlers/executor-failure.ts';
-import type { CallToolResult, ElicitParams, HandlerContext, SampleParams } from '../handlers/types.ts';
+import type { CallToolResult, HandlerContext } from '../handlers/types.ts';
 import type { UpstreamTarget } from '../domain/events.ts';
 import { CircuitBreaker, type BreakerOptions } from './breaker.ts';
-import { describeFailure, openUpstream, upstreamAnswered, type UpstreamSession } from './connection.ts';
+import { describeFailure, openUpstream, STATELESS_REVISION, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
+import { keepListening } from './listen.ts';
+import { LOG_LEVEL_META } from '../mcp/client-channel.ts';
+import { CallRelay } from './relay.ts';
 
 export interface LinkOptions {
   ns: string;
@@ -35,14 +35,6 @@ export interface LinkOptions {
 /** 100 ms, doubling up to 10 s: a crashing child is not respawned in a tight loop. */
 const defaultRestartDelay = exponentialBackoff({ initialMs: 100, maxMs: 10_000 });
 
-const LOG_LEVELS = new Set(['debug', 'info', 'warn', 'error']);
-const levelOf = (l: unknown): 'debug' | 'info' | 'warn' | 'error' => {
-  if (typeof l === 'string' && LOG_LEVELS.has(l)) return l as 'debug' | 'info' | 'warn' | 'error';
-  if (l === 'warning') return 'warn';
-  if (l === 'notice') return 'info';
-  return typeof l === 'string' && ['critical', 'alert', 'emergency'].includes(l) ? 'error' : 'info';
-};
-
 const textOf = (r: CallToolResult): string =>
   r.content
     .map((c) => (c.type === 'text' && typeof c.text === 'string' ? c.text : `<${c.type}>`))
@@ -55,11 +47,15 @@ export class UpstreamLink {
   private current: Promise<UpstreamSession> | null = null;
   private closing = false;
   private restarts = 0;
-  private readonly inflight = new Set<HandlerContext>();
+  /** The session last opened and not yet closed, and the stopper of its listen stream (2026-07-28 upstreams). */
+  private live: UpstreamSession | undefined;
+  private stopListening: () => void = () => undefined;
+  private readonly relay: CallRelay;
 
   constructor(private readonly o: LinkOptions) {
     this.ns = o.ns;
     this.breaker = new CircuitBreaker(o.breaker);
+    this.relay = new CallRelay(o.ns, o.target.transport === 'stdio', o.log);
   }
 
   get status(): 'up' | 'down' | 'probing' {
@@ -88,24 +84,24 @@ export class UpstreamLink {
     if (this.closing) throw new Error(`upstream ${this.ns}: link closed`);
     // A close before the handshake ended is the connect's own failure, not a restart.
     const opened: { session?: UpstreamSession } = {};
-    const session = await openUpstream(
-      this.ns,
-      this.o.target,
-      this.o.env,
-      {
-        ...(this.o.onToolsChanged ? { onToolsChanged: this.o.onToolsChanged } : {}),
-        onLog: (params) => this.relayLog(params),
-        onElicit: (params) => this.relayAsk('elicitation', (ctx) => ctx.elicit?.(params as ElicitParams)),
-        onSample: (params) => this.relayAsk('sampling', (ctx) => ctx.sample?.(params as SampleParams)),
-        onStderr: (line) => this.o.log.debug({ upstream: this.ns, stderr: line }, 'upstream stderr'),
-        onClose: () => {
-          if (!opened.session) return;
-          void this.onClosed();
-        },
+    const hooks: UpstreamHooks = {
+      ...(this.o.onToolsChanged ? { onToolsChanged: this.o.onToolsChanged } : {}),
+      onLog: (params) => this.relay.relayLog(params),
+      onElicit: (params, key) => this.relay.elicit(params, key),
+      onSample: (params, key) => this.relay.sample(params, key),
+      onRoots: (key) => this.relay.roots(key),
+      onStderr: (line) => this.o.log.debug({ upstream: this.ns, stderr: line }, 'upstream stderr'),
+      onClose: () => {
+        if (!opened.session) return;
+        void this.onClosed();
       },
-      this.o.connectTimeoutMs,
-    );
+    };
+    // Outside any caller's context: channels the connection opens (HTTP's GET stream, stdio's pipe) belong to no call.
+    const session = await this.relay.outside(() => openUpstream(this.ns, this.o.target, this.o.env, hooks, this.o.connectTimeoutMs));
     opened.session = session;
+    this.live = session;
+    const onChanged = this.o.onToolsChanged;
+    if (onChanged) this.stopListening = this.relay.outside(() => keepListening(session, { ns: this.ns, log: this.o.log, onChanged, alive: () => this.live === session }));
     this.o.log.info({ upstream: this.ns, transport: this.o.target.transport, protocolVersion: session.protocolVersion }, 'upstream connected');
     return session;
   }
@@ -114,6 +110,8 @@ export class UpstreamLink {
   private async onClosed(): Promise<void> {
     const was = this.current;
     this.current = null;
+    this.live = undefined;
+    this.stopListening();
     if (this.closing || !was) return;
     if (this.o.target.transport !== 'stdio') return;
     this.restarts++;
@@ -130,26 +128,6 @@ export class UpstreamLink {
     );
   }
 
-  private relayLog(params: Record<string, unknown>): void {
-    const only = this.inflight.size === 1 ? [...this.inflight][0] : undefined;
-    const data = params.data;
-    const msg = typeof data === 'string' ? data : JSON.stringify(data ?? null).slice(0, 2000);
-    if (only) only.log[levelOf(params.level)](msg, { upstream: this.ns, ...(typeof params.logger === 'string' ? { logger: params.logger } : {}) });
-    else this.o.log.debug({ upstream: this.ns, level: params.level, data: msg }, 'upstream log');
-  }
-
-  private async relayAsk(what: string, ask: (ctx: HandlerContext) => Promise<unknown> | undefined): Promise<Record<string, unknown>> {
-    if (this.inflight.size !== 1) throw new ProtocolError(-32603, `Estate cannot tell which caller this ${what} request is for (${this.inflight.size} calls in flight)`);
-    const ctx = [...this.inflight][0] as HandlerContext;
-    const answer = ask(ctx);
-    if (!answer) throw new ProtocolError(-32603, `the caller cannot answer ${what} requests`);
-    try {
-      return (await answer) as Record<string, unknown>;
-    } catch (e) {
-      throw new ProtocolError(-32603, `the caller did not answer: ${e instanceof Error ? e.message : String(e)}`);
-    }
-  }
-
   /** Proxy one call. Returns the upstream's result, or throws an ExecutorFailure with the outcome. */
   async call(upstreamTool: string, args: Record<string, unknown>, ctx: HandlerContext): Promise<CallToolResult> {
     if (!this.breaker.admit()) throw this.unavailable(false); // failing fast: nothing is sent
@@ -161,20 +139,20 @@ export class UpstreamLink {
       this.o.log.warn({ upstream: this.ns, error: describeFailure(e) }, 'upstream connect failed');
       throw this.unavailable(true); // never reached the upstream: a repeat is safe whatever the side effect
     }
-    this.inflight.add(ctx);
     try {
-      const r = (await session.client.callTool(
-        { name: upstreamTool, arguments: args },
-        {
-          signal: ctx.signal,
-          // The deadline is the pinned version's timeoutMs, kept by the tools/call path; this only bounds a stuck link.
-          timeout: 24 * 3600_000,
-          resetTimeoutOnProgress: true,
-          onprogress: (p) => ctx.progress?.(p.progress, p.total, p.message),
-          // Read nothing from the upstream's current tools/list: the pinned contract is checked by Estate.
-          toolDefinition: { name: upstreamTool, inputSchema: { type: 'object' } },
-        },
-      )) as CallToolResult;
+      const options = {
+        signal: ctx.signal,
+        // The deadline is the pinned version's timeoutMs, kept by the tools/call path; this only bounds a stuck link.
+        timeout: 24 * 3600_000,
+        resetTimeoutOnProgress: true,
+        onprogress: (p: { progress: number; total?: number; message?: string }) => ctx.progress?.(p.progress, p.total, p.message),
+        // Read nothing from the upstream's current tools/list: the pinned contract is checked by Estate.
+        toolDefinition: { name: upstreamTool, inputSchema: { type: 'object' as const } },
+      };
+      // Inside the relay's context: what the upstream sends on this call's own channel is relayed to this caller.
+      // 2026-07-28 upstreams log only at a level named on the call: ask for everything (each caller's level is applied when relaying).
+      const params = { name: upstreamTool, arguments: args, ...(session.protocolVersion === STATELESS_REVISION ? { _meta: { [LOG_LEVEL_META]: 'debug' } } : {}) };
+      const r = (await this.relay.run(ctx, () => session.client.callTool(params, options))) as CallToolResult;
       this.breaker.success();
       this.restarts = 0;
       if (r.isError) throw new ExecutorFailure('upstream_error', `upstream ${this.ns}: ${textOf(r)}`, false);
@@ -200,13 +178,13 @@ export class UpstreamLink {
       }
       // It may have reached the upstream: RETRYABLE decides (a non_idempotent call is never re-sent).
       throw this.unavailable(true);
-    } finally {
-      this.inflight.delete(ctx);
     }
   }
 
   async close(): Promise<void> {
     this.closing = true;
+    this.live = undefined;
+    this.stopListening();
     const c = this.current;
     this.current = null;
     if (c) await c.then((s) => s.close(), () => undefined).catch(() => undefined);

@@ -2,10 +2,13 @@
  * The newest revision both sides speak: Estate fronting another Estate (which serves 2026-07-28 and the 2025 family on
  * one endpoint) negotiates 2026-07-28 as a client, mirrors its caller-visible tools, and proxies calls made by SDK v2
  * clients of either revision family. The upstream's own principal decides what it lists: Estate sees only what its
- * configured identity may see, never more, whoever calls.
+ * configured identity may see, never more, whoever calls. A stateless upstream's tool list changes are heard on a
+ * `subscriptions/listen` stream (there is no session to send list_changed on): with interval sync off, a change
+ * published on the upstream shows up as drift at the front.
  */
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_DEFINITIONS } from '../../src/handlers/demo-estate.ts';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const textOf = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : `<${c.type}>`)).join('\n');
@@ -55,4 +58,26 @@ describe('Estate in front of a 2026-07-28 upstream (another Estate)', () => {
       }
     });
   }
+
+  it('hears a change on the upstream through a subscriptions/listen stream (no interval sync) and records it as drift', async () => {
+    const listening = await front.logs.next((l) => l.msg === 'listening for upstream tool list changes', 30_000, 'listen log line');
+    expect(listening.upstream).toBe('pay');
+    const lookup = DEMO_DEFINITIONS.filter((d) => d.name === 'payments.lookup').at(-1) as Record<string, unknown>;
+    const [major, minor, patch] = String(lookup.version).split('.').map(Number);
+    const changed = { ...lookup, version: `${major}.${minor}.${(patch ?? 0) + 1}`, description: `${String(lookup.description)} Now with more words.` };
+    const published = await runCli(['publish', upstreamStore.file('lookup-next.json', changed), '--store', upstreamStore.store, '--json']);
+    expect(published.code, published.stderr).toBe(0);
+    const end = Date.now() + 30_000;
+    for (;;) {
+      const r = await runCli(['upstream', 'drift', 'pay', '--store', frontStore.store, '--json']);
+      const pending = (JSON.parse(r.stdout) as { pending: { tool: string; reasons: { rule: string }[] }[] }).pending;
+      const hit = pending.find((p) => p.tool === 'pay.payments_lookup');
+      if (hit) {
+        expect(hit.reasons.map((x) => x.rule)).toEqual(['description-changed']);
+        break;
+      }
+      if (Date.now() > end) throw new Error('the front never recorded the upstream change');
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }, 90_000);
 });

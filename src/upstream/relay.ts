@@ -1,0 +1,97 @@
+/**
+ * Which caller an upstream's log line, elicitation or sampling request belongs to, with several proxied calls in
+ * flight on one link (one connection shared by every caller).
+ *
+ * The wire names no originating request for these messages, but the channel they arrive on often does, and the SDK's
+ * client keeps the async context of the code that opened that channel:
+ * - Streamable HTTP: a server sends what relates to a tools/call on that POST's own event stream (2025 `relatedRequestId`,
+ *   2026-07-28 by construction). The client reads that stream inside the async context of our `callTool`, so the
+ *   message is handled inside it too: an AsyncLocalStorage set around the call names the caller exactly.
+ * - 2026-07-28 (any transport): elicitation and sampling come back embedded in an `input_required` result, and the SDK
+ *   answers them inside the same `callTool` flow: the same context names the caller.
+ * - stdio 2025 (one pipe, read in the connection's context): nothing names the call. There, a message is relayed only
+ *   while exactly ONE call is in flight; otherwise a log line goes to Estate's log and a question is answered with an
+ *   error (asking the wrong user is worse than not asking).
+ * An HTTP message outside any call's stream (the standalone GET stream) is not about a call: it is never relayed.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { ProtocolError } from '@modelcontextprotocol/client';
+import type { ElicitParams, HandlerContext, SampleParams } from '../handlers/types.ts';
+import type { Log } from '../app/log.ts';
+
+const LOG_LEVELS = new Set(['debug', 'info', 'warn', 'error']);
+const levelOf = (l: unknown): 'debug' | 'info' | 'warn' | 'error' => {
+  if (typeof l === 'string' && LOG_LEVELS.has(l)) return l as 'debug' | 'info' | 'warn' | 'error';
+  if (l === 'warning') return 'warn';
+  if (l === 'notice') return 'info';
+  return typeof l === 'string' && ['critical', 'alert', 'emergency'].includes(l) ? 'error' : 'info';
+};
+
+export class CallRelay {
+  private readonly current = new AsyncLocalStorage<HandlerContext>();
+  private readonly inflight = new Set<HandlerContext>();
+
+  constructor(
+    private readonly ns: string,
+    /** Whether a message may be guessed to belong to the only call in flight (stdio: no channel tells). */
+    private readonly guessSingle: boolean,
+    private readonly log: Log,
+  ) {}
+
+  /** Run one proxied call: what the upstream sends within it is relayed to `ctx`. */
+  async run<T>(ctx: HandlerContext, fn: () => Promise<T>): Promise<T> {
+    this.inflight.add(ctx);
+    try {
+      return await this.current.run(ctx, fn);
+    } finally {
+      this.inflight.delete(ctx);
+    }
+  }
+
+  /** Run `fn` outside any call (connecting, restarting): channels it opens belong to no caller. */
+  outside<T>(fn: () => T): T {
+    return this.current.exit(fn);
+  }
+
+  /** The caller a message received now belongs to, if Estate can tell. */
+  private owner(): HandlerContext | undefined {
+    const bound = this.current.getStore();
+    if (bound) return this.inflight.has(bound) ? bound : undefined;
+    if (this.guessSingle && this.inflight.size === 1) return [...this.inflight][0];
+    return undefined;
+  }
+
+  /** `notifications/message` from the upstream. */
+  relayLog(params: Record<string, unknown>): void {
+    const to = this.owner();
+    const data = params.data;
+    const msg = typeof data === 'string' ? data : JSON.stringify(data ?? null).slice(0, 2000);
+    if (to) to.log[levelOf(params.level)](msg, { upstream: this.ns, ...(typeof params.logger === 'string' ? { logger: params.logger } : {}) });
+    else this.log.debug({ upstream: this.ns, level: params.level, data: msg }, 'upstream log');
+  }
+
+  /** `key`: the upstream's own key for the question (2026-07-28), reused so a 2026 caller is asked under the same. */
+  elicit(params: Record<string, unknown>, key?: string): Promise<Record<string, unknown>> {
+    return this.ask('elicitation', (ctx) => ctx.elicit?.(params as ElicitParams, key !== undefined ? { key } : undefined));
+  }
+
+  sample(params: Record<string, unknown>, key?: string): Promise<Record<string, unknown>> {
+    return this.ask('sampling', (ctx) => ctx.sample?.(params as SampleParams, key !== undefined ? { key } : undefined));
+  }
+
+  roots(key?: string): Promise<Record<string, unknown>> {
+    return this.ask('roots', (ctx) => ctx.listRoots?.(key !== undefined ? { key } : undefined));
+  }
+
+  private async ask(what: string, ask: (ctx: HandlerContext) => Promise<unknown> | undefined): Promise<Record<string, unknown>> {
+    const ctx = this.owner();
+    if (!ctx) throw new ProtocolError(-32603, `Estate cannot tell which caller this ${what} request is for (${this.inflight.size} calls in flight)`);
+    const answer = ask(ctx);
+    if (!answer) throw new ProtocolError(-32603, `the caller cannot answer ${what} requests`);
+    try {
+      return (await answer) as Record<string, unknown>;
+    } catch (e) {
+      throw new ProtocolError(-32603, `the caller did not answer: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+}
