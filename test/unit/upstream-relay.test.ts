@@ -27,7 +27,6 @@ const fakeCtx = (seen: Seen): HandlerContext => {
   };
 };
 const quietLog = silentLog;
-const quietLog = silentLog;
 
 /** Two calls held open at once; `during` runs while both are in flight, from inside call A, B, or neither. */
 const twoInFlight = async (relay: CallRelay, during: { a?: () => Promise<unknown>; b?: () => Promise<unknown>; outside?: () => Promise<unknown> }) => {
