@@ -18,7 +18,7 @@ import { resolveStateKey } from '../mcp/input-required.ts';
 import { serveStdio } from '../mcp/stdio-transport.ts';
 import { takeStdout } from '../mcp/stdout-guard.ts';
 import type { Estate } from '../main.ts';
-import { principalFromFlags, type PrincipalFlags } from './catalogue-commands.ts';
+import { principalFromFlags, type PrincipalFlags } from './principal-flags.ts';
 import type { GlobalOptions } from './run.ts';
 import { startupBanner, type BannerFacts } from './banner.ts';
 import { parseUpstreamSelection, UpstreamPool } from '../upstream/pool.ts';
