@@ -59,13 +59,6 @@ export const layerRules = [
     },
   },
   {
-    // TEMPORARY exception, for the lead to remove once issue #10 part 1 (one composition root) is merged:
-    // src/auth/serve-options.ts takes `import type { Estate } from '../main.ts'`. Only the root zone is lifted, and
-    // only for that file.
-    files: ['src/auth/serve-options.ts'],
-    rules: { 'import-x/no-restricted-paths': ['error', { zones: PURE_AND_APP_ZONES }] },
-  },
-  {
     files: ['src/**/*.ts', 'projections/**/*.ts'],
     // No cycles between modules: a cycle makes load order matter and two files one idea.
     rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },

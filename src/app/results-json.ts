@@ -27,9 +27,3 @@ export const errorJson = (e: unknown): { error: { code: string; message: string;
   }
   return { error: { code: 'internal', message: e instanceof Error ? e.message : String(e) } };
 };
-
-/** The CLI's one line for a deprecate/retire outcome, local or through a server's API. */
-export const lifecycleLine = (out: { result: string; name: string; version: string; position?: string }): string =>
-  out.result === 'unchanged'
-    ? `unchanged ${out.name}@${out.version} (already in that state; nothing appended)`
-    : `${out.result} ${out.name}@${out.version} at position ${out.position ?? '?'}`;

@@ -1,29 +1,41 @@
-/** Reading a definition from a file: unreadable files are usage errors (exit 2), broken rules are refusals (exit 3). */
+/**
+ * Reading a definition from a file, once for every verb and both adapters: unreadable files are usage errors (exit 2),
+ * broken rules are refusals (exit 3), and a definition error names the file first.
+ */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { DomainError } from '../domain/errors.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
 import { parseDefinitionText, validateDefinition } from '../domain/tool-definition.ts';
 import type { ToolDefinition } from '../domain/types.ts';
+import type { DefinitionSource } from './commands/port.ts';
 
-export const readDefinitionFile = async (path: string, compiler: SchemaCompiler): Promise<ToolDefinition> => {
+/** Read and parse (JSON for .json, YAML otherwise); nothing is validated yet. */
+export const readDefinitionSource = async (file: string): Promise<DefinitionSource> => {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readFile(file, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : String(code ?? e);
-    throw new DomainError('usage', 'unreadable-file', `cannot read ${path}: ${why}`);
+    throw new DomainError('usage', 'unreadable-file', `cannot read ${file}: ${why}`);
   }
-  const format = extname(path).toLowerCase() === '.json' ? 'json' : 'yaml';
-  const raw = parseDefinitionText(text, path, format);
+  const format = extname(file).toLowerCase() === '.json' ? 'json' : 'yaml';
+  return { file, raw: parseDefinitionText(text, file, format) };
+};
+
+/** The definition rules of SPEC §1, with the file's name before any error. */
+export const validateSource = ({ file, raw }: DefinitionSource, compiler: SchemaCompiler): ToolDefinition => {
   try {
     return validateDefinition(raw, compiler);
   } catch (e) {
-    if (e instanceof DomainError) throw new DomainError(e.kind, e.code, `${path}: ${e.message}`, e.reasons);
+    if (e instanceof DomainError) throw new DomainError(e.kind, e.code, `${file}: ${e.message}`, e.reasons);
     throw e;
   }
 };
 
-/** Whether a CLI argument names a file (for `diff`): it exists on disk, or looks like a path rather than name@version. */
+export const readDefinitionFile = async (file: string, compiler: SchemaCompiler): Promise<ToolDefinition> =>
+  validateSource(await readDefinitionSource(file), compiler);
+
+/** Whether a CLI argument names a file (for `diff`): it looks like a path rather than name@version. */
 export const looksLikeFile = (arg: string): boolean => /[/\\]/.test(arg) || /\.(json|ya?ml)$/i.test(arg);

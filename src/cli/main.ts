@@ -1,13 +1,25 @@
 /**
  * `estate`: the command line (SPEC §5). Human output by default, `--json` for programs; one line on stderr for every
- * refusal or error; exit codes from ./exit.ts.
+ * refusal or error; exit codes from ./exit.ts. Each verb is a file in ./verbs exporting `register(program)`; VERBS is
+ * the one list of them (its order is the order of `estate --help`).
  */
 import { Command, CommanderError, Option } from 'commander';
-import { registerCatalogueCommands } from './catalogue-commands.ts';
 import { EXIT } from './exit.ts';
 import { fail, type GlobalOptions } from './run.ts';
-import { registerServeCommand } from './serve-command.ts';
-import { registerUpstreamCommands } from './upstream-commands.ts';
+import * as check from './verbs/check.ts';
+import * as calls from './verbs/calls.ts';
+import * as deprecate from './verbs/deprecate.ts';
+import * as diff from './verbs/diff.ts';
+import * as history from './verbs/history.ts';
+import * as list from './verbs/list.ts';
+import * as publish from './verbs/publish.ts';
+import * as replay from './verbs/replay.ts';
+import * as retire from './verbs/retire.ts';
+import * as serve from './verbs/serve.ts';
+import * as show from './verbs/show.ts';
+import * as upstream from './verbs/upstream.ts';
+
+const VERBS: readonly { register(program: Command): void }[] = [publish, check, deprecate, retire, list, show, history, diff, calls, replay, serve, upstream];
 
 export const buildProgram = (): Command => {
   const program = new Command('estate')
@@ -30,9 +42,7 @@ Examples:
   estate deprecate payments.lookup@1.0.0 --reason "use 2.x"
   estate serve --http --demo`,
     );
-  registerCatalogueCommands(program);
-  registerServeCommand(program);
-  registerUpstreamCommands(program);
+  for (const verb of VERBS) verb.register(program);
   return program;
 };
 

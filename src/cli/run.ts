@@ -1,14 +1,15 @@
 /**
- * What every CLI verb shares: opening the estate, printing JSON, and mapping errors to one stderr line and an exit code.
- * Kept apart from main.ts (the entry point) so verbs can import it without an import cycle; the estate itself is
- * composed in src/compose/estate.ts.
+ * What every CLI verb shares: opening what it works on (an estate, or a catalogue through ./commands/open.ts), and
+ * mapping every error to one stderr line and an exit code. Kept apart from main.ts (the entry point) so verbs can
+ * import it without an import cycle.
  */
 import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
-import { DomainError } from '../domain/errors.ts';
 import { openEstate, type Estate } from '../compose/estate.ts';
 import { errorJson } from '../app/results-json.ts';
+import { RemoteRefusal } from './commands/port.ts';
 import { EXIT, exitCodeOf } from './exit.ts';
+import { errorLine, printJson } from './output.ts';
 
 export interface GlobalOptions {
   json?: boolean;
@@ -24,38 +25,49 @@ export interface VerbOptions<A extends unknown[]> {
   storeless?: (...args: A) => boolean;
 }
 
-/** Run an action with an opened estate; map every error to its exit code and one stderr line. */
-export const withEstate =
-  <A extends unknown[]>(action: (estate: Estate, opts: GlobalOptions, ...args: A) => Promise<number | void>, verb: VerbOptions<A> = {}) =>
+/** Open the estate the global flags name (flag, else environment, else default: config.ts). */
+export const openEstateFor = <A extends unknown[]>(opts: GlobalOptions, verb: VerbOptions<A>, args: A): Promise<Estate> => {
+  const store = verb.storeless?.(...args) ? 'memory:' : opts.store;
+  return openEstate(
+    loadConfig({ ...(store ? { store } : {}), ...(opts.bus ? { bus: opts.bus } : {}), ...(opts.by ? { by: opts.by } : {}) }),
+    { access: verb.readOnly ? 'read' : 'write' },
+  );
+};
+
+/**
+ * A commander action that opens a resource, runs the verb on it and closes it whatever happens. The verb returns its
+ * exit code (nothing: 0); whatever it throws becomes one stderr line and the matching exit code.
+ */
+export const runWith =
+  <R extends { close(): Promise<void> }, O extends GlobalOptions, A extends unknown[]>(
+    open: (opts: O, args: A) => Promise<R>,
+    action: (resource: R, opts: O, ...args: A) => Promise<number | void>,
+  ) =>
   async (...args: A): Promise<void> => {
     const cmd = args[args.length - 1] as Command;
-    const opts = cmd.optsWithGlobals<GlobalOptions>();
-    let estate: Estate | undefined;
+    const opts = cmd.optsWithGlobals<O>();
+    let resource: R | undefined;
     try {
-      const store = verb.storeless?.(...args) ? 'memory:' : opts.store;
-      estate = await openEstate(
-        loadConfig({ ...(store ? { store } : {}), ...(opts.bus ? { bus: opts.bus } : {}), ...(opts.by ? { by: opts.by } : {}) }),
-        { access: verb.readOnly ? 'read' : 'write' },
-      );
-      const code = await action(estate, opts, ...args);
+      resource = await open(opts, args);
+      const code = await action(resource, opts, ...args);
       process.exitCode = code ?? EXIT.ok;
     } catch (e) {
       fail(e, opts);
     } finally {
-      await estate?.close().catch(() => undefined);
+      await resource?.close().catch(() => undefined);
     }
   };
 
+/** Run an action with an opened estate (the verbs that need more than the catalogue port: serve, upstream). */
+export const withEstate = <A extends unknown[]>(action: (estate: Estate, opts: GlobalOptions, ...args: A) => Promise<number | void>, verb: VerbOptions<A> = {}) =>
+  runWith<Estate, GlobalOptions, A>((opts, args) => openEstateFor(opts, verb, args), action);
+
 export const fail = (e: unknown, opts: GlobalOptions): void => {
   const code = exitCodeOf(e);
-  const message = e instanceof Error ? e.message : String(e);
-  const prefix = e instanceof DomainError ? `estate: ${e.kind === 'not-found' ? 'not found' : e.kind === 'usage' ? 'error' : 'refused'}` : 'estate: error';
-  console.error(`${prefix}: ${message}`);
-  if (code === EXIT.other && e instanceof Error && process.env.ESTATE_DEBUG) console.error(e.stack);
-  if (opts.json) printJson(errorJson(e));
+  console.error(errorLine(e));
+  // A refusal by a server's edge is the server speaking, not a bug here: no stack, and its own code in the JSON.
+  const remote = e instanceof RemoteRefusal;
+  if (code === EXIT.other && !remote && e instanceof Error && process.env.ESTATE_DEBUG) console.error(e.stack);
+  if (opts.json) printJson(remote ? { error: { code: e.code, message: e.message } } : errorJson(e));
   process.exitCode = code;
-};
-
-export const printJson = (value: unknown): void => {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 };

@@ -4,7 +4,7 @@
  */
 import { Option, type Command } from 'commander';
 import { addAuthFlags } from '../auth/flags.ts';
-import { addPrincipalFlags } from './catalogue-commands.ts';
+import { addPrincipalFlags } from './principal-flags.ts';
 import { withEstate } from './run.ts';
 
 export const registerServeCommand = (program: Command): void => {

@@ -5,7 +5,7 @@
 import { loadServeConfig, type ServeFlags as ServeConfigFlags } from '../config.ts';
 import { runServe } from '../compose/serve.ts';
 import type { Estate } from '../compose/estate.ts';
-import { principalFromFlags, type PrincipalFlags } from './catalogue-commands.ts';
+import { principalFromFlags, type PrincipalFlags } from './principal-flags.ts';
 import type { GlobalOptions } from './run.ts';
 
 export type ServeFlags = ServeConfigFlags & PrincipalFlags;

@@ -1,14 +1,16 @@
 /** `estate upstream add|list|sync|drift|approve|reject|remove` (SPEC §7): the JSON shapes and exit codes of SPEC §5. */
 import { Option, type Command } from 'commander';
-import { verdictJson } from '../app/results-json.ts';
-import { DomainError } from '../domain/errors.ts';
-import { CLASSIFICATIONS, type Reason } from '../domain/types.ts';
-import type { Estate } from '../compose/estate.ts';
-import { describeFailure, openUpstream } from '../upstream/connection.ts';
-import { describeTarget, UpstreamRegistry, type PendingView } from '../upstream/registry.ts';
-import { accessOverrides, defaultAccessFromFlags, targetFromFlags, type AccessFlags, type TargetFlags } from '../upstream/target-flags.ts';
-import { EXIT } from './exit.ts';
-import { printJson, withEstate } from './run.ts';
+import { verdictJson } from '../../app/results-json.ts';
+import { DomainError } from '../../domain/errors.ts';
+import { CLASSIFICATIONS } from '../../domain/types.ts';
+import type { Estate } from '../../compose/estate.ts';
+import { describeFailure, openUpstream } from '../../upstream/connection.ts';
+import { describeTarget, UpstreamRegistry } from '../../upstream/registry.ts';
+import { accessOverrides, defaultAccessFromFlags, targetFromFlags, type AccessFlags, type TargetFlags } from '../../upstream/target-flags.ts';
+import { EXIT } from '../exit.ts';
+import { approvedLine, noPendingLine, pendingLines, printJson, refusalLine, registeredLine, rejectedLine, removedLine, say, syncLines, upstreamRow } from '../output.ts';
+import { parseToolRef } from '../ref.ts';
+import { withEstate } from '../run.ts';
 
 const registryOf = (estate: Estate): UpstreamRegistry => new UpstreamRegistry({ store: estate.store, commands: estate.commands, compiler: estate.compiler });
 
@@ -20,17 +22,8 @@ const addAccessFlags = (cmd: Command, what: string): Command =>
     .option('--scopes <scopes>', `${what}: required scopes, comma-separated`)
     .addOption(new Option('--clearance <level>', `${what}: classification`).choices([...CLASSIFICATIONS]));
 
-/** `<ns>.<tool>` → ns and the full tool name. */
-const parseToolRef = (ref: string): { ns: string; tool: string } => {
-  const dot = ref.indexOf('.');
-  if (dot <= 0 || dot === ref.length - 1) throw new DomainError('usage', 'bad-ref', `'${ref.slice(0, 80)}': expected <ns>.<tool>, e.g. everything.echo`);
-  return { ns: ref.slice(0, dot), tool: ref };
-};
-
-const reasonsInline = (reasons: readonly Reason[]): string => reasons.map((r) => `${r.level} ${r.rule} at ${r.path}`).join('; ');
-
 /** Connect, list every page, record what changed; the connection is closed whatever happens. */
-export const syncOnce = async (estate: Estate, ns: string) => {
+const syncOnce = async (estate: Estate, ns: string) => {
   const registry = registryOf(estate);
   const { state } = await registry.active(ns);
   let session: Awaited<ReturnType<typeof openUpstream>>;
@@ -53,19 +46,7 @@ export const syncOnce = async (estate: Estate, ns: string) => {
   }
 };
 
-const printPending = (pending: PendingView[]): void => {
-  if (pending.length === 0) {
-    console.log('(no pending drift)');
-    return;
-  }
-  for (const p of pending) {
-    console.log(`${p.tool}  ${p.level}${p.pinned ? ` (pinned ${p.pinned})` : ' (never approved)'}  upstream tool '${p.upstreamTool}'`);
-    for (const r of p.reasons) console.log(`  ${r.level.padEnd(5)} ${r.path}: ${r.rule} — ${r.detail}`);
-    if (p.textDiff) console.log(p.textDiff.replace(/^/gm, '    '));
-  }
-};
-
-export const registerUpstreamCommands = (program: Command): void => {
+export const register = (program: Command): void => {
   const up = program.command('upstream').description('mirror, pin and proxy upstream MCP servers (their tools become catalogue versions only when approved)');
 
   addAccessFlags(
@@ -86,7 +67,7 @@ export const registerUpstreamCommands = (program: Command): void => {
       const access = defaultAccessFromFlags(flags);
       const r = await registryOf(estate).register(ns, target, access, flags.autoApprove, estate.config.actor);
       if (opts.json) printJson({ result: 'registered', ns, transport: target.transport, target: describeTarget(target), access, autoApprove: flags.autoApprove, position: r.position });
-      else console.log(`registered upstream ${ns} (${target.transport}: ${describeTarget(target)}); next: estate upstream sync ${ns}`);
+      else console.log(registeredLine(ns, target.transport, describeTarget(target)));
     }),
   );
 
@@ -98,8 +79,7 @@ export const registerUpstreamCommands = (program: Command): void => {
         const rows = [];
         for (const ns of await registry.namespaces()) rows.push(await registry.summary(ns));
         if (opts.json) printJson({ upstreams: rows });
-        else if (rows.length === 0) console.log('(no upstreams)');
-        else for (const r of rows) console.log(`${r.ns}  ${r.status}  ${r.transport}  ${r.target}  tools=${r.tools} pending=${r.pending}`);
+        else say(rows.length === 0 ? ['(no upstreams)'] : rows.map(upstreamRow));
       }),
     );
 
@@ -110,13 +90,7 @@ export const registerUpstreamCommands = (program: Command): void => {
       withEstate(async (estate, opts, ns: string) => {
         const r = await syncOnce(estate, ns);
         if (opts.json) printJson(r);
-        else {
-          console.log(`${ns}: ${r.listed} tools listed (${r.protocolVersion ?? '?'}); ${r.drift.length} new drift, ${r.refused.length} refused, ${r.vanished.length} vanished${r.autoApproved.length ? `, ${r.autoApproved.length} auto-approved` : ''}`);
-          for (const d of r.drift) console.log(`  drift ${d.tool} ${d.level}${d.reasons.length ? `: ${reasonsInline(d.reasons)}` : ''}`);
-          for (const x of r.refused) console.log(`  refused ${x.upstreamTool} (${x.code}): ${x.message}`);
-          for (const v of r.vanished) console.log(`  vanished ${v}`);
-          for (const a of r.autoApproved) console.log(`  auto-approved ${a.tool}@${a.version}`);
-        }
+        else say(syncLines(ns, r));
       }),
     );
 
@@ -128,7 +102,7 @@ export const registerUpstreamCommands = (program: Command): void => {
         const pending = await registryOf(estate).pending(ns);
         if (opts.json) {
           printJson({ pending: pending.map((p) => ({ ns: p.ns, tool: p.tool, upstreamTool: p.upstreamTool, level: p.level, reasons: p.reasons, ...(p.pinned ? { pinned: p.pinned } : {}), ...(p.textDiff ? { textDiff: p.textDiff } : {}), candidateHash: p.candidateHash, at: p.at })) });
-        } else printPending(pending);
+        } else say(pendingLines(pending));
       }),
     );
 
@@ -149,16 +123,17 @@ export const registerUpstreamCommands = (program: Command): void => {
         : [await registry.approveOne(parseToolRef(ref).ns, parseToolRef(ref).tool, o)];
       if (flags.all && verdicts.length === 0) {
         if (opts.json) printJson({ approved: [] });
-        else console.log(`${ref}: no pending drift`);
+        else console.log(noPendingLine(ref));
         return EXIT.ok;
       }
-      if (opts.json) printJson(flags.all ? { approved: verdicts.map((v) => verdictJson(v, v.result, v.position)) } : verdictJson(verdicts[0]!, verdicts[0]!.result, verdicts[0]!.position));
+      const results = verdicts.map((v) => verdictJson(v, v.result, v.position));
+      if (opts.json) printJson(flags.all ? { approved: results } : results[0]);
       let code: number = EXIT.ok;
-      for (const v of verdicts) {
+      for (const v of results) {
         if (v.result === 'refused') {
-          console.error(`estate: refused: ${v.error?.message ?? 'refused'}`);
+          console.error(refusalLine('refused', v));
           code = EXIT.refused;
-        } else if (!opts.json) console.log(`${v.result} ${v.name}@${v.version} (${v.level})${v.reasons.length ? `: ${reasonsInline(v.reasons)}` : ''}`);
+        } else if (!opts.json) console.log(approvedLine(v));
       }
       return code;
     }),
@@ -173,7 +148,7 @@ export const registerUpstreamCommands = (program: Command): void => {
         const { ns, tool } = parseToolRef(ref);
         const r = await registryOf(estate).reject(ns, tool, flags.reason, estate.config.actor);
         if (opts.json) printJson({ result: 'rejected', ...r });
-        else console.log(`rejected the pending candidate of ${tool}; the pinned version keeps serving`);
+        else console.log(rejectedLine(tool));
       }),
     );
 
@@ -185,7 +160,7 @@ export const registerUpstreamCommands = (program: Command): void => {
       withEstate(async (estate, opts, ns: string, flags: { reason: string }) => {
         const r = await registryOf(estate).remove(ns, flags.reason, estate.config.actor);
         if (opts.json) printJson({ result: 'removed', ...r });
-        else console.log(`removed upstream ${ns}; retired ${r.retired.length ? r.retired.join(', ') : 'nothing'}`);
+        else console.log(removedLine(ns, r.retired));
       }),
     );
 };

@@ -1,0 +1,175 @@
+/**
+ * The local adapter of `CatalogueCommands`: the catalogue of a store opened in this process (src/main.ts), through the
+ * command handler for writes and the projections for reads.
+ */
+import { decodeToolCallStarted, decodeToolCalled } from '../../app/event-codec.ts';
+import { readRunStreams } from '../../app/call-recorder.ts';
+import { verdictJson } from '../../app/results-json.ts';
+import { parseAsOf, replayAsOf } from '../../app/replay.ts';
+import { classifyDefinition } from '../../domain/classify.ts';
+import { DomainError } from '../../domain/errors.ts';
+import type { ToolCallStarted, ToolCalled } from '../../domain/events.ts';
+import { validateDefinition } from '../../domain/tool-definition.ts';
+import type { ToolDefinition } from '../../domain/types.ts';
+import { loadZodToolModule } from '../../lib/zod-tools.ts';
+import type { Estate } from '../../compose/estate.ts';
+import { runCalls } from '../../../projections/calls.ts';
+import type { CatalogueProjection, CatalogueVersion } from '../../../projections/catalogue.ts';
+import { discoverNaive } from '../../../projections/discovery.ts';
+import { looksLikeFile, readDefinitionSource, validateSource } from '../definition-file.ts';
+import { parseRef } from '../ref.ts';
+import { listRuns } from '../runs-listing.ts';
+import { definitionRefusal, type CatalogueCommands, type DefinitionSource, type OwnedRun, type ToolStatus, type VerdictOutcome } from './port.ts';
+
+const statusOf = (v: CatalogueVersion): ToolStatus => ({
+  name: v.name,
+  version: v.version,
+  title: v.definition.title ?? null,
+  status: v.status,
+  ...(v.deprecated ? { deprecated: { reason: v.deprecated.reason, at: v.deprecated.at } } : {}),
+});
+
+/** Each tool's newest active version (or deprecated one, when asked). */
+const listLatest = (catalogue: CatalogueProjection, includeDeprecated: boolean): CatalogueVersion[] => {
+  const out: CatalogueVersion[] = [];
+  for (const name of catalogue.names()) {
+    const vs = catalogue.versions(name);
+    for (let i = vs.length - 1; i >= 0; i--) {
+      const v = vs[i] as CatalogueVersion;
+      if (v.status === 'active' || (includeDeprecated && v.status === 'deprecated')) {
+        out.push(v);
+        break;
+      }
+    }
+  }
+  return out;
+};
+
+const decodeCall = (s: Parameters<typeof decodeToolCalled>[0]): (ToolCalled | ToolCallStarted)[] =>
+  s.type === 'ToolCalled' ? [decodeToolCalled(s)] : s.type === 'ToolCallStarted' ? [decodeToolCallStarted(s)] : [];
+
+export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
+  const actor = estate.config.actor;
+  const caughtUp = async () => {
+    const reader = estate.reader();
+    await reader.catchUp();
+    return reader.catalogue;
+  };
+  /** Validate, or answer the refusal as a verdict (the definition never reaches the guard). */
+  const judge = async (source: DefinitionSource, decide: (def: ToolDefinition) => Promise<VerdictOutcome>): Promise<VerdictOutcome> => {
+    let def: ToolDefinition;
+    try {
+      def = validateSource(source, estate.compiler);
+    } catch (e) {
+      if (e instanceof DomainError) return definitionRefusal(e);
+      throw e;
+    }
+    return decide(def);
+  };
+
+  return {
+    publish: (source) =>
+      judge(source, async (def) => {
+        const v = await estate.commands.publish(def, actor);
+        return { json: verdictJson(v, v.result, v.position), ...(v.result === 'refused' ? { refusal: 'refused' as const } : {}) };
+      }),
+
+    check: (source) =>
+      judge(source, async (def) => {
+        const v = await estate.commands.check(def, actor);
+        return { json: verdictJson(v, v.result === 'published' ? 'would-publish' : v.result), ...(v.result === 'refused' ? { refusal: 'refused' as const } : {}) };
+      }),
+
+    deprecate: ({ name, version }, reason) => estate.commands.deprecate(name, version, reason, actor),
+    retire: ({ name, version }, reason) => estate.commands.retire(name, version, reason, actor),
+
+    async *publishModule(module) {
+      const raws = await loadZodToolModule(module);
+      // Every definition is validated before the first is published: a broken module publishes nothing.
+      const defs = raws.map((raw) => {
+        try {
+          return validateDefinition(raw, estate.compiler);
+        } catch (e) {
+          if (e instanceof DomainError) throw new DomainError(e.kind, e.code, `${module}: ${String(raw.name)}: ${e.message}`, e.reasons);
+          throw e;
+        }
+      });
+      for (const def of defs) {
+        const v = await estate.commands.publish(def, actor);
+        yield verdictJson(v, v.result, v.position);
+      }
+    },
+
+    async list({ principal, includeDeprecated }) {
+      const catalogue = await caughtUp();
+      const versions = principal ? discoverNaive(catalogue, principal, includeDeprecated) : listLatest(catalogue, includeDeprecated);
+      return versions.map(statusOf);
+    },
+
+    async show({ name, version }) {
+      const c = await caughtUp();
+      if (!c.tool(name)) throw new DomainError('not-found', 'unknown-tool', `unknown tool '${name}'`);
+      const v = version ? c.find(name, version) : c.latest(name);
+      if (!v) throw new DomainError('not-found', version ? 'unknown-version' : 'no-active-version', version ? `unknown version ${name}@${version}` : `${name} has no active version`);
+      return {
+        ...v.definition,
+        status: v.status,
+        schemaHash: v.schemaHash,
+        definitionHash: v.definitionHash,
+        publishedAt: v.publishedAt,
+        publishedBy: v.publishedBy,
+        ...(v.deprecated ? { deprecated: v.deprecated } : {}),
+        ...(v.retired ? { retired: v.retired } : {}),
+      };
+    },
+
+    async history(name) {
+      const vs = (await caughtUp()).versions(name);
+      if (vs.length === 0) throw new DomainError('not-found', 'unknown-tool', `unknown tool '${name}'`);
+      return vs.map((v) => ({
+        version: v.version,
+        status: v.status,
+        level: v.level,
+        reasons: v.reasons,
+        publishedAt: v.publishedAt,
+        publishedBy: v.publishedBy,
+        ...(v.deprecated ? { deprecatedAt: v.deprecated.at, deprecatedReason: v.deprecated.reason } : {}),
+        ...(v.retired ? { retiredAt: v.retired.at, retiredReason: v.retired.reason } : {}),
+      }));
+    },
+
+    async diff(a, b) {
+      let catalogue: CatalogueProjection | undefined;
+      // The store is read only if a side names a published version (diff of two files runs on no store at all).
+      const load = async (arg: string): Promise<ToolDefinition> => {
+        if (looksLikeFile(arg)) return validateSource(await readDefinitionSource(arg), estate.compiler);
+        const { name, version } = parseRef(arg, true);
+        catalogue ??= await caughtUp();
+        const v = catalogue.find(name, version);
+        if (!v) throw new DomainError('not-found', 'unknown-version', `'${arg}' is neither a readable file nor a published version`);
+        return v.definition;
+      };
+      const left = await load(a);
+      return classifyDefinition(left, await load(b));
+    },
+
+    runs: (filter) => listRuns(estate.store, filter),
+
+    async calls(runId) {
+      const runs: OwnedRun[] = [];
+      for (const stored of await readRunStreams(estate.store, runId)) {
+        const calls = runCalls(stored.flatMap(decodeCall));
+        const first = calls[0];
+        if (first) runs.push({ owner: { subject: first.subject, tenant: first.tenant }, calls });
+      }
+      return runs;
+    },
+
+    async replay(at, includeDeprecated) {
+      const catalogue = await replayAsOf(estate.store, parseAsOf(at));
+      return { tools: listLatest(catalogue, includeDeprecated).map(statusOf), position: catalogue.position, eventCount: catalogue.eventCount };
+    },
+
+    close: () => estate.close(),
+  };
+};
