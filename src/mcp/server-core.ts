@@ -11,11 +11,12 @@ import type { Principal } from '../domain/types.ts';
 import type { HandlerLog, HandlerMap } from '../handlers/types.ts';
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
 import { ChangeNotifier } from './change-notifier.ts';
-import { createCompiledSchemaCache, type CompiledSchemaCache } from './compiled-schemas.ts';
+import { createCompiledSchemaCache } from './compiled-schemas.ts';
 import { isPlainObject } from './jsonrpc.ts';
 import { INCLUDE_DEPRECATED_META } from './tool-projection.ts';
 import { listToolsPage, type ListPage } from './tools-list.ts';
-import { callTool, type ToolCallRequest } from './tools-call.ts';
+import { createToolCallPipeline, type ToolCallPipeline, type ToolCallRequest } from './tools-call.ts';
+import { executorsFrom } from './tool-call/executor.ts';
 
 export const SERVER_INFO = { name: 'estate', version: '0.1.0' } as const;
 
@@ -49,27 +50,31 @@ export class ServerCore {
   readonly notifier: ChangeNotifier;
   readonly pageSize: number;
   readonly listTtlMs: number;
-  private readonly handlers: HandlerMap;
-  private readonly schemas: CompiledSchemaCache;
   private readonly recorder: CallRecorder;
-  private readonly stateKey: Buffer | undefined;
-  private readonly storeRefusal: (() => string | null) | undefined;
   private readonly metrics: ServerCoreOptions['metrics'];
-  private readonly isOffered: (v: CatalogueVersion) => boolean;
+  /** Built once from the dependencies above: a call only brings its own request. */
+  private readonly pipeline: ToolCallPipeline;
 
   constructor(o: ServerCoreOptions) {
     this.reader = o.reader;
     this.log = o.log;
-    this.handlers = o.handlers;
-    this.schemas = createCompiledSchemaCache(o.compiler);
     this.recorder = o.recorder;
-    this.stateKey = o.stateKey;
-    this.storeRefusal = o.storeRefusal;
     this.metrics = o.metrics;
     this.pageSize = o.pageSize;
     this.listTtlMs = o.listTtlMs;
-    this.isOffered = isOfferedBy(o.handlers);
     this.notifier = new ChangeNotifier(o.reader);
+    const metrics = o.metrics;
+    this.pipeline = createToolCallPipeline({
+      reader: o.reader,
+      executors: executorsFrom(o.handlers),
+      schemas: createCompiledSchemaCache(o.compiler),
+      recorder: o.recorder,
+      isOffered: isOfferedBy(o.handlers),
+      handlerLog: (fields) => this.handlerLog(fields),
+      ...(o.stateKey ? { stateKey: o.stateKey } : {}),
+      ...(o.storeRefusal ? { storeRefusal: o.storeRefusal } : {}),
+      ...(metrics ? { observe: (c: { tool: string; version: string; outcome: string; seconds: number }) => metrics.toolCall(c) } : {}),
+    });
   }
 
   capabilities(): Record<string, unknown> {
@@ -89,20 +94,7 @@ export class ServerCore {
   }
 
   callTool(req: ToolCallRequest) {
-    return callTool(
-      {
-        reader: this.reader,
-        handlers: this.handlers,
-        schemas: this.schemas,
-        recorder: this.recorder,
-        ...(this.stateKey ? { stateKey: this.stateKey } : {}),
-        ...(this.storeRefusal ? { storeRefusal: this.storeRefusal } : {}),
-        ...(this.metrics ? { observe: (o: { tool: string; version: string; outcome: string; seconds: number }) => this.metrics?.toolCall(o) } : {}),
-        isOffered: this.isOffered,
-        handlerLog: (fields) => this.handlerLog(fields),
-      },
-      req,
-    );
+    return this.pipeline.call(req);
   }
 
   async close(): Promise<void> {
