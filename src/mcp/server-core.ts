@@ -1,7 +1,8 @@
 /**
  * The protocol core shared by every transport: catalogue read side, handlers, validators, call recorder and change
- * notifier, plus the method handlers both paths (stateful sessions and stateless requests) dispatch to. Transports
- * only move frames; everything a client can observe is decided here and in the session/stateless modules.
+ * notifier, and the tools/call pipeline built once from them. Both paths (stateful sessions and stateless requests)
+ * dispatch through the one method table (method-table.ts), whose rows call in here. Transports only move frames;
+ * everything a client can observe is decided here, in the table and in the session/stateless modules.
  */
 import type { Logger } from 'pino';
 import type { CallRecorder } from '../app/call-recorder.ts';
@@ -18,7 +19,7 @@ import { listToolsPage, type ListPage } from './tools-list.ts';
 import { createToolCallPipeline, type ToolCallPipeline, type ToolCallRequest } from './tools-call.ts';
 import { executorsFrom } from './tool-call/executor.ts';
 
-export const SERVER_INFO = { name: 'estate', version: '0.1.0' } as const;
+export { SERVER_INFO } from './server-info.ts';
 
 export interface ServerCoreOptions {
   reader: CatalogueReader;
@@ -35,9 +36,6 @@ export interface ServerCoreOptions {
   /** Operations hooks (src/ops/metrics.ts); absent: nothing is counted. */
   metrics?: { request(method: string, revision: string, outcome: string): void; toolCall(o: { tool: string; version: string; outcome: string; seconds: number }): void };
 }
-
-/** Methods counted under their own name; anything a client invents is `other` (no label per made-up method). */
-const COUNTED_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'logging/setLevel', 'server/discover', 'subscriptions/listen', 'completion/complete']);
 
 export const isOfferedBy =
   (handlers: HandlerMap) =>
@@ -88,9 +86,9 @@ export class ServerCore {
     return { ...listToolsPage(view, { revision, cursor: params.cursor, pageSize: this.pageSize }), includeDeprecated };
   }
 
-  /** Count one answered request: outcome `ok` or the JSON-RPC error code. */
+  /** Count one answered request: outcome `ok` or the JSON-RPC error code. `method`: the table's label (countedMethod). */
   observeRequest(method: string, revision: string | null, outcome: string): void {
-    this.metrics?.request(COUNTED_METHODS.has(method) ? method : 'other', revision ?? 'none', outcome);
+    this.metrics?.request(method, revision ?? 'none', outcome);
   }
 
   callTool(req: ToolCallRequest) {

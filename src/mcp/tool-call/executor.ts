@@ -50,13 +50,16 @@ export const proxyExecutor = (proxy: ToolHandler): ToolExecutor => ({ rerun: 're
  * A name of the `upstream:` form is a proxy whatever object serves it: the catalogue says what the tool is.
  */
 export const executorsFrom = (handlers: HandlerMap): ExecutorLookup => {
-  const made = new WeakMap<ToolHandler, ToolExecutor>();
+  // By name, not by function: one function bound under a module name and an upstream name is two executors.
+  const made = new Map<string, { handler: ToolHandler; executor: ToolExecutor }>();
   return (name) => {
     if (!Object.prototype.hasOwnProperty.call(handlers, name)) return undefined;
     const handler = handlers[name];
     if (typeof handler !== 'function') return undefined;
-    let e = made.get(handler);
-    if (!e) made.set(handler, (e = parseUpstreamHandler(name) ? proxyExecutor(handler) : localExecutor(handler)));
-    return e;
+    const hit = made.get(name);
+    if (hit?.handler === handler) return hit.executor;
+    const executor = parseUpstreamHandler(name) ? proxyExecutor(handler) : localExecutor(handler);
+    made.set(name, { handler, executor });
+    return executor;
   };
 };
