@@ -1,7 +1,8 @@
 /**
  * The protocol core shared by every transport: catalogue read side, handlers, validators, call recorder and change
- * notifier, plus the method handlers both paths (stateful sessions and stateless requests) dispatch to. Transports
- * only move frames; everything a client can observe is decided here and in the session/stateless modules.
+ * notifier, and the tools/call pipeline built once from them. Both paths (stateful sessions and stateless requests)
+ * dispatch through the one method table (method-table.ts), whose rows call in here. Transports only move frames;
+ * everything a client can observe is decided here, in the table and in the session/stateless modules.
  */
 import type { CallRecorder } from '../app/call-recorder.ts';
 import type { CatalogueReader } from '../app/catalogue-reader.ts';
@@ -12,13 +13,14 @@ import { handlerLogOver } from '../handlers/handler-log.ts';
 import type { HandlerLog, HandlerMap } from '../handlers/types.ts';
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
 import { ChangeNotifier } from './change-notifier.ts';
-import { createCompiledSchemaCache, type CompiledSchemaCache } from './compiled-schemas.ts';
+import { createCompiledSchemaCache } from './compiled-schemas.ts';
 import { isPlainObject } from './jsonrpc.ts';
 import { INCLUDE_DEPRECATED_META } from './tool-projection.ts';
 import { listToolsPage, type ListPage } from './tools-list.ts';
-import { callTool, type ToolCallRequest } from './tools-call.ts';
+import { createToolCallPipeline, type ToolCallPipeline, type ToolCallRequest } from './tools-call.ts';
+import { executorsFrom } from './tool-call/executor.ts';
 
-export const SERVER_INFO = { name: 'estate', version: '0.1.0' } as const;
+export { SERVER_INFO } from './server-info.ts';
 
 export interface ServerCoreOptions {
   reader: CatalogueReader;
@@ -36,9 +38,6 @@ export interface ServerCoreOptions {
   metrics?: { request(method: string, revision: string, outcome: string): void; toolCall(o: { tool: string; version: string; outcome: string; seconds: number }): void };
 }
 
-/** Methods counted under their own name; anything a client invents is `other` (no label per made-up method). */
-const COUNTED_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'logging/setLevel', 'server/discover', 'subscriptions/listen', 'completion/complete']);
-
 export const isOfferedBy =
   (handlers: HandlerMap) =>
   (v: CatalogueVersion): boolean =>
@@ -50,27 +49,31 @@ export class ServerCore {
   readonly notifier: ChangeNotifier;
   readonly pageSize: number;
   readonly listTtlMs: number;
-  private readonly handlers: HandlerMap;
-  private readonly schemas: CompiledSchemaCache;
   private readonly recorder: CallRecorder;
-  private readonly stateKey: Buffer | undefined;
-  private readonly storeRefusal: (() => string | null) | undefined;
   private readonly metrics: ServerCoreOptions['metrics'];
-  private readonly isOffered: (v: CatalogueVersion) => boolean;
+  /** Built once from the dependencies above: a call only brings its own request. */
+  private readonly pipeline: ToolCallPipeline;
 
   constructor(o: ServerCoreOptions) {
     this.reader = o.reader;
     this.log = o.log;
-    this.handlers = o.handlers;
-    this.schemas = createCompiledSchemaCache(o.compiler);
     this.recorder = o.recorder;
-    this.stateKey = o.stateKey;
-    this.storeRefusal = o.storeRefusal;
     this.metrics = o.metrics;
     this.pageSize = o.pageSize;
     this.listTtlMs = o.listTtlMs;
-    this.isOffered = isOfferedBy(o.handlers);
     this.notifier = new ChangeNotifier(o.reader);
+    const metrics = o.metrics;
+    this.pipeline = createToolCallPipeline({
+      reader: o.reader,
+      executors: executorsFrom(o.handlers),
+      schemas: createCompiledSchemaCache(o.compiler),
+      recorder: o.recorder,
+      isOffered: isOfferedBy(o.handlers),
+      handlerLog: (fields) => this.handlerLog(fields),
+      ...(o.stateKey ? { stateKey: o.stateKey } : {}),
+      ...(o.storeRefusal ? { storeRefusal: o.storeRefusal } : {}),
+      ...(metrics ? { observe: (c: { tool: string; version: string; outcome: string; seconds: number }) => metrics.toolCall(c) } : {}),
+    });
   }
 
   capabilities(): Record<string, unknown> {
@@ -84,26 +87,13 @@ export class ServerCore {
     return { ...listToolsPage(view, { revision, cursor: params.cursor, pageSize: this.pageSize }), includeDeprecated };
   }
 
-  /** Count one answered request: outcome `ok` or the JSON-RPC error code. */
+  /** Count one answered request: outcome `ok` or the JSON-RPC error code. `method`: the table's label (countedMethod). */
   observeRequest(method: string, revision: string | null, outcome: string): void {
-    this.metrics?.request(COUNTED_METHODS.has(method) ? method : 'other', revision ?? 'none', outcome);
+    this.metrics?.request(method, revision ?? 'none', outcome);
   }
 
   callTool(req: ToolCallRequest) {
-    return callTool(
-      {
-        reader: this.reader,
-        handlers: this.handlers,
-        schemas: this.schemas,
-        recorder: this.recorder,
-        ...(this.stateKey ? { stateKey: this.stateKey } : {}),
-        ...(this.storeRefusal ? { storeRefusal: this.storeRefusal } : {}),
-        ...(this.metrics ? { observe: (o: { tool: string; version: string; outcome: string; seconds: number }) => this.metrics?.toolCall(o) } : {}),
-        isOffered: this.isOffered,
-        handlerLog: (fields) => this.handlerLog(fields),
-      },
-      req,
-    );
+    return this.pipeline.call(req);
   }
 
   async close(): Promise<void> {

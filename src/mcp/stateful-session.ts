@@ -3,8 +3,8 @@
  *  1. envelope invalid → error with the readable id, else null   (done by `handleFrame` / the transport)
  *  2. `notifications/*` → handled, never answered
  *  3. no id → nothing answered
- *  4. not initialized and not `initialize`/`ping` → -32600
- *  5. dispatch → result or JSON-RPC error
+ *  4. not initialized and not a method the table answers before initialize (`initialize`, `ping`) → -32600
+ *  5. dispatch through the method table (method-table.ts) → result or JSON-RPC error
  * Gate 2 before gate 3: a notification has no id, and swallowing `notifications/initialized` at gate 3 is the bug
  * that looks like a transport problem.
  * Before gate 1, a well-formed RESPONSE (no method; an id and exactly one of result/error) is the client answering one
@@ -14,9 +14,10 @@
 import { BATCH_LIMIT_DEFAULTS } from '../config.ts';
 import type { Principal } from '../domain/types.ts';
 import type { ViewWatcher } from './change-notifier.ts';
-import { isMcpLogLevel } from './client-channel.ts';
+import type { CallToolResult } from '../handlers/types.ts';
 import { CAPABILITY_OF, ClientRequestError, ClientRequests, ELICIT_METHOD, type ClientMethod, type ClientSender } from './client-requests.ts';
-import { batchRefused, invalidParams, McpError, methodNotFound, notInitialized, toJsonRpcError } from './error-map.ts';
+import { batchRefused, McpError, methodNotFound, notInitialized, toJsonRpcError } from './error-map.ts';
+import type { InputRequiredResult } from './input-required.ts';
 import {
   checkEnvelope,
   failure,
@@ -32,7 +33,10 @@ import {
   type RequestId,
 } from './jsonrpc.ts';
 import { allowsBatches, negotiate } from './revisions.ts';
-import { SERVER_INFO, type ServerCore } from './server-core.ts';
+import { countedMethod, findMethod, type SessionHost } from './method-table.ts';
+import type { ServerCore } from './server-core.ts';
+import { SERVER_INFO } from './server-info.ts';
+import type { ListPage } from './tools-list.ts';
 
 /** The bound on a 2025-03-26 batch (docs/security.md): ESTATE_MAX_BATCH_MESSAGES, ESTATE_MAX_BATCH_BYTES. */
 export interface BatchLimits {
@@ -132,7 +136,7 @@ export class StatefulSession {
       return null;
     }
     if (!isRequest(message)) return null;
-    if (!this.initialized && message.method !== 'initialize' && message.method !== 'ping') {
+    if (!this.initialized && !findMethod(message.method, 'stateful')?.beforeInitialize) {
       return failure(message.id, notInitialized().code, notInitialized().message);
     }
     const id = message.id;
@@ -141,11 +145,11 @@ export class StatefulSession {
     this.active.add(id);
     try {
       const answered = success(message.id, await this.dispatch(message));
-      this.core.observeRequest(message.method, this.revision ?? null, 'ok');
+      this.core.observeRequest(countedMethod(message.method), this.revision ?? null, 'ok');
       return answered;
     } catch (e) {
       const err = toJsonRpcError(e);
-      this.core.observeRequest(message.method, this.revision ?? null, String(err.code));
+      this.core.observeRequest(countedMethod(message.method), this.revision ?? null, String(err.code));
       if (!(e instanceof McpError)) this.core.log.error({ err: e, method: message.method, session: this.id }, 'request failed');
       return { jsonrpc: '2.0', id: message.id, error: err };
     } finally {
@@ -197,24 +201,23 @@ export class StatefulSession {
     // notifications/initialized and anything else: nothing to do; the session is live once initialize was answered.
   }
 
+  /** Gate 5, through the one method table (method-table.ts); this session lends the methods its state. */
   private async dispatch(req: JsonRpcRequest): Promise<Record<string, unknown>> {
-    const params = req.params ?? {};
-    switch (req.method) {
-      case 'initialize':
-        return this.initialize(params);
-      case 'ping':
-        return {};
-      case 'logging/setLevel':
-        if (!isMcpLogLevel(params.level)) throw invalidParams('Invalid params: unknown log level');
-        this.logLevel = params.level;
-        return {};
-      case 'tools/list':
-        return this.listTools(params);
-      case 'tools/call':
-        return this.callTool(req.id, params);
-      default:
-        throw methodNotFound(req.method);
-    }
+    const row = findMethod(req.method, 'stateful');
+    if (!row) throw methodNotFound(req.method);
+    const host: SessionHost = {
+      family: 'stateful',
+      initialize: (params) => this.initialize(params),
+      setLogLevel: (level) => {
+        this.logLevel = level;
+      },
+      listed: (page, params) => this.remember(page, params),
+      callTool: (params) => this.callTool(req.id, params),
+    };
+    const answer = await row.run({ core: this.core, revision: this.revision ?? '', principal: this.options.principal, params: req.params ?? {}, host });
+    // Only stateless rows answer with a stream; the table never gives one to a session.
+    if (!('result' in answer)) throw methodNotFound(req.method);
+    return answer.result;
   }
 
   private initialize(params: Record<string, unknown>): Record<string, unknown> {
@@ -249,10 +252,9 @@ export class StatefulSession {
     });
   }
 
-  private listTools(params: Record<string, unknown>): Record<string, unknown> {
-    const page = this.core.listTools(this.options.principal, params, this.revision as string);
+  /** A listing starts at the first page; later pages of the same view revision extend it. */
+  private remember(page: ListPage & { includeDeprecated: boolean }, params: Record<string, unknown>): void {
     const view = this.core.reader.discovery.view(this.options.principal, page.includeDeprecated);
-    // A listing starts at the first page; later pages of the same view revision extend it.
     if (params.cursor === undefined || !this.listing || this.listing.revision !== view.revision || this.listing.includeDeprecated !== page.includeDeprecated) {
       this.listed = new Map();
       this.listing = { includeDeprecated: page.includeDeprecated, revision: view.revision };
@@ -260,7 +262,6 @@ export class StatefulSession {
       this.watcher?.given();
     }
     for (const v of page.shown) this.listed.set(v.name, v.version);
-    return page.result;
   }
 
   private ask(callId: RequestId, method: ClientMethod, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
@@ -277,7 +278,7 @@ export class StatefulSession {
     return this.clientRequests.request(method, params, callId, signal);
   }
 
-  private async callTool(id: RequestId, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+  private async callTool(id: RequestId, params: Record<string, unknown>): Promise<CallToolResult | InputRequiredResult> {
     const ac = new AbortController();
     this.inFlight.set(id, ac);
     try {
@@ -293,7 +294,7 @@ export class StatefulSession {
         ...(this.logLevel !== undefined ? { logLevel: this.logLevel } : {}),
         ask: (method, p, signal) => this.ask(id, method, p, signal),
       });
-      return result as Record<string, unknown>;
+      return result;
     } finally {
       this.inFlight.delete(id);
     }

@@ -1,7 +1,7 @@
 /**
  * The stateless path (2026-07-28), in this order: envelope → notifications → required `_meta` keys (-32602) →
  * revision (-32022 with {supported, requested}) → HTTP headers against the body (-32020) → required client
- * capabilities (-32021) → dispatch. No handshake: every request carries its revision and capabilities, and the run id
+ * capabilities (-32021) → dispatch through the method table (method-table.ts). No handshake: every request carries its revision and capabilities, and the run id
  * is the request's own unless it names one.
  */
 import { randomUUID } from 'node:crypto';
@@ -11,14 +11,13 @@ import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
 import { isPlainObject, isRequest, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { isInputRequiredResult } from './input-required.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
-import { SERVER_INFO, type ServerCore } from './server-core.ts';
+import { findMethod, type RequestHost } from './method-table.ts';
+import type { ServerCore } from './server-core.ts';
+import { SERVER_INFO } from './server-info.ts';
 
 /** A message goes the stateless way when its params carry the per-request protocol version. */
 export const isStatelessMessage = (raw: unknown): boolean =>
   isPlainObject(raw) && isPlainObject(raw.params) && isPlainObject(raw.params._meta) && PROTOCOL_VERSION_META in raw.params._meta;
-
-/** Client capabilities each method needs; none of Estate's tools-only methods needs one yet. */
-const REQUIRED_CLIENT_CAPABILITIES: Readonly<Record<string, readonly string[]>> = {};
 
 export interface StatelessContext {
   principal: Principal;
@@ -80,8 +79,8 @@ export const checkStatelessRequest = (req: JsonRpcRequest, ctx: StatelessContext
   }
   const caps = isPlainObject(meta[CLIENT_CAPABILITIES_META]) ? meta[CLIENT_CAPABILITIES_META] : null;
   if (!caps) return missingMeta(CLIENT_CAPABILITIES_META);
-  // Own keys only: a client's method name (`valueOf`, `constructor`) must never find Object.prototype's members.
-  const needs = Object.hasOwn(REQUIRED_CLIENT_CAPABILITIES, req.method) ? (REQUIRED_CLIENT_CAPABILITIES[req.method] ?? []) : [];
+  // The table's rows (method-table.ts); none of Estate's tools-only methods needs one yet.
+  const needs = findMethod(req.method, 'stateless')?.requires ?? [];
   for (const need of needs) if (!Object.hasOwn(caps, need)) return missingCapability(need);
   return null;
 };
@@ -99,47 +98,30 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
   if (refused) return fail(message.id, refused);
   const params = message.params ?? {};
   core.log.info({ protocolVersion: STATELESS_REVISION, method: message.method, id: message.id }, 'stateless request');
+  const row = findMethod(message.method, 'stateless');
+  // ping and logging/setLevel do not exist in this revision: the table says which methods do.
+  if (!row) return fail(message.id, methodNotFound(message.method));
+  const host: RequestHost = {
+    family: 'stateless',
+    callTool: (p) => {
+      const logLevel = isPlainObject(p._meta) ? p._meta[LOG_LEVEL_META] : undefined;
+      return core.callTool({
+        params: p,
+        principal: ctx.principal,
+        defaultRunId: randomUUID(),
+        protocolVersion: STATELESS_REVISION,
+        client: clientOf(message),
+        ...(ctx.cancel ? { cancel: ctx.cancel } : {}),
+        ...(ctx.notify ? { notify: ctx.notify } : {}),
+        ...(isMcpLogLevel(logLevel) ? { logLevel } : {}),
+        inputRequired: { capabilities: isPlainObject(p._meta) && isPlainObject(p._meta[CLIENT_CAPABILITIES_META]) ? p._meta[CLIENT_CAPABILITIES_META] : {} },
+      });
+    },
+  };
   try {
-    switch (message.method) {
-      case 'server/discover':
-        return {
-          kind: 'response',
-          status: 200,
-          response: success(message.id, complete({
-            supportedVersions: [STATELESS_REVISION],
-            capabilities: core.capabilities(),
-            serverInfo: { ...SERVER_INFO },
-            ttlMs: core.listTtlMs,
-            cacheScope: 'private',
-          })),
-        };
-      case 'tools/list': {
-        const page = core.listTools(ctx.principal, params, STATELESS_REVISION);
-        return { kind: 'response', status: 200, response: success(message.id, complete({ ...page.result, ttlMs: core.listTtlMs, cacheScope: 'private' })) };
-      }
-      case 'tools/call': {
-        const logLevel = isPlainObject(params._meta) ? params._meta[LOG_LEVEL_META] : undefined;
-        const result = await core.callTool({
-          params,
-          principal: ctx.principal,
-          defaultRunId: randomUUID(),
-          protocolVersion: STATELESS_REVISION,
-          client: clientOf(message),
-          ...(ctx.cancel ? { cancel: ctx.cancel } : {}),
-          ...(ctx.notify ? { notify: ctx.notify } : {}),
-          ...(isMcpLogLevel(logLevel) ? { logLevel } : {}),
-          inputRequired: { capabilities: isPlainObject(params._meta) && isPlainObject(params._meta[CLIENT_CAPABILITIES_META]) ? params._meta[CLIENT_CAPABILITIES_META] : {} },
-        });
-        return { kind: 'response', status: 200, response: success(message.id, complete(result as Record<string, unknown>)) };
-      }
-      case 'subscriptions/listen': {
-        const filter = isPlainObject(params.notifications) ? params.notifications : {};
-        return { kind: 'listen', request: message, toolsListChanged: filter.toolsListChanged === true };
-      }
-      default:
-        // ping and logging/setLevel do not exist in this revision.
-        return fail(message.id, methodNotFound(message.method));
-    }
+    const answer = await row.run({ core, revision: STATELESS_REVISION, principal: ctx.principal, params, host });
+    if ('listen' in answer) return { kind: 'listen', request: message, toolsListChanged: answer.listen.toolsListChanged };
+    return { kind: 'response', status: 200, response: success(message.id, complete(answer.result)) };
   } catch (e) {
     if (!(e instanceof McpError)) core.log.error({ err: e, method: message.method }, 'stateless request failed');
     // In-band (200) like every dispatch error, but for a missing client capability: HTTP 400 wherever it is found.

@@ -1,0 +1,30 @@
+/**
+ * Step 2 of tools/call: admit the arguments. Size and depth limits first, then the pinned input schema: validated
+ * only for a non_idempotent tool (silently dropping `urgent: true` from a payment is not a repair), else repaired
+ * deterministically (domain/repair.ts). A refusal is an `isError` result with the sorted error lines; nothing runs.
+ */
+import { repair, type RepairChange } from '../../domain/repair.ts';
+import { checkArgumentLimits, formatErrors, type ValidationError } from '../../domain/validate.ts';
+import type { CallToolResult } from '../../handlers/types.ts';
+import type { CatalogueVersion } from '../../../projections/catalogue.ts';
+import type { VersionSchemas } from '../compiled-schemas.ts';
+import { errorResult } from '../error-map.ts';
+
+export type Repair = Pick<RepairChange, 'path' | 'action'>;
+
+export type Admission = { ok: true; args: Record<string, unknown>; repairs: Repair[] } | { ok: false; refusal: CallToolResult };
+
+const refused = (errors: readonly ValidationError[]): Admission => ({ ok: false, refusal: errorResult(formatErrors([...errors])) });
+
+export const admitArguments = (v: CatalogueVersion, schemas: () => VersionSchemas, received: unknown): Admission => {
+  const tooBig = checkArgumentLimits(received);
+  if (tooBig) return refused([tooBig]);
+  const input = schemas().input;
+  if (v.definition.sideEffect === 'non_idempotent') {
+    const errors = input.validate(received);
+    return errors.length > 0 ? refused(errors) : { ok: true, args: received as Record<string, unknown>, repairs: [] };
+  }
+  const r = repair(input, received);
+  if (r.errors.length > 0) return refused(r.errors);
+  return { ok: true, args: r.value as Record<string, unknown>, repairs: r.changes.map(({ path, action }) => ({ path, action })) };
+};

@@ -1,0 +1,74 @@
+/**
+ * Step 3 of tools/call: run the executor. A store known not to take writes refuses the call before anything runs;
+ * a non_idempotent call runs only once its intent is durable (no side effect without a trace, SPEC §4). An
+ * input-required round that is not the last runs the executor again, so each round writes its own intent.
+ */
+import { randomUUID } from 'node:crypto';
+import type { CallRecorder } from '../../app/call-recorder.ts';
+import type { Principal } from '../../domain/types.ts';
+import type { HandlerContext } from '../../handlers/types.ts';
+import type { CatalogueVersion } from '../../../projections/catalogue.ts';
+import { storeUnavailable } from '../error-map.ts';
+import type { HandlerRun } from '../run-handler.ts';
+import type { ToolExecutor } from './executor.ts';
+
+export interface Execution {
+  callId: string;
+  started: number;
+  run: HandlerRun;
+}
+
+export interface ExecuteDeps {
+  recorder: CallRecorder;
+  now: () => number;
+  storeRefusal?: () => string | null;
+  /** Counts a call that ended here (`store_unavailable`). */
+  observe: (outcome: string, since: number) => void;
+}
+
+export interface ExecuteCall {
+  v: CatalogueVersion;
+  executor: ToolExecutor;
+  args: Record<string, unknown>;
+  principal: Principal;
+  runId: string;
+  argsHash: string;
+  context: Omit<HandlerContext, 'signal'>;
+  withSignal: (signal: AbortSignal) => Partial<Omit<HandlerContext, 'signal'>>;
+  cancel?: AbortSignal;
+}
+
+/** A short, bounded reason from a store failure (no stack, no connection string). */
+export const storeReason = (e: unknown): string => {
+  const m = e instanceof Error ? e.message : String(e);
+  const line = (m.split('\n')[0] ?? '').trim() || 'store error';
+  return line.length > 160 ? `${line.slice(0, 160)}...` : line;
+};
+
+export const executeCall = async (deps: ExecuteDeps, c: ExecuteCall): Promise<Execution> => {
+  const refusal = deps.storeRefusal?.() ?? null;
+  if (refusal !== null) {
+    deps.observe('store_unavailable', deps.now());
+    throw storeUnavailable(false, refusal);
+  }
+  const started = deps.now();
+  const callId = randomUUID();
+  const { v, principal } = c;
+  if (v.definition.sideEffect === 'non_idempotent') {
+    try {
+      await deps.recorder.start({ callId, runId: c.runId, subject: principal.subject ?? 'anonymous', tenant: principal.tenant, tool: v.name, version: v.version, argsHash: c.argsHash, at: new Date(started).toISOString() });
+    } catch (e) {
+      deps.observe('store_unavailable', started);
+      throw storeUnavailable(false, storeReason(e));
+    }
+  }
+  const run = await c.executor.execute({
+    args: c.args,
+    context: c.context,
+    sideEffect: v.definition.sideEffect,
+    timeoutMs: v.definition.timeoutMs,
+    withSignal: c.withSignal,
+    ...(c.cancel ? { cancel: c.cancel } : {}),
+  });
+  return { callId, started, run };
+};

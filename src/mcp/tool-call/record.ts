@@ -1,0 +1,51 @@
+/**
+ * Step 5 of tools/call: the durable call record (ToolCalled), written before the client gets its answer. A record
+ * the store refuses is -32050 with `ran: true`: the caller learns the tool ran and its outcome is not on record.
+ */
+import type { CallRecorder } from '../../app/call-recorder.ts';
+import type { CallOutcome } from '../../domain/events.ts';
+import type { Principal } from '../../domain/types.ts';
+import type { CatalogueVersion } from '../../../projections/catalogue.ts';
+import { storeUnavailable } from '../error-map.ts';
+import type { Repair } from './admit.ts';
+import { storeReason } from './execute.ts';
+
+export interface CallFacts {
+  v: CatalogueVersion;
+  principal: Principal;
+  runId: string;
+  client: { name: string; version: string } | null;
+  protocolVersion: string;
+  argsHash: string;
+  repairs: Repair[];
+  outcome: CallOutcome;
+  attempts: number;
+  callId: string;
+  started: number;
+  finished: number;
+}
+
+export const recordCall = async (recorder: CallRecorder, f: CallFacts): Promise<void> => {
+  try {
+    await recorder.record({
+      runId: f.runId,
+      subject: f.principal.subject ?? 'anonymous',
+      tenant: f.principal.tenant,
+      client: f.client,
+      protocolVersion: f.protocolVersion,
+      tool: f.v.name,
+      version: f.v.version,
+      schemaHash: f.v.schemaHash,
+      argsHash: f.argsHash,
+      repaired: f.repairs.length > 0,
+      repairs: f.repairs,
+      outcome: f.outcome,
+      attempts: f.attempts,
+      durationMs: Math.max(0, f.finished - f.started),
+      at: new Date(f.started).toISOString(),
+      callId: f.callId,
+    });
+  } catch (e) {
+    throw storeUnavailable(true, storeReason(e));
+  }
+};
