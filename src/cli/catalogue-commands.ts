@@ -16,7 +16,7 @@ import type { CatalogueProjection, CatalogueVersion } from '../../projections/ca
 import { discoverNaive } from '../../projections/discovery.ts';
 import { looksLikeFile, readDefinitionFile } from './definition-file.ts';
 import { loadZodToolModule } from '../lib/zod-tools.ts';
-import { validateDefinition } from '../domain/tool-definition.ts';
+import { handlerOutsideNamespace, validateDefinition } from '../domain/tool-definition.ts';
 import { EXIT } from './exit.ts';
 import { printJson, withEstate, type GlobalOptions } from './run.ts';
 import { serverOption, viaServer } from './remote-client.ts';
@@ -288,6 +288,8 @@ export const registerCatalogueCommands = (program: Command): void => {
           publishedBy: v.publishedBy,
           ...(v.deprecated ? { deprecated: v.deprecated } : {}),
           ...(v.retired ? { retired: v.retired } : {}),
+          // Published before the handler-namespace rule: in the store, never served (docs/security.md).
+          ...(handlerOutsideNamespace(v.name, v.definition.handler) ? { notServed: `never served: ${handlerOutsideNamespace(v.name, v.definition.handler)}` } : {}),
         };
         if (opts.json) printJson(out);
         else console.log(JSON.stringify(out, null, 2));

@@ -7,12 +7,14 @@ import type { Logger } from 'pino';
 import type { CallRecorder } from '../app/call-recorder.ts';
 import type { CatalogueReader } from '../app/catalogue-reader.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
+import { handlerOutsideNamespace } from '../domain/tool-definition.ts';
 import type { Principal } from '../domain/types.ts';
 import type { HandlerLog, HandlerMap } from '../handlers/types.ts';
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
 import { ChangeNotifier } from './change-notifier.ts';
-import { createCompiledSchemaCache, type CompiledSchemaCache } from './compiled-schemas.ts';
+import type { CompiledSchemaCache } from './compiled-schemas.ts';
 import { isPlainObject } from './jsonrpc.ts';
+import { createSchemaWarmup, type SchemaWarmup } from './schema-warmup.ts';
 import { INCLUDE_DEPRECATED_META } from './tool-projection.ts';
 import { listToolsPage, type ListPage } from './tools-list.ts';
 import { callTool, type ToolCallRequest } from './tools-call.ts';
@@ -38,10 +40,15 @@ export interface ServerCoreOptions {
 /** Methods counted under their own name; anything a client invents is `other` (no label per made-up method). */
 const COUNTED_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'logging/setLevel', 'server/discover', 'subscriptions/listen', 'completion/complete']);
 
+/**
+ * Whether this process serves a version: its handler is bound here and belongs to the tool's namespace. A version
+ * published before the handler-namespace rule (docs/security.md) may name another team's handler: it is never listed
+ * nor called, whatever the store holds (src/mcp/unserved-versions.ts logs why).
+ */
 export const isOfferedBy =
   (handlers: HandlerMap) =>
   (v: CatalogueVersion): boolean =>
-    Object.prototype.hasOwnProperty.call(handlers, v.definition.handler);
+    Object.prototype.hasOwnProperty.call(handlers, v.definition.handler) && handlerOutsideNamespace(v.name, v.definition.handler) === null;
 
 export class ServerCore {
   readonly reader: CatalogueReader;
@@ -51,6 +58,7 @@ export class ServerCore {
   readonly listTtlMs: number;
   private readonly handlers: HandlerMap;
   private readonly schemas: CompiledSchemaCache;
+  private readonly warmup: SchemaWarmup;
   private readonly recorder: CallRecorder;
   private readonly stateKey: Buffer | undefined;
   private readonly storeRefusal: (() => string | null) | undefined;
@@ -61,7 +69,6 @@ export class ServerCore {
     this.reader = o.reader;
     this.log = o.log;
     this.handlers = o.handlers;
-    this.schemas = createCompiledSchemaCache(o.compiler);
     this.recorder = o.recorder;
     this.stateKey = o.stateKey;
     this.storeRefusal = o.storeRefusal;
@@ -69,6 +76,9 @@ export class ServerCore {
     this.pageSize = o.pageSize;
     this.listTtlMs = o.listTtlMs;
     this.isOffered = isOfferedBy(o.handlers);
+    // Validators compiled ahead of the first call, in slices off the request path (compiled-schemas.ts).
+    this.warmup = createSchemaWarmup({ compiler: o.compiler, reader: o.reader, isOffered: this.isOffered, log: o.log });
+    this.schemas = this.warmup.cache;
     this.notifier = new ChangeNotifier(o.reader);
   }
 
@@ -107,6 +117,7 @@ export class ServerCore {
 
   async close(): Promise<void> {
     this.notifier.close();
+    this.warmup.close();
     await this.recorder.flush();
   }
 
