@@ -131,7 +131,8 @@ export const callTool = async (deps: ToolCallDeps, req: ToolCallRequest): Promis
   const tooBig = checkArgumentLimits(received);
   if (tooBig) return withMeta(validationResult([tooBig]));
 
-  const schemas = deps.schemas.get(v);
+  // Compiled ahead of need; a version not ready yet is compiled now, in slices, ahead of the others (compiled-schemas.ts).
+  const schemas = await deps.schemas.ready(v);
   let args: unknown = received;
   if (v.definition.sideEffect === 'non_idempotent') {
     // Silently dropping `urgent: true` from a payment is not a repair: every error goes back, nothing runs.
