@@ -72,7 +72,7 @@ const definition = fc.record({
   verb: fc.constantFrom('check', 'tools'),
 });
 
-describe('fuzzing the publishing API with definitions while tools/list runs', { timeout: 300_000 }, () => {
+describe('fuzzing the publishing API with definitions while tools/list runs', { timeout: 600_000 }, () => {
   let tmp: TempStore;
   let idp: TestIssuer;
   let srv: HttpServer;
