@@ -43,7 +43,7 @@ const COUNTED_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call
 /**
  * Whether this process serves a version: its handler is bound here and belongs to the tool's namespace. A version
  * published before the handler-namespace rule (docs/security.md) may name another team's handler: it is never listed
- * nor called, whatever the store holds (src/mcp/unserved-versions.ts logs why).
+ * nor called, whatever the store holds (src/mcp/schema-warmup.ts logs why).
  */
 export const isOfferedBy =
   (handlers: HandlerMap) =>
