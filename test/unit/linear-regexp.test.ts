@@ -50,7 +50,7 @@ describe('linear-time patterns on native RE2', () => {
   });
 });
 
-describe('the definition budget (a worker thread with a deadline)', () => {
+describe('the definition budget (a worker thread with a deadline)', { timeout: 180_000 }, () => {
   const checker = createDefinitionChecker({ budgetMs: 50 });
   const generous = createDefinitionChecker({ budgetMs: 60_000 });
   afterAll(async () => {
