@@ -16,6 +16,9 @@ import type { ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
 import { createSchemaCompiler, linearRegExp } from '../src/domain/schema-compiler.ts';
 import type { JsonObject } from '../src/domain/types.ts';
+import { createCompiledSchemaCache } from '../src/mcp/compiled-schemas.ts';
+import { CatalogueProjection } from '../projections/catalogue.ts';
+import { aDefinition } from '../test/fixtures/builders.ts';
 import { median, sample, type BenchRow } from './lib.ts';
 
 const paymentSchema: JsonObject = {
@@ -255,8 +258,41 @@ export async function run(): Promise<BenchRow[]> {
       notes: anchorNote + extra,
     });
   }
+  rows.push(await warmupStall());
   return rows;
 }
+
+/**
+ * The longest the event loop is held while a heavy-but-accepted schema (120 costly RE2 patterns) is compiled: in
+ * steps by the warm-up (src/mcp/compiled-schemas.ts) against in one go, as a first tools/call compiled it before.
+ * Fresh patterns for each side (RE2 compiles are cached by source).
+ */
+const warmupStall = async (): Promise<BenchRow> => {
+  const heavy = (tag: string): JsonObject => {
+    const properties: JsonObject = {};
+    for (let i = 0; i < 120; i++) properties[`p${i}`] = { type: 'string', pattern: `^(a{1,400}b){1,2}b${tag}_${i}$` };
+    return { type: 'object', properties };
+  };
+  const compiler = createSchemaCompiler();
+  compiler.compile({ type: 'object' }); // Ajv's meta-schema, compiled once per compiler
+  const catalogue = new CatalogueProjection();
+  const def = aDefinition({ name: 'bench.heavy', handler: 'bench.heavy', inputSchema: heavy(`w${Date.now()}`) });
+  catalogue.apply({ position: '1', event: { type: 'ToolVersionPublished', data: { definition: def, schemaHash: 's', definitionHash: 'd', level: 'initial', reasons: [], by: 'bench', at: new Date().toISOString() } } });
+  const cache = createCompiledSchemaCache(compiler);
+  await cache.ready(catalogue.find('bench.heavy', '1.0.0') as NonNullable<ReturnType<CatalogueProjection['find']>>);
+  const t0 = performance.now();
+  compiler.compile(heavy(`s${Date.now()}`), 'inputSchema');
+  const inOneGo = performance.now() - t0;
+  return {
+    bench: 'validation',
+    case: 'heavy schema (120 costly patterns): longest event-loop hold while compiling, warm-up steps vs one go',
+    unit: 'ms',
+    estate: cache.stats().longestStepMs,
+    peerName: 'compiled in one go (as on a first tools/call before the warm-up)',
+    peer: inOneGo,
+    notes: 'patterns in 5 ms slices, then one Ajv step per schema; the remaining step is Ajv alone',
+  };
+};
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const rows = await run();

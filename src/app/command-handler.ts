@@ -5,9 +5,9 @@
 import { DomainError } from '../domain/errors.ts';
 import type { CatalogueEvent } from '../domain/events.ts';
 import { toolStream } from '../domain/events.ts';
-import { decideLifecycle, decidePublish, evolve, initialToolState, type PublishVerdict, type ToolState } from '../domain/guard.ts';
+import { baselineOf, decideLifecycle, decidePublish, evolve, initialToolState, type PublishVerdict, type ToolState } from '../domain/guard.ts';
 import { canonicalHash } from '../domain/hash.ts';
-import type { ToolDefinition } from '../domain/types.ts';
+import type { Classified, ToolDefinition } from '../domain/types.ts';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import { ConcurrencyError, systemClock, type Clock, type EventStore } from './ports.ts';
 
@@ -30,6 +30,14 @@ export interface CommandHandlerOptions {
   clock?: Clock;
   /** How many times a lost race is re-judged before giving up with a `conflict` error. */
   maxAttempts?: number;
+}
+
+/**
+ * How a publish classifies the new definition against its baseline, when not in this thread: the publishing API passes
+ * its definition checker's worker, so a costly classification is bounded by the schema budget and refused past it.
+ */
+export interface PublishOptions {
+  classify?: (before: ToolDefinition, after: ToolDefinition) => Promise<Classified>;
 }
 
 export class CommandHandler {
@@ -57,15 +65,16 @@ export class CommandHandler {
   }
 
   /** What the guard would say, without appending. */
-  async check(definition: ToolDefinition, by: string): Promise<PublishVerdict> {
+  async check(definition: ToolDefinition, by: string, options: PublishOptions = {}): Promise<PublishVerdict> {
     const { state } = await this.load(definition.name);
-    return decidePublish(this.publishCommand(definition, by), state);
+    return decidePublish(this.publishCommand(definition, by), state, await this.classified(definition, state, options));
   }
 
-  async publish(definition: ToolDefinition, by: string): Promise<PublishOutcome> {
+  async publish(definition: ToolDefinition, by: string, options: PublishOptions = {}): Promise<PublishOutcome> {
     const command = this.publishCommand(definition, by);
     return this.retrying(definition.name, async (state, revision) => {
-      const verdict = decidePublish(command, state);
+      // Classified against THIS state's baseline: a lost race re-reads the state and classifies again.
+      const verdict = decidePublish(command, state, await this.classified(definition, state, options));
       if (verdict.result !== 'published') return verdict;
       const { positions } = await this.append(definition.name, verdict.events, revision);
       return { ...verdict, position: positions[0] as string };
@@ -87,6 +96,13 @@ export class CommandHandler {
       const { positions } = await this.append(name, events, revision);
       return { result: type === 'Deprecate' ? 'deprecated' : 'retired', name, version, position: positions[0] as string };
     });
+  }
+
+  /** The classification options.classify makes, when one is needed: a new version of a tool with a baseline. */
+  private async classified(definition: ToolDefinition, state: ToolState, options: PublishOptions): Promise<Classified | undefined> {
+    const base = baselineOf(state);
+    if (options.classify === undefined || base === undefined || state.versions.has(definition.version)) return undefined;
+    return options.classify(base.definition, definition);
   }
 
   private publishCommand(definition: ToolDefinition, by: string) {

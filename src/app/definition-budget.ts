@@ -1,17 +1,18 @@
 /**
  * Checking a definition within a time budget, off the event loop. Compiling a schema is synchronous (Ajv, RE2) and a
- * hostile one is costly: 300 patterns like `^(a{1,400}b){1,2}b1$` take seconds to compile. On the request path that
- * stalls every MCP session of the process, so the publishing API checks definitions here: in ONE worker thread, one
- * job at a time, each with a deadline (measured from when the worker starts it). Past the deadline the worker is
- * terminated (which frees all it compiled), replaced on the next job, and the definition refused with
- * `schema-too-costly`. The size budget (patterns per schema, pattern characters) is checked first, inside the worker,
- * by the schema compiler.
+ * hostile one is costly: 300 patterns like `^(a{1,400}b){1,2}b1$` take seconds to compile. So is classifying a new
+ * version against its baseline: 400 `anyOf` branches with long descriptions, compared pairwise, took 9.5 s. On the
+ * request path that stalls every MCP session of the process, so the publishing API checks and classifies definitions
+ * here: in ONE worker thread, one job at a time, each with a deadline (measured from when the worker starts it). Past
+ * the deadline the worker is terminated (which frees all it compiled), replaced on the next job, and the definition
+ * refused with `schema-too-costly`. The size budget (patterns per schema, pattern characters) is checked first, inside
+ * the worker, by the schema compiler.
  */
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DomainError, invalidDefinition, type DomainErrorKind } from '../domain/errors.ts';
-import type { ToolDefinition } from '../domain/types.ts';
+import type { Classified, ToolDefinition } from '../domain/types.ts';
 import type { DefinitionJob, DefinitionJobResult } from './definition-worker.ts';
 
 export const DEFAULT_DEFINITION_BUDGET_MS = 2000;
@@ -21,14 +22,23 @@ export const MAX_QUEUED_DEFINITIONS = 64;
 export interface DefinitionChecker {
   /** validateDefinition(raw) in the worker: the normalised definition, or the DomainError it threw, or `schema-too-costly`. */
   check(raw: unknown): Promise<ToolDefinition>;
+  /** classifyDefinition(before, after) in the worker, under the same budget and queue: the classification, or `schema-too-costly`. */
+  classify(before: ToolDefinition, after: ToolDefinition): Promise<Classified>;
   close(): Promise<void>;
 }
 
+type Job = DefinitionJob extends infer J ? (J extends unknown ? Omit<J, 'id'> : never) : never;
+
 interface Pending {
   job: DefinitionJob;
-  resolve: (def: ToolDefinition) => void;
+  resolve: (value: unknown) => void;
   reject: (e: unknown) => void;
 }
+
+const OVER_BUDGET: Record<DefinitionJob['kind'], (ms: number) => string> = {
+  check: (ms) => `definition: checking its schemas took longer than the budget of ${ms} ms; use fewer or simpler patterns and subschemas`,
+  classify: (ms) => `definition: classifying the change from its baseline took longer than the budget of ${ms} ms; use fewer or simpler subschemas (anyOf/oneOf/allOf branches are compared pairwise)`,
+};
 
 const here = fileURLToPath(import.meta.url);
 const workerUrl = new URL(`./definition-worker${extname(here)}`, import.meta.url);
@@ -66,7 +76,7 @@ export const createDefinitionChecker = (options: { budgetMs?: number } = {}): De
       const p = running;
       if (p === undefined || p.job.id !== m.id) return;
       finish();
-      if (m.ok) p.resolve(m.def as ToolDefinition);
+      if (m.ok) p.resolve(m.value);
       else if ('internal' in m.error) p.reject(new Error(`definition check failed: ${m.error.internal}`));
       else p.reject(new DomainError(m.error.kind as DomainErrorKind, m.error.code, m.error.message));
       pump();
@@ -107,23 +117,26 @@ export const createDefinitionChecker = (options: { budgetMs?: number } = {}): De
       worker = undefined; // its exit is no longer ours to report
       void w.terminate();
       finish();
-      p.reject(invalidDefinition('schema-too-costly', `definition: checking its schemas took longer than the budget of ${budgetMs} ms; use fewer or simpler patterns and subschemas`));
+      p.reject(invalidDefinition('schema-too-costly', OVER_BUDGET[p.job.kind](budgetMs)));
       pump();
     }, budgetMs);
     w.postMessage(p.job);
   };
 
+  const submit = <T>(job: Job): Promise<T> => {
+    if (closed) return Promise.reject(new Error('the definition checker is closed'));
+    if (queue.length >= MAX_QUEUED_DEFINITIONS) {
+      return Promise.reject(invalidDefinition('schema-too-costly', `definition: ${MAX_QUEUED_DEFINITIONS} definitions are already waiting to be checked; try again later`));
+    }
+    return new Promise<T>((resolve, reject) => {
+      queue.push({ job: { ...job, id: nextId++ } as DefinitionJob, resolve: resolve as (value: unknown) => void, reject });
+      pump();
+    });
+  };
+
   return {
-    check(raw) {
-      if (closed) return Promise.reject(new Error('the definition checker is closed'));
-      if (queue.length >= MAX_QUEUED_DEFINITIONS) {
-        return Promise.reject(invalidDefinition('schema-too-costly', `definition: ${MAX_QUEUED_DEFINITIONS} definitions are already waiting to be checked; try again later`));
-      }
-      return new Promise<ToolDefinition>((resolve, reject) => {
-        queue.push({ job: { id: nextId++, raw }, resolve, reject });
-        pump();
-      });
-    },
+    check: (raw) => submit<ToolDefinition>({ kind: 'check', raw }),
+    classify: (before, after) => submit<Classified>({ kind: 'classify', before, after }),
     async close() {
       closed = true;
       const w = worker;

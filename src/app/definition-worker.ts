@@ -1,20 +1,22 @@
 /**
  * The worker thread of definition-budget.ts: checks definitions (every SPEC §1 rule, patterns compiled by RE2 and the
- * schemas by Ajv) away from the event loop that serves MCP. One job at a time; the parent kills this thread when a job
- * overruns its deadline, which also frees everything it compiled.
+ * schemas by Ajv) and classifies a new version against its baseline, away from the event loop that serves MCP. One job
+ * at a time; the parent kills this thread when a job overruns its deadline, which also frees everything it compiled.
  */
 import { parentPort } from 'node:worker_threads';
+import { classifyDefinition } from '../domain/classify.ts';
 import { DomainError } from '../domain/errors.ts';
 import { createSchemaCompiler } from '../domain/schema-compiler.ts';
 import { validateDefinition } from '../domain/tool-definition.ts';
+import type { ToolDefinition } from '../domain/types.ts';
 
-export interface DefinitionJob {
-  id: number;
-  raw: unknown;
-}
+/** `check`: validateDefinition(raw). `classify`: classifyDefinition(before, after), both already checked. */
+export type DefinitionJob =
+  | { id: number; kind: 'check'; raw: unknown }
+  | { id: number; kind: 'classify'; before: ToolDefinition; after: ToolDefinition };
 
 export type DefinitionJobResult =
-  | { id: number; ok: true; def: unknown }
+  | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: { kind: string; code: string; message: string } | { internal: string } };
 
 const compiler = createSchemaCompiler();
@@ -24,7 +26,8 @@ if (port === null) throw new Error('definition-worker.ts runs only as a worker t
 port.on('message', (job: DefinitionJob) => {
   let result: DefinitionJobResult;
   try {
-    result = { id: job.id, ok: true, def: validateDefinition(job.raw, compiler) };
+    const value = job.kind === 'check' ? validateDefinition(job.raw, compiler) : classifyDefinition(job.before, job.after);
+    result = { id: job.id, ok: true, value };
   } catch (e) {
     result =
       e instanceof DomainError

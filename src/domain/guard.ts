@@ -115,7 +115,12 @@ export const bumpAllowed = (level: Classified['level'], base: Version, next: Ver
   return compareVersions(next.text, base.text) > 0;
 };
 
-export const decidePublish = (cmd: PublishCommand, state: ToolState): PublishVerdict => {
+/**
+ * `classified`: the classification of this definition against `baselineOf(state)`, when the caller made it elsewhere
+ * (the publishing API classifies in a worker under a time budget: a costly pair of schemas must not stall the server).
+ * Absent: classified here.
+ */
+export const decidePublish = (cmd: PublishCommand, state: ToolState, classified?: Classified): PublishVerdict => {
   const def = cmd.definition;
   const head = { name: def.name, version: def.version };
   const existing = state.versions.get(def.version);
@@ -129,7 +134,7 @@ export const decidePublish = (cmd: PublishCommand, state: ToolState): PublishVer
   if (!base) {
     return { ...head, result: 'published', level: 'initial', reasons: [], events: [published(cmd, 'initial', [], undefined)] };
   }
-  const { level, reasons } = classifyDefinition(base.definition, def);
+  const { level, reasons } = classified ?? classifyDefinition(base.definition, def);
   const baseVersion = base.definition.version;
   const b = parseVersion(baseVersion);
   const n = parseVersion(def.version);

@@ -233,14 +233,19 @@ export const handlerNamespace = (handler: string): string | undefined => {
  * serve `accounts.balance`'s code, with its data, under a public `payments.mirror` that anyone may call.
  */
 export const checkHandlerNamespace = (name: string, handler: string): void => {
+  const outside = handlerOutsideNamespace(name, handler);
+  if (outside !== null) throw invalidDefinition('handler-namespace', outside);
+};
+
+/**
+ * Why `handler` is not in the namespace of the tool `name` (the `handler-namespace` message), or null when it is. Also
+ * asked of versions already in the store: one published before the rule existed is never served (src/mcp/server-core.ts).
+ */
+export const handlerOutsideNamespace = (name: string, handler: string): string | null => {
   const ns = name.split('.')[0] as string;
-  const hns = handlerNamespace(handler);
-  if (hns === ns) return;
+  if (handlerNamespace(handler) === ns) return null;
   const shown = handler.length > 80 ? `${handler.slice(0, 80)}...` : handler;
-  throw invalidDefinition(
-    'handler-namespace',
-    `handler: '${shown}' is not in the tool's namespace '${ns}' (a handler's first name segment, or <ns> of upstream:<ns>/<tool>, must be '${ns}')`,
-  );
+  return `handler: '${shown}' is not in the tool's namespace '${ns}' (a handler's first name segment, or <ns> of upstream:<ns>/<tool>, must be '${ns}')`;
 };
 
 /** The hints a side effect implies (SPEC §1): what the server advertises, and what an explicit annotation may not contradict. */

@@ -16,7 +16,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Log } from '../app/log.ts';
-import type { CommandHandler } from '../app/command-handler.ts';
+import type { CommandHandler, PublishOutcome } from '../app/command-handler.ts';
 import { covers, holdsAny, LIFECYCLE_SCOPE, PUBLISH_SCOPE, scopeNeededFor } from '../auth/api-scopes.ts';
 import type { Authenticator, Caller } from '../auth/authenticator.ts';
 import { wwwAuthenticate } from '../auth/resource-metadata.ts';
@@ -25,6 +25,7 @@ import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
 import { invalidDefinition } from '../domain/errors.ts';
 import { scanJsonDepth } from '../domain/json-depth.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
+import type { ToolDefinition } from '../domain/types.ts';
 import { parseDefinitionText, checkName } from '../domain/tool-definition.ts';
 import type { DefinitionChecker } from '../app/definition-budget.ts';
 import { isJsonContentType, readBody, refuseTooLarge } from './guards.ts';
@@ -130,12 +131,19 @@ export const createPublishApi = (o: PublishApiOptions): PublishApi => {
       return refuseDefinition(res, e);
     }
     const by = caller.principal.subject;
+    // Classifying against the baseline is as costly as checking can be: the same worker, budget and refusal.
+    const classify = { classify: (before: ToolDefinition, after: ToolDefinition) => checker.classify(before, after) };
+    let v: PublishOutcome;
+    try {
+      v = verb === 'check' ? await o.commands.check(def, by, classify) : await o.commands.publish(def, by, classify);
+    } catch (e) {
+      if (!(e instanceof DomainError) || e.kind !== 'invalid-definition') throw e;
+      return refuseDefinition(res, e);
+    }
     if (verb === 'check') {
-      const v = await o.commands.check(def, by);
       const result = v.result === 'published' ? 'would-publish' : v.result;
       return sendJson(res, v.result === 'refused' ? 422 : 200, verdictJson(v, result));
     }
-    const v = await o.commands.publish(def, by);
     o.log.info({ tool: def.name, version: def.version, result: v.result, by, position: v.position }, 'publish via API');
     return sendJson(res, v.result === 'published' ? 201 : v.result === 'unchanged' ? 200 : 422, verdictJson(v, v.result, v.position));
   };

@@ -1,40 +1,228 @@
 /**
- * Validators per published version, compiled LAZILY on a version's first call and then cached: a catalogue of
- * thousands of tools starts serving at once, and a version nobody calls is never compiled.
+ * Validators per published version, compiled AHEAD of the first call and in slices. Compiling is synchronous (Ajv,
+ * RE2) and an accepted schema can still cost a second (1,000 patterns): done on a version's first tools/call it
+ * stalled every caller of the process once. Here a version is compiled when the read model learns of it
+ * (schema-warmup.ts queues it), one step per macrotask: its patterns a few milliseconds at a time, then each schema,
+ * yielding to the event loop between steps, so a tools/list waits at most one step. A call for a version not yet
+ * ready moves it ahead of the queue and waits for its own steps only. A schema that does not compile (a version
+ * written to the store before a rule existed) gets validators that refuse every call with the reason: a clear
+ * `isError` result for that tool, never an internal error.
  */
+import { linearRegExp } from '../domain/linear-regexp.ts';
+import { isPlainObject, subschemas } from '../domain/json-path.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
+import type { JsonObject } from '../domain/types.ts';
 import type { CompiledSchema } from '../domain/validate.ts';
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
 
 export interface VersionSchemas {
   input: CompiledSchema;
   output: CompiledSchema | undefined;
+  /** Set when the schemas do not compile: `input` then refuses every value with this reason. */
+  refusal?: string;
+}
+
+export interface WarmupStats {
+  /** Versions whose validators are ready (including those that refuse every call). */
+  ready: number;
+  /** Of those, versions whose schemas do not compile. */
+  failed: number;
+  /** Versions waiting or being compiled. */
+  pending: number;
+  /** The longest single step, in ms: how long one compilation held the event loop. */
+  longestStepMs: number;
 }
 
 export interface CompiledSchemaCache {
+  /** The version's validators: at once when warmed, else compiled now in slices, ahead of every queued version. */
+  ready(v: CatalogueVersion): Promise<VersionSchemas>;
+  /** The validators now, compiling them synchronously if they are not ready (callers that cannot wait). */
   get(v: CatalogueVersion): VersionSchemas;
+  /** Queue the version to be compiled in the background (no-op when known). */
+  warm(v: CatalogueVersion): void;
+  /** Drop a version's validators (it was retired). */
+  forget(v: CatalogueVersion): void;
+  stats(): WarmupStats;
   readonly size: number;
+  /** Stop compiling queued versions. */
+  close(): void;
 }
 
-export const createCompiledSchemaCache = (compiler: SchemaCompiler): CompiledSchemaCache => {
+export interface CompiledSchemaCacheOptions {
+  /** Told once per version whose schemas do not compile. */
+  onFailure?: (v: CatalogueVersion, reason: string) => void;
+  /** Most milliseconds of pattern compilation in one step before yielding. */
+  sliceMs?: number;
+}
+
+interface Entry {
+  v: CatalogueVersion;
+  schemas?: VersionSchemas;
+  compiling?: Promise<VersionSchemas>;
+}
+
+const DEFAULT_SLICE_MS = 5;
+
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+const keyOf = (v: CatalogueVersion): string => `${v.name}@${v.version}`;
+
+/** Every pattern a schema carries (`pattern`, `patternProperties` keys): the costly part of compiling it. */
+const patternsOf = (schema: JsonObject): string[] => {
+  const out: string[] = [];
+  for (const { schema: sub } of subschemas(schema)) {
+    if (typeof sub.pattern === 'string') out.push(sub.pattern);
+    if (isPlainObject(sub.patternProperties)) out.push(...Object.keys(sub.patternProperties));
+  }
+  return out;
+};
+
+/** Validators that refuse every value with the reason: the handler never runs and the caller reads why. */
+const refusing = (v: CatalogueVersion, reason: string): VersionSchemas => {
+  const message = `${v.name}@${v.version} cannot be served: its schemas do not compile here (${reason.length > 300 ? `${reason.slice(0, 300)}...` : reason}); publish a corrected version`;
+  return { input: { schema: {}, validate: () => [{ path: '$', message }] }, output: undefined, refusal: reason };
+};
+
+export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: CompiledSchemaCacheOptions = {}): CompiledSchemaCache => {
   // Keyed by name@version, not by record: a deprecation replaces the record but never the schemas.
-  const cache = new Map<string, VersionSchemas>();
-  return {
-    get(v) {
-      const key = `${v.name}@${v.version}`;
-      let hit = cache.get(key);
-      if (!hit) {
-        const def = v.definition;
-        hit = {
-          input: compiler.compile(def.inputSchema, 'inputSchema'),
-          output: def.outputSchema ? compiler.compile(def.outputSchema, 'outputSchema') : undefined,
-        };
-        cache.set(key, hit);
+  const entries = new Map<string, Entry>();
+  const queue: string[] = [];
+  const sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
+  let pumping = false;
+  let closed = false;
+  let longestStepMs = 0;
+
+  const timed = <T>(step: () => T): T => {
+    const t0 = performance.now();
+    try {
+      return step();
+    } finally {
+      longestStepMs = Math.max(longestStepMs, performance.now() - t0);
+    }
+  };
+
+  const settle = (e: Entry, schemas: VersionSchemas): VersionSchemas => {
+    if (e.schemas !== undefined) return e.schemas;
+    e.schemas = schemas;
+    e.compiling = undefined;
+    if (schemas.refusal !== undefined) options.onFailure?.(e.v, schemas.refusal);
+    return schemas;
+  };
+
+  const failure = (e: Entry, err: unknown): VersionSchemas => refusing(e.v, err instanceof Error ? err.message : String(err));
+
+  /** Both schemas at once, on this tick. */
+  const compileNow = (e: Entry): VersionSchemas => {
+    const def = e.v.definition;
+    try {
+      return timed(() => ({
+        input: compiler.compile(def.inputSchema, 'inputSchema'),
+        output: def.outputSchema ? compiler.compile(def.outputSchema, 'outputSchema') : undefined,
+      }));
+    } catch (err) {
+      return failure(e, err);
+    }
+  };
+
+  /** RE2 compiles each pattern once (its cache is by source): compiled here a slice at a time, the schema step finds them. */
+  const patternsInSlices = async (schema: JsonObject): Promise<void> => {
+    let sliceStart = performance.now();
+    for (const p of patternsOf(schema)) {
+      try {
+        linearRegExp(p);
+      } catch {
+        // an unsafe pattern is the schema step's to report
       }
-      return hit;
+      const now = performance.now();
+      longestStepMs = Math.max(longestStepMs, now - sliceStart);
+      if (now - sliceStart >= sliceMs) {
+        await yieldToLoop();
+        sliceStart = performance.now();
+      }
+    }
+  };
+
+  const compileSliced = async (e: Entry): Promise<VersionSchemas> => {
+    const def = e.v.definition;
+    try {
+      await patternsInSlices(def.inputSchema);
+      await yieldToLoop();
+      const input = timed(() => compiler.compile(def.inputSchema, 'inputSchema'));
+      let output: CompiledSchema | undefined;
+      if (def.outputSchema) {
+        const schema = def.outputSchema;
+        await yieldToLoop();
+        await patternsInSlices(schema);
+        await yieldToLoop();
+        output = timed(() => compiler.compile(schema, 'outputSchema'));
+      }
+      return { input, output };
+    } catch (err) {
+      return failure(e, err);
+    }
+  };
+
+  const start = (e: Entry): Promise<VersionSchemas> => {
+    if (e.schemas !== undefined) return Promise.resolve(e.schemas);
+    e.compiling ??= compileSliced(e).then((s) => settle(e, s));
+    return e.compiling;
+  };
+
+  const pump = async (): Promise<void> => {
+    while (!closed) {
+      const key = queue.shift();
+      if (key === undefined) break;
+      const e = entries.get(key);
+      if (e === undefined || e.schemas !== undefined) continue;
+      await start(e);
+      await yieldToLoop();
+    }
+    pumping = false;
+  };
+
+  const entryOf = (v: CatalogueVersion): Entry => {
+    const key = keyOf(v);
+    let e = entries.get(key);
+    if (e === undefined) {
+      e = { v };
+      entries.set(key, e);
+    }
+    return e;
+  };
+
+  return {
+    ready: (v) => start(entryOf(v)),
+    get(v) {
+      const e = entryOf(v);
+      return e.schemas ?? settle(e, compileNow(e));
+    },
+    warm(v) {
+      if (closed || entries.has(keyOf(v))) return;
+      entryOf(v);
+      queue.push(keyOf(v));
+      if (!pumping) {
+        pumping = true;
+        setImmediate(() => void pump());
+      }
+    },
+    forget(v) {
+      entries.delete(keyOf(v));
+    },
+    stats() {
+      let ready = 0;
+      let failed = 0;
+      for (const e of entries.values()) {
+        if (e.schemas !== undefined) ready++;
+        if (e.schemas?.refusal !== undefined) failed++;
+      }
+      return { ready, failed, pending: entries.size - ready, longestStepMs };
     },
     get size() {
-      return cache.size;
+      return this.stats().ready;
+    },
+    close() {
+      closed = true;
+      queue.length = 0;
     },
   };
 };

@@ -7,14 +7,15 @@
 import type { CallRecorder } from '../app/call-recorder.ts';
 import type { CatalogueReader } from '../app/catalogue-reader.ts';
 import type { SchemaCompiler } from '../domain/schema-compiler.ts';
+import { handlerOutsideNamespace } from '../domain/tool-definition.ts';
 import type { Principal } from '../domain/types.ts';
 import type { RootLog } from '../app/log.ts';
 import { handlerLogOver } from '../handlers/handler-log.ts';
 import type { HandlerLog, HandlerMap } from '../handlers/types.ts';
 import type { CatalogueVersion } from '../../projections/catalogue.ts';
 import { ChangeNotifier } from './change-notifier.ts';
-import { createCompiledSchemaCache } from './compiled-schemas.ts';
 import { isPlainObject } from './jsonrpc.ts';
+import { createSchemaWarmup, type SchemaWarmup } from './schema-warmup.ts';
 import { INCLUDE_DEPRECATED_META } from './tool-projection.ts';
 import { listToolsPage, type ListPage } from './tools-list.ts';
 import { createToolCallPipeline, type ToolCallPipeline, type ToolCallRequest } from './tools-call.ts';
@@ -38,10 +39,15 @@ export interface ServerCoreOptions {
   metrics?: { request(method: string, revision: string, outcome: string): void; toolCall(o: { tool: string; version: string; outcome: string; seconds: number }): void };
 }
 
+/**
+ * Whether this process serves a version: its handler is bound here and belongs to the tool's namespace. A version
+ * published before the handler-namespace rule (docs/security.md) may name another team's handler: it is never listed
+ * nor called, whatever the store holds (src/mcp/schema-warmup.ts logs why).
+ */
 export const isOfferedBy =
   (handlers: HandlerMap) =>
   (v: CatalogueVersion): boolean =>
-    Object.prototype.hasOwnProperty.call(handlers, v.definition.handler);
+    Object.prototype.hasOwnProperty.call(handlers, v.definition.handler) && handlerOutsideNamespace(v.name, v.definition.handler) === null;
 
 export class ServerCore {
   readonly reader: CatalogueReader;
@@ -49,6 +55,7 @@ export class ServerCore {
   readonly notifier: ChangeNotifier;
   readonly pageSize: number;
   readonly listTtlMs: number;
+  private readonly warmup: SchemaWarmup;
   private readonly recorder: CallRecorder;
   private readonly metrics: ServerCoreOptions['metrics'];
   /** Built once from the dependencies above: a call only brings its own request. */
@@ -61,14 +68,17 @@ export class ServerCore {
     this.metrics = o.metrics;
     this.pageSize = o.pageSize;
     this.listTtlMs = o.listTtlMs;
+    const isOffered = isOfferedBy(o.handlers);
+    // Validators compiled ahead of the first call, in slices off the request path (compiled-schemas.ts).
+    this.warmup = createSchemaWarmup({ compiler: o.compiler, reader: o.reader, isOffered, log: o.log });
     this.notifier = new ChangeNotifier(o.reader);
     const metrics = o.metrics;
     this.pipeline = createToolCallPipeline({
       reader: o.reader,
       executors: executorsFrom(o.handlers),
-      schemas: createCompiledSchemaCache(o.compiler),
+      schemas: this.warmup.cache,
       recorder: o.recorder,
-      isOffered: isOfferedBy(o.handlers),
+      isOffered,
       handlerLog: (fields) => this.handlerLog(fields),
       ...(o.stateKey ? { stateKey: o.stateKey } : {}),
       ...(o.storeRefusal ? { storeRefusal: o.storeRefusal } : {}),
@@ -98,6 +108,7 @@ export class ServerCore {
 
   async close(): Promise<void> {
     this.notifier.close();
+    this.warmup.close();
     await this.recorder.flush();
   }
 

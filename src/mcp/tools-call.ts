@@ -44,9 +44,9 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
       const p = readCallParams(req);
       const { v, executor } = resolveCall(deps, p, req.principal, req.listed);
       const facts = { v, runId: p.runId, protocolVersion: req.protocolVersion };
-      const schemas = () => deps.schemas.get(v);
+      const schemas = () => deps.schemas.ready(v);
 
-      const admitted = admitArguments(v, schemas, p.received);
+      const admitted = await admitArguments(v, schemas, p.received);
       if (!admitted.ok) return answer(facts, admitted.refusal);
       const rounds = openInputRounds(p, v, executor, deps.stateKey);
 
@@ -83,7 +83,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
         if (run.refusal?.reason === 'capability' && run.refusal.capability) throw missingCapability(run.refusal.capability);
       }
 
-      const { result, outcome } = checkOutput(schemas().output, run.result, run.outcome);
+      const { result, outcome } = checkOutput((await schemas()).output, run.result, run.outcome);
       try {
         await recordCall(deps.recorder, {
           v,

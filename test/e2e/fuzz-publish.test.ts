@@ -1,8 +1,11 @@
 /**
  * Issue 9 "Must show": random definitions (pattern sets and schema shapes, seeded) over the publishing API while
  * tools/list traffic runs against the same `estate serve --http`. Asserted (robust properties only): every request is
- * answered, nothing is a 5xx, the server still serves afterwards, and its RSS grows by less than a generous cap.
- * Reported, not asserted: how many tools/list were answered during the fuzz and the longest one (the stall).
+ * answered with a status its kind allows (a namespace the token lacks: 403, nothing else; a check: 200 or 422; a
+ * publish: 201 or 422 — never a 5xx), every published tool's first call is answered without a JSON-RPC error (its
+ * validators compiled ahead, never -32603), the server still serves afterwards, and its RSS grows by less than a
+ * generous cap (a size, not a time). Reported, not asserted: how many tools/list were answered during the fuzz and
+ * the longest one (the event-loop stall the traffic saw).
  * ESTATE_FUZZ_SEED replays a run.
  */
 import { readFileSync } from 'node:fs';
@@ -69,7 +72,7 @@ const definition = fc.record({
   verb: fc.constantFrom('check', 'tools'),
 });
 
-describe('fuzzing the publishing API with definitions while tools/list runs', { timeout: 300_000 }, () => {
+describe('fuzzing the publishing API with definitions while tools/list runs', { timeout: 600_000 }, () => {
   let tmp: TempStore;
   let idp: TestIssuer;
   let srv: HttpServer;
@@ -114,7 +117,8 @@ describe('fuzzing the publishing API with definitions while tools/list runs', { 
 
     const samples = fc.sample(definition, { numRuns: RUNS, seed: SEED });
     const statuses = new Map<number, number>();
-    const fiveHundreds: string[] = [];
+    const misjudged: string[] = [];
+    const published: string[] = [];
     const started = performance.now();
     try {
       for (const [i, d] of samples.entries()) {
@@ -127,7 +131,26 @@ describe('fuzzing the publishing API with definitions while tools/list runs', { 
         });
         const r = await post(`${base}/v1/${d.verb}`, def, ci);
         statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
-        if (r.status >= 500) fiveHundreds.push(`${r.status} ${r.text.slice(0, 200)} for ${JSON.stringify(def).slice(0, 300)}`);
+        const allowed = d.namespace !== 'fx' ? [403] : d.verb === 'check' ? [200, 422] : [201, 422];
+        if (!allowed.includes(r.status)) misjudged.push(`${d.verb} ${String(def.name)}: ${r.status} (expected ${allowed.join('/')}) ${r.text.slice(0, 200)} for ${JSON.stringify(def).slice(0, 300)}`);
+        if (r.status === 201) published.push(def.name as string);
+      }
+      // Each published tool's first call, while the traffic still runs: answered as a result (valid or not), never a
+      // JSON-RPC error. Until the server's view has the tool, the call is an Unknown tool: asked again.
+      for (const name of published) {
+        for (let attempt = 0; ; attempt++) {
+          const r = await post(srv.url, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name, arguments: {}, _meta: META } }, reader, {
+            'mcp-protocol-version': '2026-07-28',
+            'mcp-method': 'tools/call',
+            'mcp-name': name,
+          });
+          if (r.text.includes(`Unknown tool: ${name}`) && attempt < 500) {
+            await new Promise((resolve) => setTimeout(resolve, 10));
+            continue;
+          }
+          if (r.status !== 200 || !r.text.includes('"result"')) misjudged.push(`call ${name}: ${r.status} ${r.text.slice(0, 300)}`);
+          break;
+        }
       }
     } finally {
       fuzzing = false;
@@ -136,12 +159,11 @@ describe('fuzzing the publishing API with definitions while tools/list runs', { 
     const seconds = (performance.now() - started) / 1000;
     const rssAfter = rssMiB(pid);
     console.log(
-      `fuzz-publish (seed ${SEED}): ${RUNS} definitions in ${seconds.toFixed(1)} s, statuses ${JSON.stringify(Object.fromEntries(statuses))}; ` +
-        `${lists} tools/list answered meanwhile (${JSON.stringify(Object.fromEntries(listStatuses))}), longest ${maxGap.toFixed(1)} ms; ` +
+      `fuzz-publish (seed ${SEED}): ${RUNS} definitions (${published.length} published, each then called) in ${seconds.toFixed(1)} s, statuses ${JSON.stringify(Object.fromEntries(statuses))}; ` +
+        `${lists} tools/list answered meanwhile (${JSON.stringify(Object.fromEntries(listStatuses))}), the longest (max event-loop stall seen) ${maxGap.toFixed(1)} ms; ` +
         `server RSS ${rssBefore.toFixed(0)} → ${rssAfter.toFixed(0)} MiB`,
     );
-    expect(fiveHundreds, `seed ${SEED}`).toEqual([]);
-    expect([...statuses.keys()].every((s) => [200, 201, 400, 403, 422].includes(s)), `seed ${SEED}: ${JSON.stringify(Object.fromEntries(statuses))}`).toBe(true);
+    expect(misjudged, `seed ${SEED}`).toEqual([]);
     expect([...listStatuses.keys()], `seed ${SEED}`).toEqual([200]);
     expect(lists).toBeGreaterThan(0);
     // Still serving: a list and a well-formed check.

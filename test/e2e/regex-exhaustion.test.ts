@@ -114,6 +114,45 @@ describe('regex engine exhaustion and friends, over HTTP', { timeout: 180_000 },
     expect((await post(`${base}/v1/check`, toolDefinition({ name: 'payments.after', handler: 'payments.after' }), ci)).status).toBe(200);
   });
 
+  it('classifying a new version against its baseline runs under the same budget: a costly change is refused, tools/list answered meanwhile', async () => {
+    // Cheap to check (Ajv ignores descriptions), costly to classify: 400 anyOf branches compared pairwise, each
+    // comparison reading 1.5 KB descriptions. On the event loop this took 8 to 10 s and then published.
+    const wide = (version: string, v: number) =>
+      toolDefinition({
+        name: 'payments.wide',
+        version,
+        handler: 'payments.wide',
+        inputSchema: { type: 'object', properties: { x: { anyOf: Array.from({ length: 400 }, (_, k) => ({ description: `${k}:${v}:${'d'.repeat(1500)}` })) } } },
+      });
+    const ci = await token('ci-payments', 'estate:publish:payments');
+    const first = await post(`${base}/v1/tools`, wide('1.0.0', 0), ci);
+    expect(first.status, first.text).toBe(201);
+    const reader = await token('agent', '');
+    let done = false;
+    const sent = Date.now();
+    const publish = post(`${base}/v1/tools`, wide('2.0.0', 1), ci).finally(() => (done = true));
+    let listsBefore = 0;
+    let maxGap = 0;
+    while (!done) {
+      const t0 = performance.now();
+      expect((await list(reader)).status).toBe(200);
+      maxGap = Math.max(maxGap, performance.now() - t0);
+      if (!done) listsBefore++;
+    }
+    const r = await publish;
+    console.log(`costly classification (budget ${BUDGET_MS} ms): ${r.status} after ${Date.now() - sent} ms; ${listsBefore} tools/list answered meanwhile, slowest ${maxGap.toFixed(1)} ms`);
+    expect(r.status, r.text).toBe(422);
+    expect(r.json()).toMatchObject({
+      result: 'refused',
+      error: { code: 'schema-too-costly', message: `definition: classifying the change from its baseline took longer than the budget of ${BUDGET_MS} ms; use fewer or simpler subschemas (anyOf/oneOf/allOf branches are compared pairwise)` },
+    });
+    expect(listsBefore).toBeGreaterThanOrEqual(3);
+    // A cheap change to the same tool still classifies (against the wide baseline) and publishes.
+    const small = toolDefinition({ name: 'payments.wide', version: '2.0.0', handler: 'payments.wide', inputSchema: { type: 'object' } });
+    const cheap = await post(`${base}/v1/tools`, small, ci);
+    expect(cheap.status, cheap.text).toBe(201);
+  });
+
   it('too many patterns in one schema: schema-too-costly, before anything is compiled', async () => {
     const r = await post(`${base}/v1/check`, hostileDefinition('payments.many', 1001), await token('ci-payments', 'estate:publish:payments'));
     expect(r.status).toBe(422);

@@ -11,6 +11,7 @@ import { findInPlaceRefCycle } from '../../src/domain/ref-cycles.ts';
 import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
 import type { JsonObject } from '../../src/domain/types.ts';
 import { createCompiledSchema, formatErrors } from '../../src/domain/validate.ts';
+import { aDefinition } from '../fixtures/builders.ts';
 
 const compiler = createSchemaCompiler();
 const refusal = (f: () => unknown): { code: string; message: string } => {
@@ -49,7 +50,7 @@ describe('linear-time patterns on native RE2', () => {
   });
 });
 
-describe('the definition budget (a worker thread with a deadline)', () => {
+describe('the definition budget (a worker thread with a deadline)', { timeout: 180_000 }, () => {
   const checker = createDefinitionChecker({ budgetMs: 50 });
   const generous = createDefinitionChecker({ budgetMs: 60_000 });
   afterAll(async () => {
@@ -67,6 +68,24 @@ describe('the definition budget (a worker thread with a deadline)', () => {
     await expect(checker.check(def(hostile))).rejects.toMatchObject({ kind: 'invalid-definition', code: 'schema-too-costly' });
     await expect(generous.check(def({ a: { type: 'string', pattern: '^[a-z]+$' } }))).resolves.toMatchObject({ name: 'payments.x', timeoutMs: 30_000 });
     await expect(generous.check(def({ a: { type: 'string', pattern: '(?=a)' } }))).rejects.toMatchObject({ code: 'unsafe-pattern' });
+  });
+
+  it('classifies a change in the worker, and refuses one that overruns the budget with schema-too-costly', async () => {
+    // 400 anyOf branches with long descriptions: compared pairwise, this takes seconds on the event loop.
+    const branches = (v: number) => Array.from({ length: 400 }, (_, k) => ({ description: `${k}:${v}:${'d'.repeat(1500)}`, maxLength: k }));
+    const costly = (version: string, v: number) =>
+      aDefinition({ name: 'payments.x', version, handler: 'payments.x', inputSchema: { type: 'object', properties: { x: { anyOf: branches(v) } } } });
+    await expect(checker.classify(costly('1.0.0', 0), costly('2.0.0', 1))).rejects.toMatchObject({
+      kind: 'invalid-definition',
+      code: 'schema-too-costly',
+      message: expect.stringMatching(/^definition: classifying the change from its baseline took longer than the budget of 50 ms/),
+    });
+    const before = aDefinition({ version: '1.0.0' });
+    const after = aDefinition({ version: '1.1.0', description: 'changed' });
+    await expect(generous.classify(before, after)).resolves.toEqual({
+      level: 'patch',
+      reasons: [expect.objectContaining({ level: 'patch', path: 'description', rule: 'description-changed' })],
+    });
   });
 
   it('the event loop stays free while the worker compiles', async () => {

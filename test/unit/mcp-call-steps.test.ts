@@ -74,15 +74,15 @@ describe('the admission step', () => {
     return { name: definition.name, version: definition.version, definition } as never;
   };
 
-  it('repairs where the side effect allows, validates only for non_idempotent, and refuses over-limit arguments before compiling', () => {
+  it('repairs where the side effect allows, validates only for non_idempotent, and refuses over-limit arguments before compiling', async () => {
     const v = version('idempotent');
-    expect(admitArguments(v, () => cache.get(v), { n: '3', extra: true })).toEqual({ ok: true, args: { n: 3 }, repairs: [{ path: '$.extra', action: 'dropped' }, { path: '$.n', action: 'coerced' }] });
+    expect(await admitArguments(v, async () => cache.get(v), { n: '3', extra: true })).toEqual({ ok: true, args: { n: 3 }, repairs: [{ path: '$.extra', action: 'dropped' }, { path: '$.n', action: 'coerced' }] });
     const ni = version('non_idempotent');
-    expect(admitArguments(ni, () => cache.get(ni), { n: '3' })).toMatchObject({ ok: false, refusal: { isError: true } });
+    expect(await admitArguments(ni, async () => cache.get(ni), { n: '3' })).toMatchObject({ ok: false, refusal: { isError: true } });
     let deep: unknown = 1;
     for (let i = 0; i < 100; i++) deep = { d: deep };
     let compiled = false;
-    expect(admitArguments(v, () => ((compiled = true), cache.get(v)), deep)).toMatchObject({ ok: false });
+    expect(await admitArguments(v, async () => ((compiled = true), cache.get(v)), deep)).toMatchObject({ ok: false });
     expect(compiled).toBe(false);
   });
 });

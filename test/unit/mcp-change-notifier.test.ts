@@ -6,10 +6,12 @@ import { makePrincipal } from '../../src/domain/access.ts';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
 
-const h0 = { h: () => ({ content: [] }) };
+// Each tool's handler is in its own namespace (the handler-namespace rule): one function bound under every name.
+const noop = () => ({ content: [] });
+const h0 = Object.fromEntries(['a', 'acme', 'b', 'c'].map((ns) => [`${ns}.h`, noop]));
 const acme = makePrincipal({ tenant: 'acme', clearance: 'internal' });
 const globex = makePrincipal({ tenant: 'globex', clearance: 'internal' });
-const def = (name: string, tenants: string[], version = '1.0.0') => aDefinition({ name, version, handler: 'h', access: { tenants, classification: 'internal' } });
+const def = (name: string, tenants: string[], version = '1.0.0') => aDefinition({ name, version, handler: `${name.split('.')[0] as string}.h`, access: { tenants, classification: 'internal' } });
 
 describe('change notifications', () => {
   it('tells only the sessions whose view changed, once until they list again', async () => {

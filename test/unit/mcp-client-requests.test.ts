@@ -42,7 +42,7 @@ const defs = [
   aDefinition({ access: { classification: 'public' } }),
   aDefinition({ name: 'sample', handler: 'sample', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
   aDefinition({ name: 'patient', handler: 'patient', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
-  aDefinition({ name: 'hasty', handler: 'patient', inputSchema: { type: 'object' }, timeoutMs: 50, sideEffect: 'non_idempotent', access: { classification: 'public' } }),
+  aDefinition({ name: 'patient.hasty', handler: 'patient', inputSchema: { type: 'object' }, timeoutMs: 50, sideEffect: 'non_idempotent', access: { classification: 'public' } }),
 ];
 const BOTH = { elicitation: {}, sampling: {} };
 const lookup = (reference: string) => ({ name: 'payments.lookup', arguments: { reference: `PMT-${reference}` } });
@@ -153,7 +153,7 @@ describe('server-to-client requests on a session', () => {
   it('the call times out while it waits: the question is withdrawn, the result is the timeout', async () => {
     caught.length = 0;
     const { s } = await setup();
-    const r = resultOf(await s.request('tools/call', { name: 'hasty', arguments: {} }));
+    const r = resultOf(await s.request('tools/call', { name: 'patient.hasty', arguments: {} }));
     expect(textOf(r)).toBe('Tool timed out after 50 ms');
     const [q, withdrawn] = s.toClient;
     expect(asRequest(q).method).toBe('elicitation/create');

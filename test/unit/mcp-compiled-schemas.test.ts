@@ -1,30 +1,120 @@
-/** Validators are compiled lazily, once per version, on first use — never the whole catalogue at start. */
+/**
+ * Validators are compiled AHEAD of the first call, in slices that yield to the event loop (issue 9): a version is
+ * compiled when the read model learns of it, a call for one not ready yet waits only for its own steps, and a schema
+ * that does not compile refuses every call with its reason instead of failing every caller.
+ */
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
+import { toolStream } from '../../src/domain/events.ts';
 import { createSchemaCompiler, type SchemaCompiler } from '../../src/domain/schema-compiler.ts';
+import type { JsonObject, ToolDefinition } from '../../src/domain/types.ts';
 import { createCompiledSchemaCache } from '../../src/mcp/compiled-schemas.ts';
-import { CatalogueProjection } from '../../projections/catalogue.ts';
-import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
+import { createSchemaWarmup } from '../../src/mcp/schema-warmup.ts';
+import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { CatalogueProjection, type CatalogueVersion } from '../../projections/catalogue.ts';
+import { aDefinition, publishedEvent, retiredEvent } from '../fixtures/builders.ts';
+
+const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** Turns of the event loop until `done()` (at most `max`): how often the loop was free while work went on. */
+const ticksUntil = async (done: () => boolean, max = 100_000): Promise<number> => {
+  let n = 0;
+  while (!done() && n < max) {
+    await tick();
+    n++;
+  }
+  return n;
+};
+
+const versionOf = (def: ToolDefinition): CatalogueVersion => {
+  const c = new CatalogueProjection();
+  c.apply({ position: '1', event: publishedEvent(def) });
+  return c.find(def.name, def.version) as CatalogueVersion;
+};
+
+/** Patterns RE2 takes milliseconds each to compile (accepted at publish: linear, within the size budget). */
+const costlyPatterns = (n: number, tag: string): JsonObject => {
+  const properties: JsonObject = {};
+  for (let i = 0; i < n; i++) properties[`p${i}`] = { type: 'string', pattern: `^(a{1,400}b){1,2}b${tag}_${i}$` };
+  return { type: 'object', properties };
+};
+
+const counting = (real: SchemaCompiler, compiled: string[]): SchemaCompiler => ({
+  check: (s, w) => real.check(s, w),
+  compile: (s, w) => (compiled.push(w ?? ''), real.compile(s, w)),
+});
 
 describe('compiled schema cache', () => {
-  it('compiles a version on its first use only, input and output schemas together', () => {
-    const real = createSchemaCompiler();
+  it('compiles a version once, input and output schemas together, and keeps it', async () => {
     const compiled: string[] = [];
-    const counting: SchemaCompiler = { check: (s, w) => real.check(s, w), compile: (s, w) => (compiled.push(w ?? ''), real.compile(s, w)) };
-    const catalogue = new CatalogueProjection();
-    const defs = [
-      aDefinition({ name: 'a.one' }),
-      aDefinition({ name: 'b.two', outputSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } }),
-    ];
-    defs.forEach((d, i) => catalogue.apply({ position: String(i + 1), event: publishedEvent(d) }));
-    const cache = createCompiledSchemaCache(counting);
-    expect(compiled).toEqual([]);
-    const b = catalogue.latest('b.two');
-    if (!b) throw new Error('b.two missing');
-    const first = cache.get(b);
+    const cache = createCompiledSchemaCache(counting(createSchemaCompiler(), compiled));
+    const v = versionOf(aDefinition({ name: 'b.two', handler: 'b.two', outputSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } }));
+    const first = await cache.ready(v);
     expect(compiled).toEqual(['inputSchema', 'outputSchema']);
-    expect(cache.get(b)).toBe(first);
+    expect(await cache.ready(v)).toBe(first);
+    expect(cache.get(v)).toBe(first);
     expect(compiled).toHaveLength(2);
     expect(first.output?.validate({ ok: 'yes' })).toEqual([{ path: '$.ok', message: 'expected type boolean, got string' }]);
-    expect(cache.size).toBe(1);
+    expect(cache.stats()).toMatchObject({ ready: 1, failed: 0, pending: 0 });
+  });
+
+  it('a version the reader learns of is compiled in the background, with no call, and dropped when retired', async () => {
+    const store = createMemoryEventStore();
+    const reader = new CatalogueReader(store);
+    const def = aDefinition({ name: 'fx.rates', handler: 'fx.rates' });
+    const warm = createSchemaWarmup({ compiler: createSchemaCompiler(), reader, isOffered: () => true, log: pino({ level: 'silent' }) });
+    await store.append(toolStream(def.name), [publishedEvent(def)], { expectedRevision: 'no_stream' });
+    await reader.catchUp();
+    await ticksUntil(() => warm.cache.stats().ready === 1);
+    // A lazy cache compiles nothing until the first call: here the validators are ready before anyone asked.
+    expect(warm.cache.stats()).toMatchObject({ ready: 1, pending: 0, failed: 0 });
+    await store.append(toolStream(def.name), [retiredEvent(def.name, def.version)], { expectedRevision: 0 });
+    await reader.catchUp();
+    expect(warm.cache.stats()).toMatchObject({ ready: 0, pending: 0 });
+    warm.close();
+  });
+
+  it('compiles a costly schema in steps: the event loop turns while its patterns compile', async () => {
+    const compiler = createSchemaCompiler();
+    compiler.compile({ type: 'object' }); // Ajv compiles its meta-schema on first use: not this schema's cost
+    const cache = createCompiledSchemaCache(compiler);
+    const v = versionOf(aDefinition({ name: 'pay.costly', handler: 'pay.costly', inputSchema: costlyPatterns(40, 'steps') }));
+    let done = false;
+    const ready = cache.ready(v).then((s) => ((done = true), s));
+    const turns = await ticksUntil(() => done);
+    const schemas = await ready;
+    expect(schemas.refusal).toBeUndefined();
+    expect(schemas.input.validate({ p0: 'ab' })).toHaveLength(1);
+    console.log(`40 costly patterns: the loop turned ${turns} times while they compiled; longest step ${cache.stats().longestStepMs.toFixed(1)} ms`);
+    // Compiled in one go (as on a first call before), the loop would not have turned at all until it was done.
+    expect(turns).toBeGreaterThan(5);
+  });
+
+  it('a call for a version still queued goes first: it does not wait for the versions queued before it', async () => {
+    const compiled: string[] = [];
+    const cache = createCompiledSchemaCache(counting(createSchemaCompiler(), compiled));
+    const queued = Array.from({ length: 5 }, (_, i) => versionOf(aDefinition({ name: `q.t${i}`, handler: `q.t${i}`, inputSchema: costlyPatterns(5, `q${i}`) })));
+    for (const v of queued) cache.warm(v);
+    const wanted = versionOf(aDefinition({ name: 'w.wanted', handler: 'w.wanted' }));
+    cache.warm(wanted);
+    await cache.ready(wanted);
+    expect(cache.stats().pending).toBeGreaterThanOrEqual(4);
+    await ticksUntil(() => cache.stats().pending === 0);
+    expect(cache.stats()).toMatchObject({ ready: 6, pending: 0 });
+  });
+
+  it('a schema that does not compile refuses every call with the reason, told once; never an internal error', async () => {
+    const failures: string[] = [];
+    const cache = createCompiledSchemaCache(createSchemaCompiler(), { onFailure: (v, reason) => failures.push(`${v.name}@${v.version}: ${reason}`) });
+    // Written to the store before RE2 patterns were required: a lookahead no linear engine runs.
+    const v = versionOf(aDefinition({ name: 'old.lookahead', handler: 'old.lookahead', inputSchema: { type: 'object', properties: { a: { type: 'string', pattern: '(?=a)b' } } } }));
+    const schemas = await cache.ready(v);
+    expect(schemas.refusal).toMatch(/unsafe|linear/i);
+    const errors = schemas.input.validate({ a: 'b' });
+    expect(errors).toEqual([{ path: '$', message: expect.stringMatching(/^old\.lookahead@1\.0\.0 cannot be served: its schemas do not compile here \(.*\); publish a corrected version$/) }]);
+    expect(cache.get(v)).toBe(schemas);
+    expect(failures).toHaveLength(1);
+    expect(cache.stats()).toMatchObject({ ready: 1, failed: 1 });
   });
 });

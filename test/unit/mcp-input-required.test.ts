@@ -27,14 +27,14 @@ const handlers: HandlerMap = {
     const r = await ctx.elicit!({ message: `Name for ${String(args.reference)}?`, requestedSchema: schemaOf('name') }, { key: 'user_name' });
     return { content: [{ type: 'text', text: `Hello, ${String(r.content?.name)}!` }] };
   },
-  twoSteps: async (_args, ctx) => {
+  'two.steps': async (_args, ctx) => {
     count('twoSteps');
     const a = await ctx.elicit!({ message: 'Step 1', requestedSchema: schemaOf('name') }, { key: 'step1' });
     const b = await ctx.elicit!({ message: 'Step 2', requestedSchema: schemaOf('color') }, { key: 'step2' });
     return { content: [{ type: 'text', text: `${String(a.content?.name)} likes ${String(b.content?.color)}` }] };
   },
   // No keys: the defaults name each question by method and position.
-  allAtOnce: async (_args, ctx) => {
+  'all.at.once': async (_args, ctx) => {
     count('allAtOnce');
     const [n, s, r] = await Promise.all([
       ctx.elicit!({ message: 'Name?', requestedSchema: schemaOf('name') }),
@@ -58,8 +58,8 @@ const handlers: HandlerMap = {
 
 const defs = [
   aDefinition({ name: 'greet', handler: 'greet', access: { classification: 'public' } }),
-  aDefinition({ name: 'two.steps', handler: 'twoSteps', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
-  aDefinition({ name: 'all.at.once', handler: 'allAtOnce', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
+  aDefinition({ name: 'two.steps', handler: 'two.steps', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
+  aDefinition({ name: 'all.at.once', handler: 'all.at.once', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
   aDefinition({ name: 'swallowing', handler: 'swallowing', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
 ];
 

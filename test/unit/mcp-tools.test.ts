@@ -19,8 +19,10 @@ const toolNames = (r: Record<string, unknown>) => (r.tools as { name: string }[]
 
 describe('tools/list', () => {
   it('pages the view with a cursor; a cursor from an older view is expired', async () => {
-    const defs = ['a.one', 'b.two', 'c.three', 'd.four', 'e.five'].map((name) => aDefinition({ name, handler: 'h', access: { classification: 'public' } }));
-    const h = await makeHarness(defs, { h: () => ({ content: [] }) }, { pageSize: 2 });
+    // One function bound as each namespace's own handler (a handler must be in its tool's namespace).
+    const inNs = (name: string) => aDefinition({ name, handler: `${name.split('.')[0] as string}.h`, access: { classification: 'public' } });
+    const defs = ['a.one', 'b.two', 'c.three', 'd.four', 'e.five'].map(inNs);
+    const h = await makeHarness(defs, Object.fromEntries(['a', 'b', 'c', 'd', 'e', 'f'].map((ns) => [`${ns}.h`, () => ({ content: [] })])), { pageSize: 2 });
     const s = h.session();
     await s.initialize();
     const p1 = resultOf(await s.request('tools/list'));
@@ -30,7 +32,7 @@ describe('tools/list', () => {
     const p3 = resultOf(await s.request('tools/list', { cursor: p2.nextCursor }));
     expect(toolNames(p3)).toEqual(['e.five']);
     expect(p3).not.toHaveProperty('nextCursor');
-    await h.publish(aDefinition({ name: 'f.six', handler: 'h', access: { classification: 'public' } }));
+    await h.publish(inNs('f.six'));
     expect(errorOf(await s.request('tools/list', { cursor: p2.nextCursor }))).toEqual({ code: -32602, message: 'cursor expired' });
     expect(errorOf(await s.request('tools/list', { cursor: 'not-a-cursor' }))).toMatchObject({ code: -32602 });
   });
@@ -113,8 +115,8 @@ describe('tools/call', () => {
 
   it('non_idempotent tools are never repaired: every error comes back and nothing runs', async () => {
     let ran = 0;
-    const def = lookupDef({ name: 'payments.transfer', handler: 'transfer', sideEffect: 'non_idempotent' });
-    const h = await makeHarness([def], { transfer: () => (ran++, { content: [] }) });
+    const def = lookupDef({ name: 'payments.transfer', handler: 'payments.transfer', sideEffect: 'non_idempotent' });
+    const h = await makeHarness([def], { 'payments.transfer': () => (ran++, { content: [] }) });
     const s = h.session(confidential, 'run-ni');
     await s.initialize();
     const r = resultOf(await s.request('tools/call', { name: 'payments.transfer', arguments: { reference: 'PMT-771', include_legs: 'true', urgent: true } }));

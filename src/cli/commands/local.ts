@@ -9,7 +9,7 @@ import { parseAsOf, replayAsOf } from '../../app/replay.ts';
 import { classifyDefinition } from '../../domain/classify.ts';
 import { DomainError } from '../../domain/errors.ts';
 import type { ToolCallStarted, ToolCalled } from '../../domain/events.ts';
-import { validateDefinition } from '../../domain/tool-definition.ts';
+import { handlerOutsideNamespace, validateDefinition } from '../../domain/tool-definition.ts';
 import type { ToolDefinition } from '../../domain/types.ts';
 import { loadZodToolModule } from '../../lib/zod-tools.ts';
 import type { Estate } from '../../compose/estate.ts';
@@ -47,6 +47,11 @@ const listLatest = (catalogue: CatalogueProjection, includeDeprecated: boolean):
 
 const decodeCall = (s: Parameters<typeof decodeToolCalled>[0]): (ToolCalled | ToolCallStarted)[] =>
   s.type === 'ToolCalled' ? [decodeToolCalled(s)] : s.type === 'ToolCallStarted' ? [decodeToolCallStarted(s)] : [];
+
+const notServed = (v: CatalogueVersion): { notServed?: string } => {
+  const why = handlerOutsideNamespace(v.name, v.definition.handler);
+  return why ? { notServed: `never served: ${why}` } : {};
+};
 
 export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
   const actor = estate.config.actor;
@@ -120,6 +125,8 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
         publishedBy: v.publishedBy,
         ...(v.deprecated ? { deprecated: v.deprecated } : {}),
         ...(v.retired ? { retired: v.retired } : {}),
+        // Published before the handler-namespace rule: in the store, never served (docs/security.md).
+        ...notServed(v),
       };
     },
 

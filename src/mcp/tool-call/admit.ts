@@ -16,10 +16,11 @@ export type Admission = { ok: true; args: Record<string, unknown>; repairs: Repa
 
 const refused = (errors: readonly ValidationError[]): Admission => ({ ok: false, refusal: errorResult(formatErrors([...errors])) });
 
-export const admitArguments = (v: CatalogueVersion, schemas: () => VersionSchemas, received: unknown): Admission => {
+/** Limits first (cheap, no compile), then the validators: compiled ahead of need, or compiled now in slices (compiled-schemas.ts). */
+export const admitArguments = async (v: CatalogueVersion, schemas: () => Promise<VersionSchemas>, received: unknown): Promise<Admission> => {
   const tooBig = checkArgumentLimits(received);
   if (tooBig) return refused([tooBig]);
-  const input = schemas().input;
+  const input = (await schemas()).input;
   if (v.definition.sideEffect === 'non_idempotent') {
     const errors = input.validate(received);
     return errors.length > 0 ? refused(errors) : { ok: true, args: received as Record<string, unknown>, repairs: [] };
