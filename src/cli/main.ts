@@ -8,6 +8,7 @@ import { EXIT } from './exit.ts';
 import { fail, type GlobalOptions } from './run.ts';
 import { registerServeCommand } from './serve-command.ts';
 import { registerUpstreamCommands } from './upstream-commands.ts';
+import { register as registerCopy } from './verbs/copy.ts';
 
 export const buildProgram = (): Command => {
   const program = new Command('estate')
@@ -33,6 +34,7 @@ Examples:
   registerCatalogueCommands(program);
   registerServeCommand(program);
   registerUpstreamCommands(program);
+  registerCopy(program);
   return program;
 };
 
