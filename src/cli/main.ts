@@ -9,6 +9,7 @@ import { fail, type GlobalOptions } from './run.ts';
 import { registerServeCommand } from './serve-command.ts';
 import { registerUpstreamCommands } from './upstream-commands.ts';
 import { register as registerCopy } from './verbs/copy.ts';
+import { register as registerWatch } from './verbs/watch.ts';
 
 export const buildProgram = (): Command => {
   const program = new Command('estate')
@@ -35,6 +36,7 @@ Examples:
   registerServeCommand(program);
   registerUpstreamCommands(program);
   registerCopy(program);
+  registerWatch(program);
   return program;
 };
 
