@@ -10,6 +10,7 @@ import type { HandlerMap } from '../handlers/types.ts';
 import { LOOPBACK_NAMES } from '../mcp/http-guards.ts';
 import { startHttpServer } from '../mcp/http-server.ts';
 import { catalogueCaughtUp, opsRoutes } from '../ops/http-routes.ts';
+import { createLagProbe } from '../ops/lag.ts';
 import { createMetrics } from '../ops/metrics.ts';
 import { createStoreHealth } from '../ops/store-health.ts';
 import { createLogger } from '../mcp/logger.ts';
@@ -105,7 +106,11 @@ export const serve = async (estate: Estate, _opts: GlobalOptions, flags: ServeFl
   if (unwritable) log.error({ reason: unwritable }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
   storeHealth.start();
   let sessionCount = (): number => 0;
-  const metrics = createMetrics({ catalogue: () => ({ size: reader.catalogue.size, position: reader.position }), sessions: () => sessionCount() });
+  const metrics = createMetrics({
+    catalogue: () => ({ size: reader.catalogue.size, position: reader.position }),
+    sessions: () => sessionCount(),
+    lag: createLagProbe({ store: estate.store, readerPosition: () => reader.position, ...(estate.config.bus === 'local' ? {} : { topic: estate.config.topic }) }),
+  });
   const core = new ServerCore({
     reader,
     handlers,

@@ -3,6 +3,7 @@
  * fed by hooks on the call path; gauges (catalogue, sessions, upstreams) are read from their sources at scrape time.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LagReading } from './lag.ts';
 
 /** What the upstream room reports per registered upstream (src/upstream/ wires this in; none registered: no series). */
 export interface UpstreamStatus {
@@ -16,6 +17,8 @@ export interface MetricSources {
   catalogue: () => { size: number; position: string | null };
   sessions?: () => number;
   upstreams?: () => readonly UpstreamStatus[];
+  /** Relay and consumer lag, read at scrape time (./lag.ts); absent: no lag series. */
+  lag?: () => Promise<LagReading>;
 }
 
 export interface ToolCallObservation {
@@ -91,6 +94,43 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
       for (const u of sources.upstreams?.() ?? []) this.set({ namespace: u.namespace }, u.pendingDrift);
     },
   });
+  if (sources.lag) {
+    const lag = sources.lag;
+    // One store read per scrape feeds the three gauges: the first collect() reads, the others use its answer.
+    let reading: Promise<LagReading> | null = null;
+    const read = (): Promise<LagReading> => {
+      reading ??= lag().finally(() => setImmediate(() => (reading = null)));
+      return reading;
+    };
+    new Gauge({
+      name: 'estate_catalogue_lag_events',
+      help: 'consumer lag: catalogue events in the store that this replica has not applied yet (counted up to 10000)',
+      registers: [registry],
+      async collect() {
+        this.set((await read()).catalogueEvents);
+      },
+    });
+    new Gauge({
+      name: 'estate_relay_lag_events',
+      help: 'relay lag: catalogue events not yet acknowledged by Kafka (counted up to 10000); absent on the local bus',
+      registers: [registry],
+      async collect() {
+        const r = (await read()).relay;
+        this.reset();
+        if (r) this.set(r.events);
+      },
+    });
+    new Gauge({
+      name: 'estate_relay_lag_seconds',
+      help: 'relay lag: age of the oldest catalogue event not yet acknowledged by Kafka (0 when none); absent on the local bus',
+      registers: [registry],
+      async collect() {
+        const r = (await read()).relay;
+        this.reset();
+        if (r) this.set(r.oldestSeconds);
+      },
+    });
+  }
   return {
     registry,
     toolCall({ tool, version, outcome, seconds }) {
