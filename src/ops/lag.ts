@@ -43,7 +43,10 @@ export interface LagProbeOptions {
   now?: () => number;
 }
 
-export const createLagProbe = (o: LagProbeOptions): (() => Promise<LagReading>) => {
+/** Reads the lag; `relay` says whether there is a relay to report on (a Kafka bus), so its series exist at all. */
+export type LagProbe = (() => Promise<LagReading>) & { readonly relay: boolean };
+
+export const createLagProbe = (o: LagProbeOptions): LagProbe => {
   // The relay stream grows by one event per lease renewal: read only what is new since the last scrape.
   let nextRevision = 0;
   let checkpoint: string | null = null;
@@ -57,11 +60,12 @@ export const createLagProbe = (o: LagProbeOptions): (() => Promise<LagReading>) 
     }
     return checkpoint;
   };
-  return async () => {
+  const probe = async (): Promise<LagReading> => {
     const consumer = await after(o.store, o.readerPosition());
     if (o.topic === undefined) return { catalogueEvents: consumer.count };
     const relay = await after(o.store, await readCheckpoint(o.topic));
     const oldestSeconds = relay.first ? Math.max(0, (now() - Date.parse(relay.first.recordedAt)) / 1000) : 0;
     return { catalogueEvents: consumer.count, relay: { events: relay.count, oldestSeconds } };
   };
+  return Object.assign(probe, { relay: o.topic !== undefined });
 };
