@@ -19,6 +19,11 @@ export interface EventToAppend {
   type: string;
   /** JSON-serialisable payload. */
   data: unknown;
+  /**
+   * When it was first recorded, ISO-8601: only `estate copy` sets it, so a moved estate keeps its history's times
+   * (replay `--at <time>`, run listings). Absent: the store's own clock at commit.
+   */
+  recordedAt?: string;
 }
 
 export interface StoredEvent {

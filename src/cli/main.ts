@@ -8,6 +8,7 @@ import { EXIT } from './exit.ts';
 import { fail, type GlobalOptions } from './run.ts';
 import * as check from './verbs/check.ts';
 import * as calls from './verbs/calls.ts';
+import * as copy from './verbs/copy.ts';
 import * as deprecate from './verbs/deprecate.ts';
 import * as diff from './verbs/diff.ts';
 import * as history from './verbs/history.ts';
@@ -18,8 +19,9 @@ import * as retire from './verbs/retire.ts';
 import * as serve from './verbs/serve.ts';
 import * as show from './verbs/show.ts';
 import * as upstream from './verbs/upstream.ts';
+import * as watch from './verbs/watch.ts';
 
-const VERBS: readonly { register(program: Command): void }[] = [publish, check, deprecate, retire, list, show, history, diff, calls, replay, serve, upstream];
+const VERBS: readonly { register(program: Command): void }[] = [publish, check, deprecate, retire, list, show, history, diff, calls, replay, serve, upstream, copy, watch];
 
 export const buildProgram = (): Command => {
   const program = new Command('estate')

@@ -21,6 +21,7 @@ import { serveStdio } from '../mcp/stdio-transport.ts';
 import { takeStdout } from '../mcp/stdout-guard.ts';
 import { createStreamableHttp } from '../mcp/streamable-http.ts';
 import { catalogueCaughtUp, opsRoutes } from '../ops/http-routes.ts';
+import { createLagProbe } from '../ops/lag.ts';
 import { createMetrics, type EstateMetrics } from '../ops/metrics.ts';
 import { createStoreHealth, type StoreHealth } from '../ops/store-health.ts';
 import { composeHttpEdge } from './auth-edge.ts';
@@ -135,7 +136,11 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
   if (unwritable) log.error({ reason: unwritable }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
   storeHealth.start();
   const sessionCount = { of: (): number => 0 };
-  const metrics = createMetrics({ catalogue: () => ({ size: reader.catalogue.size, position: reader.position }), sessions: () => sessionCount.of() });
+  const metrics = createMetrics({
+    catalogue: () => ({ size: reader.catalogue.size, position: reader.position }),
+    sessions: () => sessionCount.of(),
+    lag: createLagProbe({ store: estate.store, readerPosition: () => reader.position, ...(estate.config.bus === 'local' ? {} : { topic: estate.config.topic }) }),
+  });
   const core = new ServerCore({
     reader,
     handlers,

@@ -3,6 +3,7 @@
  * fed by hooks on the call path; gauges (catalogue, sessions, upstreams) are read from their sources at scrape time.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LagProbe, LagReading } from './lag.ts';
 
 /** What the upstream room reports per registered upstream (src/upstream/ wires this in; none registered: no series). */
 export interface UpstreamStatus {
@@ -16,6 +17,8 @@ export interface MetricSources {
   catalogue: () => { size: number; position: string | null };
   sessions?: () => number;
   upstreams?: () => readonly UpstreamStatus[];
+  /** Relay and consumer lag, read at scrape time (./lag.ts); absent: no lag series. */
+  lag?: LagProbe;
 }
 
 export interface ToolCallObservation {
@@ -35,6 +38,8 @@ export interface EstateMetrics {
 
 export const createMetrics = (sources: MetricSources): EstateMetrics => {
   const registry = new Registry();
+  // One store read per scrape feeds every lag gauge: the first collect() reads, the others share it; render() clears it.
+  let lagReading: Promise<LagReading> | null = null;
   collectDefaultMetrics({ register: registry, prefix: 'estate_' });
   const requests = new Counter({ name: 'estate_mcp_requests_total', help: 'MCP requests by method, protocol revision and outcome (ok or the JSON-RPC error code)', labelNames: ['method', 'revision', 'outcome'], registers: [registry] });
   const calls = new Counter({ name: 'estate_tool_calls_total', help: 'tools/call by tool, version and outcome', labelNames: ['tool', 'version', 'outcome'], registers: [registry] });
@@ -91,6 +96,41 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
       for (const u of sources.upstreams?.() ?? []) this.set({ namespace: u.namespace }, u.pendingDrift);
     },
   });
+  if (sources.lag) {
+    const lag = sources.lag;
+    const read = (): Promise<LagReading> => (lagReading ??= lag());
+    new Gauge({
+      name: 'estate_catalogue_lag_events',
+      help: 'consumer lag: catalogue events in the store that this replica has not applied yet (counted up to 10000)',
+      registers: [registry],
+      async collect() {
+        this.set((await read()).catalogueEvents);
+      },
+    });
+  }
+  if (sources.lag?.relay) {
+    const read = (): Promise<LagReading> => (lagReading ??= sources.lag!());
+    new Gauge({
+      name: 'estate_relay_lag_events',
+      help: 'relay lag: catalogue events not yet acknowledged by Kafka (counted up to 10000); absent on the local bus',
+      registers: [registry],
+      async collect() {
+        const r = (await read()).relay;
+        this.reset();
+        if (r) this.set(r.events);
+      },
+    });
+    new Gauge({
+      name: 'estate_relay_lag_seconds',
+      help: 'relay lag: age of the oldest catalogue event not yet acknowledged by Kafka (0 when none); absent on the local bus',
+      registers: [registry],
+      async collect() {
+        const r = (await read()).relay;
+        this.reset();
+        if (r) this.set(r.oldestSeconds);
+      },
+    });
+  }
   return {
     registry,
     toolCall({ tool, version, outcome, seconds }) {
@@ -101,6 +141,7 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
       requests.inc({ method, revision, outcome });
     },
     async render() {
+      lagReading = null;
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
   };

@@ -101,7 +101,12 @@ export function comparePositions(a: Position, b: Position): number {
 
 export function toEventData(event: EventToAppend): EventData {
   // `undefined` has no JSON form; every adapter stores it as null.
-  return jsonEvent({ type: event.type, data: (event.data ?? null) as JSONType });
+  // The server stamps `created` itself; a copied event's original time travels in its metadata instead.
+  return jsonEvent({
+    type: event.type,
+    data: (event.data ?? null) as JSONType,
+    ...(event.recordedAt !== undefined ? { metadata: { recordedAt: event.recordedAt } } : {}),
+  });
 }
 
 /** KurrentDB's own streams and event types start with `$` (`$>` links, `$metadata`, `$stats-...`): never Estate's. */
@@ -126,8 +131,14 @@ export function toStoredEvent(event: RecordedEvent | undefined): StoredEvent | n
     position: encodePosition(event.position),
     type: event.type,
     data: event.data,
-    recordedAt: event.created.toISOString(),
+    recordedAt: copiedTime(event.metadata) ?? event.created.toISOString(),
   };
+}
+
+/** The time `estate copy` carried over in the metadata, when it is a valid one. */
+function copiedTime(metadata: unknown): string | undefined {
+  const at = (metadata as { recordedAt?: unknown } | null | undefined)?.recordedAt;
+  return typeof at === 'string' && !Number.isNaN(Date.parse(at)) ? new Date(at).toISOString() : undefined;
 }
 
 /**

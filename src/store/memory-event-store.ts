@@ -56,15 +56,15 @@ export function createMemoryEventStore(): EventStore {
       const actual = planned.get(request.streamId) ?? head(request.streamId);
       checkExpectedRevision(request.streamId, request.expectedRevision, actual);
       planned.set(request.streamId, actual + request.events.length);
-      return request.events.map((e: EventToAppend) => ({ type: e.type, json: JSON.stringify(e.data ?? null) }));
+      return request.events.map((e: EventToAppend) => ({ type: e.type, json: JSON.stringify(e.data ?? null), at: e.recordedAt }));
     });
     const recordedAt = new Date().toISOString();
     const results = requests.map((request, i) => {
       const indexes = streams.get(request.streamId) ?? [];
       streams.set(request.streamId, indexes);
       const positions: string[] = [];
-      for (const { type, json } of encoded[i]!) {
-        rows.push({ streamId: request.streamId, revision: indexes.length, type, json, recordedAt });
+      for (const { type, json, at } of encoded[i]!) {
+        rows.push({ streamId: request.streamId, revision: indexes.length, type, json, recordedAt: at ?? recordedAt });
         indexes.push(rows.length - 1);
         positions.push(String(rows.length));
       }

@@ -35,12 +35,14 @@ export async function appendInOneStatement(c: PostgresAppendContext, requests: A
   const offsets: number[] = [];
   const types: string[] = [];
   const payloads: string[] = [];
+  const times: (string | null)[] = [];
   for (const request of requests) {
     request.events.forEach((event, i) => {
       ids.push(request.streamId);
       offsets.push(i);
       types.push(event.type);
       payloads.push(JSON.stringify(event.data ?? null));
+      times.push(event.recordedAt ?? null);
     });
   }
   let rows: { kind: string; stream_id: string; revision: string; xid: string | null; seq: string | null }[];
@@ -64,9 +66,9 @@ export async function appendInOneStatement(c: PostgresAppendContext, requests: A
                       WHERE NOT h.created OR r.expected IN (-2, -1)) = (SELECT count(*) FROM req))::int AS ok
        ),
        ins AS (
-         INSERT INTO ${s}.events (stream_id, revision, type, data)
-         SELECT e.stream_id, h.revision - r.n + 1 + e.i, e.type, e.data::json
-         FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[]) WITH ORDINALITY AS e(stream_id, i, type, data, ord)
+         INSERT INTO ${s}.events (stream_id, revision, type, data, recorded_at)
+         SELECT e.stream_id, h.revision - r.n + 1 + e.i, e.type, e.data::json, COALESCE(e.at::timestamptz, now())
+         FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $9::text[]) WITH ORDINALITY AS e(stream_id, i, type, data, at, ord)
          JOIN heads h USING (stream_id) JOIN req r USING (stream_id)
          WHERE (SELECT ok FROM guard) = 1
          ORDER BY e.ord
@@ -84,6 +86,7 @@ export async function appendInOneStatement(c: PostgresAppendContext, requests: A
         types,
         payloads,
         channel,
+        times,
       ],
     }));
   } catch (error) {
@@ -124,6 +127,7 @@ export async function appendInTransaction(c: PostgresAppendContext, requests: Ap
     const revisions: number[] = [];
     const types: string[] = [];
     const payloads: string[] = [];
+    const times: (string | null)[] = [];
     const results = requests.map((request) => {
       const actual = planned.get(request.streamId) ?? -1;
       checkExpectedRevision(request.streamId, request.expectedRevision, actual);
@@ -132,6 +136,7 @@ export async function appendInTransaction(c: PostgresAppendContext, requests: Ap
         revisions.push(actual + 1 + i);
         types.push(event.type);
         payloads.push(JSON.stringify(event.data ?? null));
+        times.push(event.recordedAt ?? null);
       });
       planned.set(request.streamId, actual + request.events.length);
       return { streamId: request.streamId, first: actual + 1, count: request.events.length };
@@ -145,12 +150,12 @@ export async function appendInTransaction(c: PostgresAppendContext, requests: Ap
            FROM unnest($5::text[], $6::bigint[]) AS h(stream_id, revision)
            WHERE st.stream_id = h.stream_id
          )
-         INSERT INTO ${s}.events (stream_id, revision, type, data)
-         SELECT stream_id, revision, type, data::json
-         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS e(stream_id, revision, type, data, ord)
+         INSERT INTO ${s}.events (stream_id, revision, type, data, recorded_at)
+         SELECT stream_id, revision, type, data::json, COALESCE(at::timestamptz, now())
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $7::text[]) WITH ORDINALITY AS e(stream_id, revision, type, data, at, ord)
          ORDER BY ord
          RETURNING transaction_id::text AS xid, seq::text AS seq, stream_id, revision::text AS revision`,
-        [ids, revisions, types, payloads, [...planned.keys()], [...planned.values()]],
+        [ids, revisions, types, payloads, [...planned.keys()], [...planned.values()], times],
       );
       for (const row of inserted.rows) positions.set(`${row.revision}\u0000${row.stream_id}`, formatPosition(row.xid, row.seq));
     }

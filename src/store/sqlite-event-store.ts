@@ -153,7 +153,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
           revision,
           event.type,
           JSON.stringify(event.data ?? null),
-          recordedAt,
+          event.recordedAt ?? recordedAt,
         );
         positions.push(String(lastInsertRowid));
       }

@@ -235,6 +235,19 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         expect(at).toBeGreaterThanOrEqual(before - 5_000);
         expect(at).toBeLessThanOrEqual(after + 5_000);
       });
+
+      it('keeps a given recordedAt (estate copy carries history over), in append and appendMany', async () => {
+        const id = stream('copied');
+        const other = stream('copied-too');
+        const t1 = '2020-02-29T23:59:58.123Z';
+        const t2 = '2021-06-01T00:00:00.000Z';
+        await store.append(id, [{ type: 'C', data: {}, recordedAt: t1 }, ev('Now')], { expectedRevision: 'no_stream' });
+        await store.appendMany([{ streamId: other, events: [{ type: 'C', data: {}, recordedAt: t2 }], expectedRevision: 'no_stream' }]);
+        const [copied, now] = await store.readStream(id);
+        expect(Date.parse(copied!.recordedAt)).toBe(Date.parse(t1));
+        expect(Date.parse(now!.recordedAt)).toBeGreaterThan(Date.parse(t2));
+        expect(Date.parse((await store.readStream(other))[0]!.recordedAt)).toBe(Date.parse(t2));
+      });
     });
 
     describe('expected revision', () => {

@@ -190,6 +190,18 @@ describe('recorded events', () => {
     expect(toEventData({ type: 'T', data: undefined }).data).toBeNull();
     expect(toEventData({ type: 'T', data: 'just a string' }).data).toBe('just a string');
   });
+
+  it('carries a copied event\'s recordedAt in its metadata and reads it back instead of created', () => {
+    const at = '2020-02-29T23:59:58.123Z';
+    const written = toEventData({ type: 'T', data: {}, recordedAt: at });
+    expect(written.metadata).toEqual({ recordedAt: at });
+    expect(toEventData({ type: 'T', data: {} }).metadata).toBeUndefined();
+    const read = { ...recorded('tool-a', 0, { commit: 1n, prepare: 1n }), metadata: { recordedAt: at } };
+    expect(toStoredEvent(read)!.recordedAt).toBe(at);
+    // Metadata that is not a time (written by something else) falls back to the server's own stamp.
+    const odd = { ...recorded('tool-a', 0, { commit: 1n, prepare: 1n }), metadata: { recordedAt: 'yesterday' } };
+    expect(toStoredEvent(odd)!.recordedAt).toBe('2026-11-30T01:02:03.456Z');
+  });
 });
 
 describe('filters and connection strings', () => {

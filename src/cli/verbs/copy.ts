@@ -1,0 +1,110 @@
+/** `estate copy --from <store-url> --to <store-url> [--resume]` (SPEC §9): move an estate to another store. */
+import type { Command } from 'commander';
+import type { EventStore } from '../../app/ports.ts';
+import { DomainError } from '../../domain/errors.ts';
+import { copyStore, type CopyProgress } from '../../ops/store-copy.ts';
+import { compareSummaries, summarizeStore, type StoreSummary } from '../../ops/store-summary.ts';
+import { openEventStore } from '../../store/open-store.ts';
+import { EXIT } from '../exit.ts';
+import { printJson } from '../output.ts';
+import { fail, type GlobalOptions } from '../run.ts';
+
+interface CopyFlags extends GlobalOptions {
+  from: string;
+  to: string;
+  resume?: boolean;
+  batchSize?: string;
+}
+
+/** A memory store lives and dies with one process: there is nothing to copy from it, and a copy into it is lost. */
+const checkUrl = (flag: string, url: string): void => {
+  if (url.startsWith('memory:')) {
+    throw new DomainError('usage', 'memory-store', `${flag} ${url}: a memory store lives only inside one process; copy between sqlite:, postgres:// and kurrentdb:// stores`);
+  }
+};
+
+/** Progress on stderr, at most once a second (and the first batch at once, so a long copy shows it started). */
+const progressPrinter = (): { print(p: CopyProgress): void; done(p: CopyProgress): void } => {
+  const started = Date.now();
+  let lastLine = 0;
+  const line = (p: CopyProgress): void => {
+    const seconds = (Date.now() - started) / 1000;
+    const rate = seconds > 0 ? Math.round(p.appended / seconds) : p.appended;
+    process.stderr.write(`estate copy: ${p.copied} events copied (${rate}/s), source position ${p.position ?? '-'}\n`);
+  };
+  return {
+    print(p) {
+      const now = Date.now();
+      if (lastLine !== 0 && now - lastLine < 1000) return;
+      lastLine = now;
+      line(p);
+    },
+    done: line,
+  };
+};
+
+const describeSummary = (label: string, s: StoreSummary): string =>
+  `${label}: ${s.events} events in ${s.streams} streams (tool ${s.byFamily.tool}, run ${s.byFamily.run}, upstream ${s.byFamily.upstream}); ` +
+  `${s.sizes.tools} tools, ${s.sizes.runs} runs, ${s.sizes.upstreams} upstreams; log digest ${s.logDigest.slice(0, 16)}…`;
+
+const runCopy = async (flags: CopyFlags): Promise<number> => {
+  checkUrl('--from', flags.from);
+  checkUrl('--to', flags.to);
+  if (flags.from === flags.to) throw new DomainError('usage', 'same-store', 'copy: --from and --to name the same store');
+  const batchSize = flags.batchSize === undefined ? undefined : Number(flags.batchSize);
+  let from: EventStore | undefined;
+  let to: EventStore | undefined;
+  try {
+    from = await openEventStore(flags.from, { access: 'read' });
+    to = await openEventStore(flags.to, { access: 'write' });
+    const progress = progressPrinter();
+    const result = await copyStore(from, to, { resume: flags.resume === true, ...(batchSize !== undefined ? { batchSize } : {}), onProgress: progress.print });
+    progress.done(result);
+    process.stderr.write('estate copy: comparing the projections of both stores…\n');
+    const [source, target] = await Promise.all([summarizeStore(from), summarizeStore(to)]);
+    const differences = compareSummaries(source, target);
+    const equal = differences.length === 0;
+    if (flags.json) {
+      printJson({ result: equal ? 'copied' : 'different', copied: result.copied, appended: result.appended, resumedAfter: result.resumedAfter, source, target, differences });
+    } else {
+      console.log(describeSummary('source', source));
+      console.log(describeSummary('target', target));
+      console.log(equal ? 'projections equal: catalogue, runs, upstreams and the log digest match' : `DIFFERENT:\n  ${differences.join('\n  ')}`);
+    }
+    if (!equal) console.error(`estate: error: copy: the stores differ after the copy: ${differences.join('; ')}`);
+    return equal ? EXIT.ok : EXIT.other;
+  } finally {
+    await from?.close().catch(() => undefined);
+    await to?.close().catch(() => undefined);
+  }
+};
+
+export const register = (program: Command): void => {
+  program
+    .command('copy')
+    .description('copy every event of one store into another (catalogue, call records, upstreams), then compare their projections')
+    .requiredOption('--from <store-url>', 'the store to read: sqlite:<path> | postgres://... | kurrentdb://...')
+    .requiredOption('--to <store-url>', 'the store to write: must be empty, unless --resume')
+    .option('--resume', 'continue an interrupted copy into a non-empty target (after the last event it holds)')
+    .option('--batch-size <n>', 'events per commit (1-10000)', '500')
+    .addHelpText(
+      'after',
+      `
+Events keep their order, streams, revisions and recorded times. Progress goes to stderr; at the end both stores'
+projections are rebuilt and compared (exit 1 when they differ). Stop writers to the source first: events appended
+during the copy are copied only if they land before the copy reaches the end.
+
+Examples:
+  estate copy --from sqlite:.estate/estate.db --to postgres://estate@db.internal:5432/estate
+  estate copy --from sqlite:.estate/estate.db --to postgres://estate@db.internal:5432/estate --resume   (after an interruption)
+  estate copy --from postgres://estate@db.internal:5432/estate --to sqlite:backup/estate.db --json`,
+    )
+    .action(async (_opts: unknown, cmd: Command) => {
+      const flags = cmd.optsWithGlobals<CopyFlags>();
+      try {
+        process.exitCode = await runCopy(flags);
+      } catch (e) {
+        fail(e, flags);
+      }
+    });
+};

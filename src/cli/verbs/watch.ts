@@ -1,0 +1,110 @@
+/** `estate watch [--from <position> | --from-end | --from-beginning]` (SPEC §9): change messages as JSON lines. */
+import type { Command } from 'commander';
+import type { CatalogueChange, EventStore } from '../../app/ports.ts';
+import { encodeChange } from '../../bus/change-message.ts';
+import { loadConfig } from '../../config.ts';
+import { DomainError } from '../../domain/errors.ts';
+import { parseWatchPosition, watchStore, type WatchHandle, type WatchStart } from '../../ops/change-watch.ts';
+import { openEventStore } from '../../store/open-store.ts';
+import { EXIT } from '../exit.ts';
+import { fail, type GlobalOptions } from '../run.ts';
+
+interface WatchFlags extends GlobalOptions {
+  from?: string;
+  fromEnd?: boolean;
+  fromBeginning?: boolean;
+  count?: string;
+}
+
+const startOf = (f: WatchFlags): WatchStart => {
+  const chosen = [f.from !== undefined, f.fromEnd === true, f.fromBeginning === true].filter(Boolean).length;
+  if (chosen > 1) throw new DomainError('usage', 'watch-start', 'watch: give at most one of --from <position>, --from-end, --from-beginning');
+  if (f.from !== undefined) return { after: parseWatchPosition(f.from) };
+  return f.fromBeginning ? 'beginning' : 'end';
+};
+
+const countOf = (raw: string | undefined): number | undefined => {
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw new DomainError('usage', 'bad-count', `--count ${JSON.stringify(raw.slice(0, 40))} is not a whole number from 1 to 999999999`);
+  return Number(raw);
+};
+
+const runWatch = async (flags: WatchFlags): Promise<number> => {
+  const start = startOf(flags);
+  const count = countOf(flags.count);
+  const config = loadConfig({ ...(flags.store ? { store: flags.store } : {}), ...(flags.bus ? { bus: flags.bus } : {}) });
+  let store: EventStore | undefined;
+  let handle: WatchHandle | undefined;
+  let printed = 0;
+  let failure: unknown;
+  let stop!: () => void;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  const print = (c: CatalogueChange): void => {
+    if (count !== undefined && printed >= count) return;
+    process.stdout.write(`${encodeChange(c)}\n`);
+    printed++;
+    if (count !== undefined && printed >= count) stop();
+  };
+  const onSignal = (): void => stop();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  // The store tail's timers and file watch do not hold the process open (a server's listener does that): this does.
+  const keepAlive = setInterval(() => undefined, 1 << 30);
+  try {
+    let source: string;
+    if (config.bus === 'local') {
+      store = await openEventStore(config.store, { access: 'read' });
+      source = `the store ${store.kind}`;
+      // A read that keeps failing is reported once per failure; the tail retries by itself (SPEC: survives them).
+      handle = watchStore(store, start, print, (e) => process.stderr.write(`estate watch: store read failed, retrying: ${e instanceof Error ? e.message : String(e)}\n`));
+    } else {
+      source = `Kafka topic ${config.topic}`;
+      // Loaded only for a kafka:// bus, so the default never loads kafkajs.
+      const { watchKafka } = await import('../../ops/change-watch-kafka.ts');
+      handle = watchKafka({ url: config.bus, topic: config.topic }, start, print);
+    }
+    const after = await handle.started;
+    process.stderr.write(`estate watch: following ${source} ${start === 'end' ? 'from the end' : after === null ? 'from the beginning' : `after position ${after}`}\n`);
+    await Promise.race([stopped, handle.done]);
+  } catch (e) {
+    failure = e;
+  } finally {
+    clearInterval(keepAlive);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await handle?.close().catch(() => undefined);
+    await store?.close().catch(() => undefined);
+  }
+  if (failure !== undefined) throw failure;
+  return EXIT.ok;
+};
+
+export const register = (program: Command): void => {
+  program
+    .command('watch')
+    .description('print catalogue change messages as JSON lines as they happen (from Kafka with --bus kafka://..., else by tailing the store)')
+    .option('--from <position>', 'start strictly after this store position (as publish --json prints it)')
+    .option('--from-end', 'only changes from now on (the default)')
+    .option('--from-beginning', 'every change since the catalogue began, then follow')
+    .option('--count <n>', 'exit after printing this many changes')
+    .addHelpText(
+      'after',
+      `
+Each line is one change message, the same shape the relay publishes on the Kafka topic:
+  {"type":"catalogue.changed","position":"42","tool":"payments.lookup","version":"2.0.0","event":"ToolVersionPublished","at":"..."}
+Delivery is at least once: deduplicate by position. Ctrl-C ends it (exit 0).
+
+Examples:
+  estate watch                                        (tail the default store from now on)
+  estate watch --from 42 --store postgres://estate@db:5432/estate
+  estate watch --bus kafka://127.0.0.1:9092 --from-beginning --count 10`,
+    )
+    .action(async (_opts: unknown, cmd: Command) => {
+      const flags = cmd.optsWithGlobals<WatchFlags>();
+      try {
+        process.exitCode = await runWatch(flags);
+      } catch (e) {
+        fail(e, flags);
+      }
+    });
+};

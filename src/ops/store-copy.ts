@@ -1,0 +1,126 @@
+/**
+ * `estate copy` (SPEC §9): every event of one store appended to another, in the source's order, with its stream,
+ * revision, type, data and recorded time. How an estate outgrows the embedded store.
+ *
+ * Why it can be killed at any moment and resumed: each batch is ONE `appendMany` (one commit on SQLite and
+ * PostgreSQL), so the target always holds a prefix of the source's log, in the same order. Resuming finds the
+ * target's last event, finds that same event (stream and revision) in the source, and continues after it. Every
+ * append also states the exact revision it expects (the source event's revision - 1), so even a wrong guess could
+ * never write a duplicate or leave a gap inside a stream: the store would refuse the batch.
+ */
+import { ConcurrencyError, type AppendRequest, type EventStore, type StoredEvent } from '../app/ports.ts';
+import { DomainError } from '../domain/errors.ts';
+import { canonicalJson } from '../domain/hash.ts';
+
+export interface CopyProgress {
+  /** Events in the target so far (those of an earlier, interrupted copy included). */
+  copied: number;
+  /** Events this run appended. */
+  appended: number;
+  /** The source position of the last event copied. */
+  position: string | null;
+}
+
+export interface CopyOptions {
+  /** Continue an interrupted copy instead of refusing a non-empty target. */
+  resume?: boolean;
+  /** Events per commit. Default 500. */
+  batchSize?: number;
+  onProgress?(p: CopyProgress): void;
+}
+
+export interface CopyResult extends CopyProgress {
+  /** Events the target already held when this run started (resume). */
+  resumedAfter: number;
+}
+
+const DEFAULT_BATCH = 500;
+const SCAN_PAGE = 5000;
+
+/** The target's last event (in its own order) and how many it holds: one pass over its log. */
+const lastOf = async (store: EventStore): Promise<{ last: StoredEvent | null; count: number }> => {
+  let last: StoredEvent | null = null;
+  let count = 0;
+  for (;;) {
+    const page = await store.readAll({ after: last?.position ?? null, limit: SCAN_PAGE });
+    if (page.length === 0) return { last, count };
+    count += page.length;
+    last = page[page.length - 1]!;
+  }
+};
+
+const sameEvent = (a: StoredEvent, b: StoredEvent): boolean =>
+  a.streamId === b.streamId &&
+  a.revision === b.revision &&
+  a.type === b.type &&
+  Date.parse(a.recordedAt) === Date.parse(b.recordedAt) &&
+  canonicalJson(a.data ?? null) === canonicalJson(b.data ?? null);
+
+/** Where in the source to continue: after the source's copy of the target's last event. */
+const resumePoint = async (from: EventStore, last: StoredEvent): Promise<string> => {
+  const [original] = await from.readStream(last.streamId, { fromRevision: last.revision });
+  if (!original || original.revision !== last.revision || !sameEvent(original, last)) {
+    throw new DomainError(
+      'conflict',
+      'target-not-a-copy',
+      `copy --resume: the target's last event (${last.streamId}@${last.revision}, ${last.type}) is not in the source as it is in the target: the target is not an interrupted copy of this source`,
+    );
+  }
+  return original.position;
+};
+
+/** Consecutive events of one stream become one request, so the batch keeps the source's order exactly. */
+const toRequests = (page: readonly StoredEvent[]): AppendRequest[] => {
+  const requests: AppendRequest[] = [];
+  for (const e of page) {
+    let current = requests[requests.length - 1];
+    if (current?.streamId !== e.streamId) {
+      current = { streamId: e.streamId, events: [], expectedRevision: e.revision - 1 };
+      requests.push(current);
+    }
+    current.events.push({ type: e.type, data: e.data, recordedAt: new Date(Date.parse(e.recordedAt)).toISOString() });
+  }
+  return requests;
+};
+
+export const copyStore = async (from: EventStore, to: EventStore, options: CopyOptions = {}): Promise<CopyResult> => {
+  const batchSize = options.batchSize ?? DEFAULT_BATCH;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
+    throw new DomainError('usage', 'bad-batch-size', `--batch-size must be a whole number from 1 to 10000, got ${batchSize}`);
+  }
+  let after: string | null = null;
+  let resumedAfter = 0;
+  const [first] = await to.readAll({ limit: 1 });
+  if (first) {
+    if (!options.resume) {
+      throw new DomainError(
+        'conflict',
+        'target-not-empty',
+        'copy: the target store already holds events; copy only into an empty store, or add --resume to continue an interrupted copy into it',
+      );
+    }
+    const { last, count } = await lastOf(to);
+    after = await resumePoint(from, last!);
+    resumedAfter = count;
+  }
+
+  let appended = 0;
+  for (;;) {
+    const page = await from.readAll({ after, limit: batchSize });
+    if (page.length === 0) break;
+    try {
+      await to.appendMany(toRequests(page));
+    } catch (e) {
+      if (!(e instanceof ConcurrencyError)) throw e;
+      throw new DomainError(
+        'conflict',
+        'target-diverged',
+        `copy: stream ${e.streamId} in the target does not match the source (expected revision ${String(e.expected)}, found ${e.actual ?? 'another'}): something else writes to the target; nothing of this batch was written`,
+      );
+    }
+    appended += page.length;
+    after = page[page.length - 1]!.position;
+    options.onProgress?.({ copied: resumedAfter + appended, appended, position: after });
+  }
+  return { copied: resumedAfter + appended, appended, position: after, resumedAfter };
+};

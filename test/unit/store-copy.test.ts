@@ -1,0 +1,141 @@
+/** `estate copy`'s core on the embedded stores: order, times, resume, refusals, and a comparison that can fail. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { EventStore, StoredEvent } from '../../src/app/ports.ts';
+import { DomainError } from '../../src/domain/errors.ts';
+import { copyStore } from '../../src/ops/store-copy.ts';
+import { compareSummaries, summarizeStore } from '../../src/ops/store-summary.ts';
+import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
+import { seedHistory } from '../fixtures/estate-history.ts';
+
+const dirs: string[] = [];
+const stores: EventStore[] = [];
+const sqlite = (): EventStore => {
+  const dir = mkdtempSync(join(tmpdir(), 'estate-copy-'));
+  dirs.push(dir);
+  const store = createSqliteEventStore({ path: join(dir, 'e.db') });
+  stores.push(store);
+  return store;
+};
+const memory = (): EventStore => {
+  const store = createMemoryEventStore();
+  stores.push(store);
+  return store;
+};
+
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const everything = async (store: EventStore): Promise<StoredEvent[]> => {
+  const out: StoredEvent[] = [];
+  for (;;) {
+    const page = await store.readAll({ after: out.at(-1)?.position ?? null, limit: 700 });
+    if (page.length === 0) return out;
+    out.push(...page);
+  }
+};
+const shape = (events: StoredEvent[]) => events.map((e) => [e.streamId, e.revision, e.type, e.data, e.recordedAt]);
+
+const rejection = async (p: Promise<unknown>): Promise<DomainError> => {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(DomainError);
+    return e as DomainError;
+  }
+  throw new Error('expected a refusal');
+};
+
+describe('copyStore', () => {
+  it('copies every event in order with its stream, revision, type, data and recorded time; the projections match', async () => {
+    const from = memory();
+    await seedHistory(from, 1_000);
+    const to = sqlite();
+    const progress: number[] = [];
+    const result = await copyStore(from, to, { batchSize: 128, onProgress: (p) => progress.push(p.copied) });
+    expect(result).toMatchObject({ copied: 1_000, appended: 1_000, resumedAfter: 0 });
+    expect(progress).toEqual([128, 256, 384, 512, 640, 768, 896, 1_000]);
+    expect(shape(await everything(to))).toEqual(shape(await everything(from)));
+    const [a, b] = [await summarizeStore(from), await summarizeStore(to)];
+    expect(compareSummaries(a, b)).toEqual([]);
+    expect(a).toMatchObject({ events: 1_000, undecodable: 0, sizes: { tools: 40, upstreams: 1 } });
+    expect(a.byFamily).toEqual({ tool: 95, upstream: 2, run: 903, other: 0 });
+  });
+
+  it('refuses a non-empty target without --resume and writes nothing', async () => {
+    const from = memory();
+    await seedHistory(from, 300);
+    const to = sqlite();
+    await to.append('tool-someone.else', [{ type: 'Note', data: {} }], { expectedRevision: 'no_stream' });
+    const e = await rejection(copyStore(from, to));
+    expect(e.code).toBe('target-not-empty');
+    expect((await everything(to)).length).toBe(1);
+  });
+
+  it('resumes after an interruption: no duplicate, no gap, the same log', async () => {
+    const from = memory();
+    await seedHistory(from, 1_000);
+    const to = sqlite();
+    let batches = 0;
+    const interrupted = copyStore(from, to, {
+      batchSize: 100,
+      onProgress: () => {
+        if (++batches === 4) throw new Error('killed');
+      },
+    });
+    await expect(interrupted).rejects.toThrow('killed');
+    expect((await everything(to)).length).toBe(400);
+    const result = await copyStore(from, to, { batchSize: 100, resume: true });
+    expect(result).toMatchObject({ resumedAfter: 400, appended: 600, copied: 1_000 });
+    expect(shape(await everything(to))).toEqual(shape(await everything(from)));
+    // Resuming a finished copy appends nothing.
+    expect(await copyStore(from, to, { resume: true })).toMatchObject({ appended: 0, copied: 1_000 });
+  });
+
+  it('refuses to resume into a store that is not a copy of the source', async () => {
+    const from = memory();
+    await seedHistory(from, 300);
+    const to = sqlite();
+    await to.append('tool-copy.tool0', [{ type: 'ToolVersionPublished', data: { forged: true } }], { expectedRevision: 'no_stream' });
+    const e = await rejection(copyStore(from, to, { resume: true }));
+    expect(e.code).toBe('target-not-a-copy');
+    expect((await everything(to)).length).toBe(1);
+  });
+
+  it('refuses a batch size out of range', async () => {
+    for (const batchSize of [0, -1, 1.5, 10_001, Number.NaN]) {
+      expect((await rejection(copyStore(memory(), memory(), { batchSize }))).code).toBe('bad-batch-size');
+    }
+  });
+});
+
+describe('the closing comparison', () => {
+  it('finds a changed payload, a changed time and a missing event', async () => {
+    const from = memory();
+    await seedHistory(from, 300);
+    const source = await summarizeStore(from);
+    const events = await everything(from);
+
+    const rewrite = async (change: (e: StoredEvent, i: number) => StoredEvent | null): Promise<string[]> => {
+      const to = memory();
+      for (const [i, e] of events.entries()) {
+        const c = change(e, i);
+        if (c) await to.append(c.streamId, [{ type: c.type, data: c.data, recordedAt: c.recordedAt }], { expectedRevision: 'any' });
+      }
+      return compareSummaries(source, await summarizeStore(to));
+    };
+
+    expect(await rewrite((e) => e)).toEqual([]);
+    const payload = await rewrite((e) => (e.type === 'ToolCalled' && e.revision === 1 && e.streamId.startsWith('run-run3@') ? { ...e, data: { ...(e.data as object), outcome: 'timeout' } } : e));
+    expect(payload).toEqual(['log digest differs (an event\'s stream, revision, type, data or time)', 'runs projection differs']);
+    const time = await rewrite((e, i) => (i === 0 ? { ...e, recordedAt: '2001-01-01T00:00:00.000Z' } : e));
+    expect(time).toEqual(['log digest differs (an event\'s stream, revision, type, data or time)']);
+    const missing = await rewrite((e) => (e.type === 'ToolVersionRetired' && e.streamId === 'tool-copy.tool4' ? null : e));
+    expect(missing).toEqual(expect.arrayContaining(['events: source 300, target 299', 'tool events: source 95, target 94', 'catalogue projection differs']));
+  });
+});
