@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { CommandHandler } from '../src/app/command-handler.ts';
-import { createPostgresEventStore } from '../src/store/postgres-event-store.ts';
-import type { ToolDefinition } from '../src/domain/types.ts';
+import { CommandHandler } from '#app/command-handler';
+import { createPostgresEventStore } from '#store/postgres-event-store';
+import type { ToolDefinition } from '#domain/types';
 import { percentile, type BenchRow } from './lib.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

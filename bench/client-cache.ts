@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { createToolsCache } from '../src/lib/client.ts';
+import { createToolsCache } from '#lib/client';
 import { median, type BenchRow } from './lib.ts';
 
 const TOOL_COUNT = 20;

@@ -8,9 +8,9 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AppendRequest } from '../src/app/ports.ts';
-import { canonicalHash } from '../src/domain/hash.ts';
-import { createSqliteEventStore } from '../src/store/sqlite-event-store.ts';
+import type { AppendRequest } from '#app/ports';
+import { canonicalHash } from '#domain/hash';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { median, type BenchRow } from './lib.ts';
 
 const TOOLS = Number(process.env.BENCH_CONSOLE_TOOLS ?? 10_000);

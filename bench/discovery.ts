@@ -3,10 +3,10 @@
  * 200 distinct principals. A "query" is one tools/list page (500 tools, ESTATE_PAGE_SIZE's default).
  */
 import { pathToFileURL } from 'node:url';
-import { makePrincipal } from '../src/domain/access.ts';
-import { CLASSIFICATIONS, type Principal } from '../src/domain/types.ts';
-import { CatalogueProjection, type CatalogueVersion } from '../projections/catalogue.ts';
-import { DiscoveryIndex, newestVisible } from '../projections/discovery.ts';
+import { makePrincipal } from '#domain/access';
+import { CLASSIFICATIONS, type Principal } from '#domain/types';
+import { CatalogueProjection, type CatalogueVersion } from '#projections/catalogue';
+import { DiscoveryIndex, newestVisible } from '#projections/discovery';
 import type { BenchRow } from './lib.ts';
 import { median, mib, percentile } from './lib.ts';
 

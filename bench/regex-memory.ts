@@ -5,7 +5,7 @@
  *
  *   node --expose-gc --import tsx bench/regex-memory.ts [count]
  */
-import { linearRegExp, linearRegExpCacheSize, PATTERN_CACHE_SIZE } from '../src/domain/linear-regexp.ts';
+import { linearRegExp, linearRegExpCacheSize, PATTERN_CACHE_SIZE } from '#domain/linear-regexp';
 
 const count = Number(process.argv[2] ?? 50_000);
 const gc = (globalThis as { gc?: () => void }).gc;

@@ -8,11 +8,11 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { CatalogueReader } from '../src/app/catalogue-reader.ts';
-import type { AppendRequest } from '../src/app/ports.ts';
-import { makePrincipal } from '../src/domain/access.ts';
-import { canonicalHash } from '../src/domain/hash.ts';
-import { createSqliteEventStore } from '../src/store/sqlite-event-store.ts';
+import { CatalogueReader } from '#app/catalogue-reader';
+import type { AppendRequest } from '#app/ports';
+import { makePrincipal } from '#domain/access';
+import { canonicalHash } from '#domain/hash';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 import type { BenchRow } from './lib.ts';
 import { mib } from './lib.ts';
 

@@ -14,10 +14,10 @@ import { pathToFileURL } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
-import { createSchemaCompiler, linearRegExp } from '../src/domain/schema-compiler.ts';
-import type { JsonObject } from '../src/domain/types.ts';
-import { createCompiledSchemaCache } from '../src/mcp/compiled-schemas.ts';
-import { CatalogueProjection } from '../projections/catalogue.ts';
+import { createSchemaCompiler, linearRegExp } from '#domain/schema-compiler';
+import type { JsonObject } from '#domain/types';
+import { createCompiledSchemaCache } from '#mcp/compiled-schemas';
+import { CatalogueProjection } from '#projections/catalogue';
 import { aDefinition } from '../test/fixtures/builders.ts';
 import { median, sample, type BenchRow } from './lib.ts';
 

@@ -1,5 +1,5 @@
 /** The call log of one run, folded from its `run-<runId>` stream (SPEC §5 `estate calls`). */
-import type { ToolCallStarted, ToolCalled } from '../src/domain/events.ts';
+import type { ToolCallStarted, ToolCalled } from '#domain/events';
 
 export interface CallRecordView {
   tool: string;

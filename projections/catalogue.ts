@@ -3,8 +3,8 @@
  * for speed (it replays hundreds of thousands of events); version records themselves are immutable, so a consumer
  * holding one (a discovery view, a session's last listing) can compare by identity.
  */
-import type { CatalogueEvent } from '../src/domain/events.ts';
-import type { LifecycleMark, Reason, ToolDefinition, VersionStatus } from '../src/domain/types.ts';
+import type { CatalogueEvent } from '#domain/events';
+import type { LifecycleMark, Reason, ToolDefinition, VersionStatus } from '#domain/types';
 
 export interface CatalogueVersion {
   readonly name: string;

@@ -4,8 +4,8 @@
  * tool) per view), never the whole view. A view's revision changes only when its content does, which is what tells a
  * client "your list changed" and nobody else.
  */
-import { isVisible, viewKey } from '../src/domain/access.ts';
-import type { Principal } from '../src/domain/types.ts';
+import { isVisible, viewKey } from '#domain/access';
+import type { Principal } from '#domain/types';
 import type { CatalogueProjection, CatalogueTool, CatalogueVersion } from './catalogue.ts';
 
 export interface DiscoveryView {

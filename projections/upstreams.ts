@@ -4,8 +4,8 @@
  * `upstream-<ns>` streams. Whether a candidate is still PENDING also needs the catalogue (was it approved since?), so
  * that question takes the pinned version's content hash as an argument instead of reading the catalogue here.
  */
-import type { AutoApprove, UpstreamDriftDetected, UpstreamEvent, UpstreamTarget } from '../src/domain/events.ts';
-import type { ToolAccess } from '../src/domain/types.ts';
+import type { AutoApprove, UpstreamDriftDetected, UpstreamEvent, UpstreamTarget } from '#domain/events';
+import type { ToolAccess } from '#domain/types';
 
 export type DriftData = UpstreamDriftDetected['data'];
 

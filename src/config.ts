@@ -4,11 +4,11 @@
  */
 import { userInfo } from 'node:os';
 import { z } from 'zod';
-import { DEFAULT_DEFINITION_BUDGET_MS } from './app/definition-budget.ts';
-import { loadAuthConfig, type AuthConfig, type AuthFlags } from './auth/config.ts';
-import { DomainError } from './domain/errors.ts';
-import { firstIssue } from './domain/zod-issues.ts';
-import { LOOPBACK_NAMES } from './http/guards.ts';
+import { DEFAULT_DEFINITION_BUDGET_MS } from '#app/definition-budget';
+import { loadAuthConfig, type AuthConfig, type AuthFlags } from '#auth/config';
+import { DomainError } from '#domain/errors';
+import { firstIssue } from '#domain/zod-issues';
+import { LOOPBACK_NAMES } from '#http/guards';
 
 export const DEFAULT_STORE = 'sqlite:.estate/estate.db';
 export const DEFAULT_TOPIC = 'estate.catalogue.changes';

@@ -3,7 +3,7 @@
  * is returned. Group commit: calls that arrive while a commit is in flight wait together and go into ONE `appendMany`
  * (one transaction, one fsync), so throughput under concurrency is bounded by commits, not by calls.
  */
-import { runStream, runStreamPrefix, type ToolCallStarted, type ToolCalled } from '../domain/events.ts';
+import { runStream, runStreamPrefix, type ToolCallStarted, type ToolCalled } from '#domain/events';
 import type { AppendRequest, EventStore, StoredEvent } from './ports.ts';
 
 export type CallRecord = ToolCalled['data'];

@@ -2,9 +2,9 @@
  * The read side of one process: the catalogue projection and the discovery views, caught up from the store and then
  * kept current by tailing it (the `local` bus) or on a bus announcement (Kafka). Listeners hear which views changed.
  */
-import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
-import { CatalogueProjection, type CatalogueVersion } from '../../projections/catalogue.ts';
-import { DiscoveryIndex, type ViewChange } from '../../projections/discovery.ts';
+import { TOOL_STREAM_PREFIX } from '#domain/events';
+import { CatalogueProjection, type CatalogueVersion } from '#projections/catalogue';
+import { DiscoveryIndex, type ViewChange } from '#projections/discovery';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore, StoredEvent, Subscription } from './ports.ts';
 

@@ -2,12 +2,12 @@
  * The write side: read the tool's stream, decide, append with the revision read; on a conflict re-read and re-decide
  * (never append against stale state). Every entry point — CLI, HTTP API, demo — goes through here.
  */
-import { DomainError } from '../domain/errors.ts';
-import type { CatalogueEvent } from '../domain/events.ts';
-import { toolStream } from '../domain/events.ts';
-import { baselineOf, decideLifecycle, decidePublish, evolve, initialToolState, type PublishVerdict, type ToolState } from '../domain/guard.ts';
-import { canonicalHash } from '../domain/hash.ts';
-import type { Classified, ToolDefinition } from '../domain/types.ts';
+import { DomainError } from '#domain/errors';
+import type { CatalogueEvent } from '#domain/events';
+import { toolStream } from '#domain/events';
+import { baselineOf, decideLifecycle, decidePublish, evolve, initialToolState, type PublishVerdict, type ToolState } from '#domain/guard';
+import { canonicalHash } from '#domain/hash';
+import type { Classified, ToolDefinition } from '#domain/types';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import { ConcurrencyError, systemClock, type Clock, type EventStore } from './ports.ts';
 

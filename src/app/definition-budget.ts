@@ -11,8 +11,8 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { DomainError, invalidDefinition, type DomainErrorKind } from '../domain/errors.ts';
-import type { Classified, ToolDefinition } from '../domain/types.ts';
+import { DomainError, invalidDefinition, type DomainErrorKind } from '#domain/errors';
+import type { Classified, ToolDefinition } from '#domain/types';
 import type { DefinitionJob, DefinitionJobResult } from './definition-worker.ts';
 
 export const DEFAULT_DEFINITION_BUDGET_MS = 2000;

@@ -4,11 +4,11 @@
  * at a time; the parent kills this thread when a job overruns its deadline, which also frees everything it compiled.
  */
 import { parentPort } from 'node:worker_threads';
-import { classifyDefinition } from '../domain/classify.ts';
-import { DomainError } from '../domain/errors.ts';
-import { createSchemaCompiler } from '../domain/schema-compiler.ts';
-import { validateDefinition } from '../domain/tool-definition.ts';
-import type { ToolDefinition } from '../domain/types.ts';
+import { classifyDefinition } from '#domain/classify';
+import { DomainError } from '#domain/errors';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import { validateDefinition } from '#domain/tool-definition';
+import type { ToolDefinition } from '#domain/types';
 
 /** `check`: validateDefinition(raw). `classify`: classifyDefinition(before, after), both already checked. */
 export type DefinitionJob =

@@ -15,8 +15,8 @@ import {
   type ToolCallStarted,
   type ToolCalled,
   type UpstreamEvent,
-} from '../domain/events.ts';
-import { firstIssue } from '../domain/zod-issues.ts';
+} from '#domain/events';
+import { firstIssue } from '#domain/zod-issues';
 import type { StoredEvent } from './ports.ts';
 
 export class CorruptEventError extends Error {

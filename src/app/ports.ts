@@ -1,7 +1,7 @@
 /**
  * The ports the application core depends on. Adapters (src/store, src/bus) implement them; only src/compose picks one.
  */
-import type { CatalogueChange } from '../domain/events.ts';
+import type { CatalogueChange } from '#domain/events';
 
 // ───────────────────────────── EventStore ─────────────────────────────
 
@@ -155,7 +155,7 @@ export const systemTimer: Timer = {
 // ───────────────────────────── ChangeBus ─────────────────────────────
 
 /** One catalogue change as carried on the bus (SPEC §4); declared with the events in src/domain/events.ts. */
-export type { CatalogueChange } from '../domain/events.ts';
+export type { CatalogueChange } from '#domain/events';
 
 /**
  * Carries catalogue changes to every replica; the relay (src/app/relay.ts) puts them on it through a

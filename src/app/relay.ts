@@ -20,7 +20,7 @@
  * The price: renewals append one small event per third of the TTL while a relay runs (default TTL 30 s → one event
  * every 10 s, ~8,600 a day), and a dead relay's successor starts after at most the TTL (a clean stop releases it).
  */
-import { changeOfEvent, TOOL_STREAM_PREFIX } from '../domain/events.ts';
+import { changeOfEvent, TOOL_STREAM_PREFIX } from '#domain/events';
 import { exponentialBackoff } from './backoff.ts';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import { silentLog, type Log } from './log.ts';

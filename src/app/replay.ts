@@ -1,7 +1,7 @@
 /** The catalogue "as of" a global position or a time: a fresh projection folded from the start of the log. */
-import { DomainError } from '../domain/errors.ts';
-import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
-import { CatalogueProjection } from '../../projections/catalogue.ts';
+import { DomainError } from '#domain/errors';
+import { TOOL_STREAM_PREFIX } from '#domain/events';
+import { CatalogueProjection } from '#projections/catalogue';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore } from './ports.ts';
 

@@ -2,8 +2,8 @@
  * The JSON shapes of SPEC §5 that more than one edge answers with: the CLI's `--json` output and the HTTP publishing
  * API return the same bodies, so a pipeline can switch between them without parsing anything new.
  */
-import { DomainError } from '../domain/errors.ts';
-import type { PublishVerdict } from '../domain/guard.ts';
+import { DomainError } from '#domain/errors';
+import type { PublishVerdict } from '#domain/guard';
 
 /** publish / check: `{result, name, version, level, reasons, baseline?, position?, error?}`. */
 export const verdictJson = (v: PublishVerdict, result: string, position?: string) => ({

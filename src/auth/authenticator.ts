@@ -3,7 +3,7 @@
  * says only what is wrong with the token, never anything about the catalogue.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Principal } from '../domain/types.ts';
+import type { Principal } from '#domain/types';
 import { principalFromClaims } from './claims.ts';
 import type { AuthConfig } from './config.ts';
 import type { JwtVerifier } from './jwt-verifier.ts';

@@ -3,8 +3,8 @@
  * unknown clearance is `public`, a missing tenant matches no tenant list (only tools open to every tenant), scopes
  * that are not strings are dropped.
  */
-import { makePrincipal } from '../domain/access.ts';
-import type { Principal } from '../domain/types.ts';
+import { makePrincipal } from '#domain/access';
+import type { Principal } from '#domain/types';
 import type { ClaimMapping } from './config.ts';
 
 export type ClaimsOutcome = { ok: true; principal: Principal & { subject: string } } | { ok: false; reason: string };

@@ -3,8 +3,8 @@
  * resource URL tokens must be minted for. Half a configuration would silently serve everyone, so it is refused.
  */
 import { z } from 'zod';
-import { DomainError } from '../domain/errors.ts';
-import { firstIssue } from '../domain/zod-issues.ts';
+import { DomainError } from '#domain/errors';
+import { firstIssue } from '#domain/zod-issues';
 
 /** Which token claims carry the principal. The defaults are the claim names most issuers use. */
 export interface ClaimMapping {

@@ -5,8 +5,8 @@
  * producers and other Estate versions, so a malformed message is reported and skipped by the caller, never trusted and
  * never allowed to crash a replica.
  */
-import { catalogueChangeSchema, type CatalogueChange } from '../domain/events.ts';
-import { firstIssue } from '../domain/zod-issues.ts';
+import { catalogueChangeSchema, type CatalogueChange } from '#domain/events';
+import { firstIssue } from '#domain/zod-issues';
 
 /** Exactly the SPEC's field order, so the bytes on the topic read like the SPEC's example. */
 export const encodeChange = (c: CatalogueChange): string =>

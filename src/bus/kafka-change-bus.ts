@@ -12,8 +12,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, Partitioners, type Consumer, type LogEntry, type Producer } from 'kafkajs';
-import { silentLog, type Log } from '../app/log.ts';
-import type { CatalogueChange, ChangeBus, ChangePublisher } from '../app/ports.ts';
+import { silentLog, type Log } from '#app/log';
+import type { CatalogueChange, ChangeBus, ChangePublisher } from '#app/ports';
 import { decodeChange, encodeChange } from './change-message.ts';
 
 

@@ -4,11 +4,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { followBus } from '../app/bus-follower.ts';
-import type { CatalogueReader } from '../app/catalogue-reader.ts';
-import type { EventStore, Subscription } from '../app/ports.ts';
-import { startRelay } from '../app/relay.ts';
-import type { Log } from '../app/log.ts';
+import { followBus } from '#app/bus-follower';
+import type { CatalogueReader } from '#app/catalogue-reader';
+import type { EventStore, Subscription } from '#app/ports';
+import { startRelay } from '#app/relay';
+import type { Log } from '#app/log';
 import { KafkaChangeBus, KafkaChangePublisher, parseKafkaUrl } from './kafka-change-bus.ts';
 
 export interface KafkaChangeFeedOptions {

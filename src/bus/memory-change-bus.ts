@@ -8,9 +8,9 @@
  * here exactly as there. Delivery is asynchronous (never inside `publish`): a publisher must not learn anything from
  * its consumers' speed, and a consumer's `onChange` must not run on the relay's stack.
  */
-import type { CatalogueChange, ChangeBus, ChangePublisher, Timer } from '../app/ports.ts';
-import { systemTimer } from '../app/ports.ts';
-import { silentLog, type Log } from '../app/log.ts';
+import type { CatalogueChange, ChangeBus, ChangePublisher, Timer } from '#app/ports';
+import { systemTimer } from '#app/ports';
+import { silentLog, type Log } from '#app/log';
 import { decodeChange, encodeChange } from './change-message.ts';
 
 /** A message as produced: the tool name as key, the value as on the wire (null: a tombstone). */

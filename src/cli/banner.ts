@@ -2,7 +2,7 @@
  * The few human lines `estate serve` prints on stderr at start-up, before and beside its JSON logs: where it serves,
  * from which store, and how much of the catalogue the served principal sees — so "1 tool?" is answered at once.
  */
-import type { Principal } from '../domain/types.ts';
+import type { Principal } from '#domain/types';
 
 export interface BannerFacts {
   transport: 'http' | 'stdio';

@@ -4,10 +4,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { DomainError } from '../domain/errors.ts';
-import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import { parseDefinitionText, validateDefinition } from '../domain/tool-definition.ts';
-import type { ToolDefinition } from '../domain/types.ts';
+import { DomainError } from '#domain/errors';
+import type { SchemaCompiler } from '#domain/schema-compiler';
+import { parseDefinitionText, validateDefinition } from '#domain/tool-definition';
+import type { ToolDefinition } from '#domain/types';
 import type { DefinitionSource } from './commands/port.ts';
 
 /** Read and parse (JSON for .json, YAML otherwise); nothing is validated yet. */

@@ -1,5 +1,5 @@
 /** Exit codes (SPEC §5) and the one mapping from errors to them. */
-import { DomainError } from '../domain/errors.ts';
+import { DomainError } from '#domain/errors';
 
 export const EXIT = { ok: 0, other: 1, usage: 2, refused: 3, notFound: 4 } as const;
 

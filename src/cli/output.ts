@@ -3,9 +3,9 @@
  * local and the remote path cannot drift apart. JSON goes to stdout through `printJson`; human lines are returned as
  * strings and printed by the verbs; error lines go to stderr through `errorLine`.
  */
-import { DomainError } from '../domain/errors.ts';
-import type { Reason } from '../domain/types.ts';
-import type { PendingView, SyncResult } from '../upstream/registry.ts';
+import { DomainError } from '#domain/errors';
+import type { Reason } from '#domain/types';
+import type { PendingView, SyncResult } from '#upstream/registry';
 import type { CallView, HistoryEntry, LifecycleJson, ToolStatus, VerdictJson } from './commands/port.ts';
 import type { RunSummary } from './runs-listing.ts';
 

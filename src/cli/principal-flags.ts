@@ -1,7 +1,7 @@
 /** The principal flags (SPEC §5) that `list` and `serve` share, and the principal they describe. */
 import { Option, type Command } from 'commander';
-import { makePrincipal } from '../domain/access.ts';
-import { CLASSIFICATIONS } from '../domain/types.ts';
+import { makePrincipal } from '#domain/access';
+import { CLASSIFICATIONS } from '#domain/types';
 
 export interface PrincipalFlags {
   tenant?: string;

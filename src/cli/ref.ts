@@ -1,5 +1,5 @@
 /** Parsing the references verbs take: `<name>@<version>` for catalogue versions, `<ns>.<tool>` for upstream tools. */
-import { DomainError } from '../domain/errors.ts';
+import { DomainError } from '#domain/errors';
 
 const badRef = (ref: string): DomainError => new DomainError('usage', 'bad-ref', `'${ref}': expected <name>@<version>, e.g. payments.lookup@1.0.0`);
 

@@ -4,9 +4,9 @@
  * import it without an import cycle.
  */
 import type { Command } from 'commander';
-import { loadConfig } from '../config.ts';
-import { openEstate, type Estate } from '../compose/estate.ts';
-import { errorJson } from '../app/results-json.ts';
+import { loadConfig } from '#config';
+import { openEstate, type Estate } from '#compose/estate';
+import { errorJson } from '#app/results-json';
 import { RemoteRefusal } from './commands/port.ts';
 import { EXIT, exitCodeOf } from './exit.ts';
 import { errorLine, printJson } from './output.ts';

@@ -2,8 +2,8 @@
  * `estate calls` without a run id (SPEC §9): the recent runs, newest last call first: run id, calls, first and last
  * time, subject, tenant. Scans the run streams of the log (an operator's verb, not a request path).
  */
-import { DomainError } from '../domain/errors.ts';
-import type { EventStore, StoredEvent } from '../app/ports.ts';
+import { DomainError } from '#domain/errors';
+import type { EventStore, StoredEvent } from '#app/ports';
 
 export interface RunSummary {
   runId: string;

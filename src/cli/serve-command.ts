@@ -3,7 +3,7 @@
  * verb runs, so the other verbs start without it.
  */
 import { Option, type Command } from 'commander';
-import { addAuthFlags } from '../auth/flags.ts';
+import { addAuthFlags } from '#auth/flags';
 import { addPrincipalFlags } from './principal-flags.ts';
 import { withEstate } from './run.ts';
 

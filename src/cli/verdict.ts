@@ -3,7 +3,7 @@
  * lines) and end with its exit code. A file that cannot be read or parsed is answered in the verdict's shape too, so a
  * pipeline reading `--json` sees one shape whatever went wrong with the definition.
  */
-import { DomainError } from '../domain/errors.ts';
+import { DomainError } from '#domain/errors';
 import { definitionRefusal, type CatalogueWrites, type DefinitionSource, type VerdictJson, type VerdictOutcome } from './commands/port.ts';
 import { readDefinitionSource } from './definition-file.ts';
 import { EXIT } from './exit.ts';

@@ -2,13 +2,13 @@
  * The adapters behind authorization on `estate serve --http`: the JWT verifier (jose, the issuer's remote key set),
  * the authenticator over it, the publishing API and the edge that mounts both (src/http/edge.ts).
  */
-import { createDefinitionChecker } from '../app/definition-budget.ts';
-import type { Log } from '../app/log.ts';
-import { createAuthenticator } from '../auth/authenticator.ts';
-import type { AuthConfig } from '../auth/config.ts';
-import { createJwtVerifier } from '../auth/jwt-verifier.ts';
-import { createHttpEdge, type HttpEdge } from '../http/edge.ts';
-import { createPublishApi } from '../http/publish-api.ts';
+import { createDefinitionChecker } from '#app/definition-budget';
+import type { Log } from '#app/log';
+import { createAuthenticator } from '#auth/authenticator';
+import type { AuthConfig } from '#auth/config';
+import { createJwtVerifier } from '#auth/jwt-verifier';
+import { createHttpEdge, type HttpEdge } from '#http/edge';
+import { createPublishApi } from '#http/publish-api';
 import type { Estate } from './estate.ts';
 
 export const composeHttpEdge = (estate: Estate, auth: AuthConfig, log: Log): HttpEdge => {

@@ -3,13 +3,13 @@
  * read sides over them, and the change feed `--bus` picks. With ./serve.ts (what `estate serve` adds on top), the
  * ONLY place that picks adapters: everything else receives ports.
  */
-import { CatalogueReader, type CatalogueReaderOptions } from '../app/catalogue-reader.ts';
-import { CommandHandler } from '../app/command-handler.ts';
-import type { Log } from '../app/log.ts';
-import type { EventStore, Subscription } from '../app/ports.ts';
-import type { EstateConfig } from '../config.ts';
-import { createSchemaCompiler, type SchemaCompiler } from '../domain/schema-compiler.ts';
-import { openEventStore, type OpenStoreOptions } from '../store/open-store.ts';
+import { CatalogueReader, type CatalogueReaderOptions } from '#app/catalogue-reader';
+import { CommandHandler } from '#app/command-handler';
+import type { Log } from '#app/log';
+import type { EventStore, Subscription } from '#app/ports';
+import type { EstateConfig } from '#config';
+import { createSchemaCompiler, type SchemaCompiler } from '#domain/schema-compiler';
+import { openEventStore, type OpenStoreOptions } from '#store/open-store';
 
 export interface Estate {
   config: EstateConfig;
@@ -34,7 +34,7 @@ const followChangesFor =
       return reader.follow((e) => log.warn({ err: e }, 'catalogue tail: read failed, retrying'));
     }
     // Loaded only for a kafka:// bus, so the default never loads kafkajs.
-    const feed = await import('../bus/kafka-change-feed.ts');
+    const feed = await import('#bus/kafka-change-feed');
     const relayTtlMs = config.relayTtlMs;
     return feed.startKafkaChangeFeed({ url: config.bus, topic: config.topic, store, reader, log, ...(relayTtlMs !== undefined ? { relayTtlMs } : {}) });
   };

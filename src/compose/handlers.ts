@@ -2,13 +2,13 @@
  * What executes tools in a serving process: the demo pack, a handler module, and the upstream MCP servers it fronts
  * (SPEC §6, §7). Upstream tools are served by executors resolved from their handler names `upstream:<ns>/<t>`.
  */
-import type { Log } from '../app/log.ts';
-import type { ServeConfig } from '../config.ts';
-import { demoHandlers } from '../handlers/demo.ts';
-import { loadHandlerModule, mergeHandlerMaps } from '../handlers/load-module.ts';
-import type { HandlerMap } from '../handlers/types.ts';
-import { parseUpstreamSelection, UpstreamPool } from '../upstream/pool.ts';
-import { UpstreamRegistry } from '../upstream/registry.ts';
+import type { Log } from '#app/log';
+import type { ServeConfig } from '#config';
+import { demoHandlers } from '#handlers/demo';
+import { loadHandlerModule, mergeHandlerMaps } from '#handlers/load-module';
+import type { HandlerMap } from '#handlers/types';
+import { parseUpstreamSelection, UpstreamPool } from '#upstream/pool';
+import { UpstreamRegistry } from '#upstream/registry';
 import type { Estate } from './estate.ts';
 
 export interface ComposedHandlers {

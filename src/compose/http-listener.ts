@@ -6,14 +6,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { HttpEdge } from '../http/edge.ts';
-import { hostAllowed, originAllowed } from '../http/guards.ts';
-import { header } from '../http/header.ts';
-import { sendJson } from '../http/send-json.ts';
-import type { Log } from '../app/log.ts';
-import { isBrowserGet, sendBrowserPage } from '../mcp/browser-page.ts';
-import { failure } from '../mcp/jsonrpc.ts';
-import { FORBIDDEN, type StreamableHttp } from '../mcp/streamable-http.ts';
+import type { HttpEdge } from '#http/edge';
+import { hostAllowed, originAllowed } from '#http/guards';
+import { header } from '#http/header';
+import { sendJson } from '#http/send-json';
+import type { Log } from '#app/log';
+import { isBrowserGet, sendBrowserPage } from '#mcp/browser-page';
+import { failure } from '#mcp/jsonrpc';
+import { FORBIDDEN, type StreamableHttp } from '#mcp/streamable-http';
 
 export interface HttpListenerOptions {
   mcp: StreamableHttp;

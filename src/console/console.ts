@@ -7,21 +7,21 @@
  * granted, so another site cannot act through a visitor's browser.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CatalogueReader } from '../app/catalogue-reader.ts';
-import { readRunStreams } from '../app/call-recorder.ts';
-import type { CommandHandler } from '../app/command-handler.ts';
-import { decodeToolCalled } from '../app/event-codec.ts';
-import type { EventStore, StoredEvent } from '../app/ports.ts';
-import { errorJson } from '../app/results-json.ts';
-import { covers, LIFECYCLE_SCOPE, scopeNeededFor } from '../auth/api-scopes.ts';
-import { DomainError } from '../domain/errors.ts';
-import { RUN_ID_PATTERN } from '../domain/events.ts';
-import { callRecords } from '../../projections/calls.ts';
+import type { CatalogueReader } from '#app/catalogue-reader';
+import { readRunStreams } from '#app/call-recorder';
+import type { CommandHandler } from '#app/command-handler';
+import { decodeToolCalled } from '#app/event-codec';
+import type { EventStore, StoredEvent } from '#app/ports';
+import { errorJson } from '#app/results-json';
+import { covers, LIFECYCLE_SCOPE, scopeNeededFor } from '#auth/api-scopes';
+import { DomainError } from '#domain/errors';
+import { RUN_ID_PATTERN } from '#domain/events';
+import { callRecords } from '#projections/calls';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
 import { html, page, type Html } from './html.ts';
 import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, runPage, runsPage, toolPage, upstreamsPage, versionPage, type RunSummary } from './pages.ts';
-import { isJsonContentType, readBody, refuseTooLarge } from '../http/guards.ts';
-import { sendJson as send } from '../http/send-json.ts';
+import { isJsonContentType, readBody, refuseTooLarge } from '#http/guards';
+import { sendJson as send } from '#http/send-json';
 import { noUpstreams, type UpstreamConsoleSource } from './upstreams.ts';
 
 export const CONSOLE_PREFIX = '/console';

@@ -2,12 +2,12 @@
  * The console's pages, rendered on the server from the same read models the CLI and MCP paths use: the catalogue
  * projection, the discovery rule (newestVisible/isVisible), the classifier (classifyDefinition) and the call records.
  */
-import { isVisible, makePrincipal } from '../domain/access.ts';
-import { classifyDefinition } from '../domain/classify.ts';
-import { CLASSIFICATIONS, type Principal, type Reason } from '../domain/types.ts';
-import type { CatalogueProjection, CatalogueTool, CatalogueVersion } from '../../projections/catalogue.ts';
-import { discoverNaive } from '../../projections/discovery.ts';
-import type { CallRecordView } from '../../projections/calls.ts';
+import { isVisible, makePrincipal } from '#domain/access';
+import { classifyDefinition } from '#domain/classify';
+import { CLASSIFICATIONS, type Principal, type Reason } from '#domain/types';
+import type { CatalogueProjection, CatalogueTool, CatalogueVersion } from '#projections/catalogue';
+import { discoverNaive } from '#projections/discovery';
+import type { CallRecordView } from '#projections/calls';
 import { html, seg, type Html } from './html.ts';
 import { diffLines, placeReasons, printWithPaths, type DiffRow } from './schema-diff.ts';
 import type { UpstreamSummary } from './upstreams.ts';

@@ -3,7 +3,7 @@
  * (`inputSchema.properties.reference`), lines paired by a longest-common-subsequence diff, and each classifier reason
  * placed on the line its path names (else the nearest ancestor that is printed).
  */
-import type { Reason } from '../domain/types.ts';
+import type { Reason } from '#domain/types';
 
 export interface PathLine {
   text: string;

@@ -2,11 +2,11 @@
  * `--demo`: publish the demo estate through the normal command handler (guard and all), then deprecate what the demo
  * deprecates if it is still active. A second run answers `unchanged` everywhere and appends nothing.
  */
-import type { CommandHandler } from '../app/command-handler.ts';
-import type { EventStore } from '../app/ports.ts';
-import { toolStream } from '../domain/events.ts';
-import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import { validateDefinition } from '../domain/tool-definition.ts';
+import type { CommandHandler } from '#app/command-handler';
+import type { EventStore } from '#app/ports';
+import { toolStream } from '#domain/events';
+import type { SchemaCompiler } from '#domain/schema-compiler';
+import { validateDefinition } from '#domain/tool-definition';
 import { DEMO_DEFINITIONS, DEMO_DEPRECATIONS, DEMO_PUBLISHER } from './demo-estate.ts';
 import { demoHandlers } from './demo-handlers.ts';
 

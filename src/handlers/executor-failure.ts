@@ -4,7 +4,7 @@
  * the call record gets (`upstream_error`, `upstream_unavailable`) and whether a repeat could help. Whether a repeat is
  * ALLOWED is still the side-effect policy's (RETRYABLE): `retryable` can only narrow it.
  */
-import type { CallOutcome } from '../domain/events.ts';
+import type { CallOutcome } from '#domain/events';
 
 export class ExecutorFailure extends Error {
   constructor(

@@ -3,7 +3,7 @@
  * handler written in pino's order (`info({ id }, 'done')`) is read the same way rather than logging an object as its
  * message. Every line reaches the port fields first.
  */
-import type { Log } from '../app/log.ts';
+import type { Log } from '#app/log';
 import type { HandlerLog } from './types.ts';
 
 export type HandlerLogLevel = 'debug' | 'info' | 'warn' | 'error';

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { DomainError } from '../domain/errors.ts';
+import { DomainError } from '#domain/errors';
 import type { HandlerMap, ToolHandler } from './types.ts';
 
 const isHandlerMap = (v: unknown): v is Record<string, ToolHandler> =>

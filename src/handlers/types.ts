@@ -2,7 +2,7 @@
  * What a handler module provides (SPEC §6): `{ [handlerName]: async (args, ctx) => CallToolResult }`. A published
  * version names its handler; a process offers only the versions whose handler it binds.
  */
-import type { Principal } from '../domain/types.ts';
+import type { Principal } from '#domain/types';
 
 export interface ContentBlock {
   type: string;

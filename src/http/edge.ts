@@ -5,12 +5,12 @@
  * scope is ever named in a refusal.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Log } from '../app/log.ts';
-import type { Authenticator } from '../auth/authenticator.ts';
-import type { AuthConfig } from '../auth/config.ts';
-import { metadataPaths, protectedResourceMetadata } from '../auth/resource-metadata.ts';
-import { viewKey } from '../domain/access.ts';
-import type { Principal } from '../domain/types.ts';
+import type { Log } from '#app/log';
+import type { Authenticator } from '#auth/authenticator';
+import type { AuthConfig } from '#auth/config';
+import { metadataPaths, protectedResourceMetadata } from '#auth/resource-metadata';
+import { viewKey } from '#domain/access';
+import type { Principal } from '#domain/types';
 import { isApiPath, type PublishApi } from './publish-api.ts';
 import { sendJson as send } from './send-json.ts';
 

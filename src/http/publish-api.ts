@@ -15,19 +15,19 @@
  * nothing but the parse. The publisher recorded is the token's subject.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Log } from '../app/log.ts';
-import type { CommandHandler, PublishOutcome } from '../app/command-handler.ts';
-import { covers, holdsAny, LIFECYCLE_SCOPE, PUBLISH_SCOPE, scopeNeededFor } from '../auth/api-scopes.ts';
-import type { Authenticator, Caller } from '../auth/authenticator.ts';
-import { wwwAuthenticate } from '../auth/resource-metadata.ts';
-import { definitionErrorJson, errorJson, verdictJson } from '../app/results-json.ts';
-import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
-import { invalidDefinition } from '../domain/errors.ts';
-import { scanJsonDepth } from '../domain/json-depth.ts';
-import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import type { ToolDefinition } from '../domain/types.ts';
-import { parseDefinitionText, checkName } from '../domain/tool-definition.ts';
-import type { DefinitionChecker } from '../app/definition-budget.ts';
+import type { Log } from '#app/log';
+import type { CommandHandler, PublishOutcome } from '#app/command-handler';
+import { covers, holdsAny, LIFECYCLE_SCOPE, PUBLISH_SCOPE, scopeNeededFor } from '#auth/api-scopes';
+import type { Authenticator, Caller } from '#auth/authenticator';
+import { wwwAuthenticate } from '#auth/resource-metadata';
+import { definitionErrorJson, errorJson, verdictJson } from '#app/results-json';
+import { DomainError, type DomainErrorKind } from '#domain/errors';
+import { invalidDefinition } from '#domain/errors';
+import { scanJsonDepth } from '#domain/json-depth';
+import type { SchemaCompiler } from '#domain/schema-compiler';
+import type { ToolDefinition } from '#domain/types';
+import { parseDefinitionText, checkName } from '#domain/tool-definition';
+import type { DefinitionChecker } from '#app/definition-budget';
 import { isJsonContentType, readBody, refuseTooLarge } from './guards.ts';
 import { sendJson as send } from './send-json.ts';
 

@@ -5,10 +5,10 @@
  * consumer keeps going.
  */
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
-import { decodeChange as decodeRaw } from '../bus/change-message.ts';
-import type { CatalogueChange } from '../app/ports.ts';
+import { decodeChange as decodeRaw } from '#bus/change-message';
+import type { CatalogueChange } from '#app/ports';
 
-export type { CatalogueChange } from '../app/ports.ts';
+export type { CatalogueChange } from '#app/ports';
 
 /** A message that is not a valid change message; `reason` names the field and what is wrong with it. */
 export class ChangeMessageError extends Error {

@@ -4,7 +4,7 @@
  * shape at compile time and returns its argument unchanged. `defineTools` does the same for a module of tools defined
  * with zod, for `estate publish --module <file>`.
  */
-import type { HandlerMap, ToolHandler } from '../handlers/types.ts';
+import type { HandlerMap, ToolHandler } from '#handlers/types';
 
 export type {
   AskOptions,
@@ -19,8 +19,8 @@ export type {
   SampleParams,
   SampleResult,
   SamplingMessage,
-} from '../handlers/types.ts';
-export type { Principal } from '../domain/types.ts';
+} from '#handlers/types';
+export type { Principal } from '#domain/types';
 export type { ZodTool } from './zod-tools.ts';
 
 /** One handler: `(args, ctx) => CallToolResult` (or a promise of one). */

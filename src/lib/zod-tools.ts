@@ -8,7 +8,7 @@
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { DomainError } from '../domain/errors.ts';
+import { DomainError } from '#domain/errors';
 
 /** One tool defined with zod. `input` must describe an object. */
 export interface ZodTool {

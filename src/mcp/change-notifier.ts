@@ -3,10 +3,10 @@
  * reader reports which precomputed views changed for which tool; a watcher compares that with its own snapshot, so a
  * publish that a principal cannot see wakes nobody in that principal's sessions.
  */
-import type { CatalogueReader, CatalogueUpdate } from '../app/catalogue-reader.ts';
-import type { Principal } from '../domain/types.ts';
-import type { CatalogueVersion } from '../../projections/catalogue.ts';
-import type { DiscoveryView } from '../../projections/discovery.ts';
+import type { CatalogueReader, CatalogueUpdate } from '#app/catalogue-reader';
+import type { Principal } from '#domain/types';
+import type { CatalogueVersion } from '#projections/catalogue';
+import type { DiscoveryView } from '#projections/discovery';
 
 export interface ViewWatcher {
   /** Take the view as it is now as "what the client was last given" (call when a listing is served). */

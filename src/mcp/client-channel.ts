@@ -4,8 +4,8 @@
  * `_meta["io.modelcontextprotocol/logLevel"]` on a 2026-07-28 request). Nothing is sent that the client did not ask
  * for. The notifications travel on the request's own stream (its SSE response, or the stdio pipe).
  */
-import { handlerLogTo } from '../handlers/handler-log.ts';
-import type { HandlerLog } from '../handlers/types.ts';
+import { handlerLogTo } from '#handlers/handler-log';
+import type { HandlerLog } from '#handlers/types';
 import type { JsonRpcNotification } from './jsonrpc.ts';
 
 /** MCP (syslog) levels, least severe first. */

@@ -4,7 +4,7 @@
  * ordinary inbound message and is settled here by id. A request the client can never answer must not hang the
  * handler: the call's abort signal (timeout, `notifications/cancelled`) and the session's end reject it.
  */
-import type { ElicitParams, ElicitResult, HandlerContext, ListRootsResult, SampleParams, SampleResult } from '../handlers/types.ts';
+import type { ElicitParams, ElicitResult, HandlerContext, ListRootsResult, SampleParams, SampleResult } from '#handlers/types';
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId } from './jsonrpc.ts';
 import { isPlainObject } from './jsonrpc.ts';
 

@@ -8,12 +8,12 @@
  * written to the store before a rule existed) gets validators that refuse every call with the reason: a clear
  * `isError` result for that tool, never an internal error.
  */
-import { linearRegExp } from '../domain/linear-regexp.ts';
-import { isPlainObject, subschemas } from '../domain/json-path.ts';
-import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import type { JsonObject } from '../domain/types.ts';
-import type { CompiledSchema } from '../domain/validate.ts';
-import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import { linearRegExp } from '#domain/linear-regexp';
+import { isPlainObject, subschemas } from '#domain/json-path';
+import type { SchemaCompiler } from '#domain/schema-compiler';
+import type { JsonObject } from '#domain/types';
+import type { CompiledSchema } from '#domain/validate';
+import type { CatalogueVersion } from '#projections/catalogue';
 
 export interface VersionSchemas {
   input: CompiledSchema;

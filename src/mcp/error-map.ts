@@ -2,7 +2,7 @@
  * The one mapping table from broken rules to what the client sees: a JSON-RPC error, or an `isError` tool result, and
  * (over HTTP) the status code. Nothing else in src/mcp invents error codes or messages.
  */
-import { DomainError } from '../domain/errors.ts';
+import { DomainError } from '#domain/errors';
 import {
   HEADER_MISMATCH,
   INTERNAL_ERROR,

@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
-import { SESSION_LIMIT_DEFAULTS } from '../config.ts';
-import type { Principal } from '../domain/types.ts';
+import { SESSION_LIMIT_DEFAULTS } from '#config';
+import type { Principal } from '#domain/types';
 import { isRequest, isResponseEnvelope, type JsonRpcCall, type JsonRpcNotification } from './jsonrpc.ts';
 import { STATEFUL_REVISIONS, STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';

@@ -16,8 +16,8 @@
  * gets -32602 and starts the call again).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { canonicalJson } from '../domain/hash.ts';
-import type { AskOptions, ElicitParams, ElicitResult, HandlerContext, ListRootsResult, SampleParams, SampleResult } from '../handlers/types.ts';
+import { canonicalJson } from '#domain/hash';
+import type { AskOptions, ElicitParams, ElicitResult, HandlerContext, ListRootsResult, SampleParams, SampleResult } from '#handlers/types';
 import { CAPABILITY_OF, ClientRequestError, ELICIT_METHOD, ROOTS_METHOD, SAMPLE_METHOD, validClientResult, type ClientMethod } from './client-requests.ts';
 import { invalidParams } from './error-map.ts';
 import { isPlainObject } from './jsonrpc.ts';

@@ -1,7 +1,7 @@
 /**
  * JSON-RPC 2.0 envelopes: the shapes, the envelope check (gate 1), and response builders. Nothing MCP-specific.
  */
-import { scanJsonDepth } from '../domain/json-depth.ts';
+import { scanJsonDepth } from '#domain/json-depth';
 
 export type RequestId = string | number;
 

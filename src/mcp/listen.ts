@@ -3,7 +3,7 @@
  * what was agreed; every notification carries the listen request's id as its subscription id, so a stdio client can
  * tell its subscriptions apart.
  */
-import type { Principal } from '../domain/types.ts';
+import type { Principal } from '#domain/types';
 import type { JsonRpcNotification, JsonRpcRequest } from './jsonrpc.ts';
 import { SUBSCRIPTION_ID_META } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';

@@ -5,8 +5,8 @@
  * stateless request must declare), and what it answers, with the per-family differences in the row itself. The paths
  * keep only their gates and the state they lend a method (the host). Adding a method is adding a row.
  */
-import type { Principal } from '../domain/types.ts';
-import type { CallToolResult } from '../handlers/types.ts';
+import type { Principal } from '#domain/types';
+import type { CallToolResult } from '#handlers/types';
 import { isMcpLogLevel } from './client-channel.ts';
 import { invalidParams } from './error-map.ts';
 import type { InputRequiredResult } from './input-required.ts';

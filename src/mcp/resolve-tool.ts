@@ -3,11 +3,11 @@
  * the caller may not see, a pinned version that is missing or retired, a handler not bound here — ends in the same
  * `Unknown tool` error, so the answer never reveals whether an unentitled tool exists.
  */
-import { isVisible } from '../domain/access.ts';
-import type { Principal } from '../domain/types.ts';
-import type { CatalogueReader } from '../app/catalogue-reader.ts';
-import type { CatalogueVersion } from '../../projections/catalogue.ts';
-import { findInView } from '../../projections/discovery.ts';
+import { isVisible } from '#domain/access';
+import type { Principal } from '#domain/types';
+import type { CatalogueReader } from '#app/catalogue-reader';
+import type { CatalogueVersion } from '#projections/catalogue';
+import { findInView } from '#projections/discovery';
 import { unknownTool } from './error-map.ts';
 
 export interface ResolveRequest {

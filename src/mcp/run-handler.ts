@@ -3,10 +3,10 @@
  * retries with backoff only where the side-effect policy says a repeat is harmless (RETRYABLE). A handler that throws
  * or times out becomes an `isError` result — the model sees an observation, never a protocol error.
  */
-import { RETRYABLE, type SideEffect } from '../domain/types.ts';
-import type { CallOutcome } from '../domain/events.ts';
-import type { CallToolResult, HandlerContext, ToolHandler } from '../handlers/types.ts';
-import { ExecutorFailure, type ExecutorTraits } from '../handlers/executor-failure.ts';
+import { RETRYABLE, type SideEffect } from '#domain/types';
+import type { CallOutcome } from '#domain/events';
+import type { CallToolResult, HandlerContext, ToolHandler } from '#handlers/types';
+import { ExecutorFailure, type ExecutorTraits } from '#handlers/executor-failure';
 import { ClientRequestError } from './client-requests.ts';
 import { errorResult } from './error-map.ts';
 

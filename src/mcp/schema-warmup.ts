@@ -5,10 +5,10 @@
  * served: a handler outside the tool's namespace, published before that rule existed (docs/security.md).
  */
 import type { Logger } from 'pino';
-import type { CatalogueReader } from '../app/catalogue-reader.ts';
-import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import { handlerOutsideNamespace } from '../domain/tool-definition.ts';
-import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import type { CatalogueReader } from '#app/catalogue-reader';
+import type { SchemaCompiler } from '#domain/schema-compiler';
+import { handlerOutsideNamespace } from '#domain/tool-definition';
+import type { CatalogueVersion } from '#projections/catalogue';
 import { createCompiledSchemaCache, type CompiledSchemaCache } from './compiled-schemas.ts';
 
 export interface SchemaWarmup {

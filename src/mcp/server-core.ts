@@ -4,15 +4,15 @@
  * dispatch through the one method table (method-table.ts), whose rows call in here. Transports only move frames;
  * everything a client can observe is decided here, in the table and in the session/stateless modules.
  */
-import type { CallRecorder } from '../app/call-recorder.ts';
-import type { CatalogueReader } from '../app/catalogue-reader.ts';
-import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import { handlerOutsideNamespace } from '../domain/tool-definition.ts';
-import type { Principal } from '../domain/types.ts';
-import type { RootLog } from '../app/log.ts';
-import { handlerLogOver } from '../handlers/handler-log.ts';
-import type { HandlerLog, HandlerMap } from '../handlers/types.ts';
-import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import type { CallRecorder } from '#app/call-recorder';
+import type { CatalogueReader } from '#app/catalogue-reader';
+import type { SchemaCompiler } from '#domain/schema-compiler';
+import { handlerOutsideNamespace } from '#domain/tool-definition';
+import type { Principal } from '#domain/types';
+import type { RootLog } from '#app/log';
+import { handlerLogOver } from '#handlers/handler-log';
+import type { HandlerLog, HandlerMap } from '#handlers/types';
+import type { CatalogueVersion } from '#projections/catalogue';
 import { ChangeNotifier } from './change-notifier.ts';
 import { isPlainObject } from './jsonrpc.ts';
 import { createSchemaWarmup, type SchemaWarmup } from './schema-warmup.ts';

@@ -11,10 +11,10 @@
  * of our requests (elicitation/create, sampling/createMessage): it settles that request and is never answered. Any
  * other envelope without a method still fails gate 1 as before.
  */
-import { BATCH_LIMIT_DEFAULTS } from '../config.ts';
-import type { Principal } from '../domain/types.ts';
+import { BATCH_LIMIT_DEFAULTS } from '#config';
+import type { Principal } from '#domain/types';
 import type { ViewWatcher } from './change-notifier.ts';
-import type { CallToolResult } from '../handlers/types.ts';
+import type { CallToolResult } from '#handlers/types';
 import { CAPABILITY_OF, ClientRequestError, ClientRequests, ELICIT_METHOD, type ClientMethod, type ClientSender } from './client-requests.ts';
 import { batchRefused, McpError, methodNotFound, notInitialized, toJsonRpcError } from './error-map.ts';
 import type { InputRequiredResult } from './input-required.ts';

@@ -5,7 +5,7 @@
  * is the request's own unless it names one.
  */
 import { randomUUID } from 'node:crypto';
-import type { Principal } from '../domain/types.ts';
+import type { Principal } from '#domain/types';
 import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
 import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
 import { isPlainObject, isRequest, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';

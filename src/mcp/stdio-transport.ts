@@ -4,7 +4,7 @@
  * not block a `notifications/cancelled` for it); answers go out as they are ready.
  */
 import type { Readable } from 'node:stream';
-import type { Principal } from '../domain/types.ts';
+import type { Principal } from '#domain/types';
 import { checkEnvelope, failure, isPlainObject, isRequest, parseFrame, PARSE_ERROR, type JsonRpcOutbound, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
 import { openListen, type Listen } from './listen.ts';
 import type { ServerCore } from './server-core.ts';

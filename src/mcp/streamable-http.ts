@@ -9,10 +9,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
-import type { Principal } from '../domain/types.ts';
-import { isJsonContentType, readBody, refuseTooLarge } from '../http/guards.ts';
-import { header } from '../http/header.ts';
-import { sendJson } from '../http/send-json.ts';
+import type { Principal } from '#domain/types';
+import { isJsonContentType, readBody, refuseTooLarge } from '#http/guards';
+import { header } from '#http/header';
+import { sendJson } from '#http/send-json';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, type SessionCaps } from './http-sessions.ts';
 import { duplicateId, type BatchLimits } from './stateful-session.ts';

@@ -2,8 +2,8 @@
  * A catalogue version as an MCP Tool: only the fields the negotiated revision defines, plus `io.estate/version`.
  * Access fields (scopes, tenants, classification), the handler name and side-effect policy never leave the server.
  */
-import { servedAnnotations } from '../domain/tool-definition.ts';
-import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import { servedAnnotations } from '#domain/tool-definition';
+import type { CatalogueVersion } from '#projections/catalogue';
 import { toolFields } from './revisions.ts';
 
 export const VERSION_META = 'io.estate/version';

@@ -7,7 +7,7 @@
  * Invalid arguments are an `isError` result with the sorted error lines; nothing runs and nothing is recorded
  * (invariant 2). A round that ends in input_required is not a finished call: nothing is recorded either.
  */
-import { canonicalHash } from '../domain/hash.ts';
+import { canonicalHash } from '#domain/hash';
 import { progressReporter, teeLog, type ClientChannel } from './client-channel.ts';
 import { clientAskers } from './client-requests.ts';
 import { missingCapability } from './error-map.ts';

@@ -3,8 +3,8 @@
  * revision. A view changes revision whenever its content changes, so a cursor from an older view cannot silently skip
  * or repeat a tool: it is refused (`cursor expired`) and the client lists again.
  */
-import type { DiscoveryView } from '../../projections/discovery.ts';
-import type { CatalogueVersion } from '../../projections/catalogue.ts';
+import type { DiscoveryView } from '#projections/discovery';
+import type { CatalogueVersion } from '#projections/catalogue';
 import { cursorExpired, invalidCursor } from './error-map.ts';
 import { toMcpTool } from './tool-projection.ts';
 

@@ -1,7 +1,7 @@
 /** `estate watch --bus kafka://...`: the change topic, decoded and deduplicated by the package's own consumer. */
-import type { CatalogueChange } from '../app/ports.ts';
-import { parseKafkaUrl } from '../bus/kafka-change-bus.ts';
-import { consumeChanges } from '../lib/changes.ts';
+import type { CatalogueChange } from '#app/ports';
+import { parseKafkaUrl } from '#bus/kafka-change-bus';
+import { consumeChanges } from '#lib/changes';
 import { isAfter, type WatchHandle, type WatchStart } from './change-watch.ts';
 
 /** Consume the change topic; `start` picks the offsets (`after` reads from the beginning and drops what is not after). */

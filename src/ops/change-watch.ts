@@ -4,10 +4,10 @@
  * them), or consuming the Kafka topic the relay publishes to (./change-watch-kafka.ts, loaded only for a kafka:// bus so
  * the default never loads kafkajs). Both deduplicate by position (delivery is at least once).
  */
-import { changeOf } from '../app/relay.ts';
-import type { CatalogueChange, EventStore, Subscription } from '../app/ports.ts';
-import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
-import { DomainError } from '../domain/errors.ts';
+import { changeOf } from '#app/relay';
+import type { CatalogueChange, EventStore, Subscription } from '#app/ports';
+import { TOOL_STREAM_PREFIX } from '#domain/events';
+import { DomainError } from '#domain/errors';
 
 /** Where to start: strictly after a position, after the last change there is now, or from the first one. */
 export type WatchStart = { after: string } | 'end' | 'beginning';

@@ -2,8 +2,8 @@
  * `/healthz` (the process serves) and `/readyz` (SPEC §9: the store is reachable and can write, and the read models
  * have caught up; else 503 with a JSON reason), for load balancers and orchestrators.
  */
-import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
-import type { EventStore } from '../app/ports.ts';
+import { TOOL_STREAM_PREFIX } from '#domain/events';
+import type { EventStore } from '#app/ports';
 import type { IncomingMessage } from 'node:http';
 import type { EstateMetrics } from './metrics.ts';
 import type { StoreHealth } from './store-health.ts';

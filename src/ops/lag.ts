@@ -5,10 +5,10 @@
  *   `relay-<topic>`), and the age of the oldest of them. Rises while Kafka is down, falls to 0 once it is back.
  * - consumer lag: catalogue events in the store that this replica's read model has not applied yet.
  */
-import { RELAY_STATE_EVENT } from '../app/relay-lease.ts';
-import { relayStream } from '../app/relay.ts';
-import type { EventStore, StoredEvent } from '../app/ports.ts';
-import { TOOL_STREAM_PREFIX } from '../domain/events.ts';
+import { RELAY_STATE_EVENT } from '#app/relay-lease';
+import { relayStream } from '#app/relay';
+import type { EventStore, StoredEvent } from '#app/ports';
+import { TOOL_STREAM_PREFIX } from '#domain/events';
 
 /** Counting stops here: a lag this large is an outage either way, and a scrape must stay cheap. */
 export const LAG_COUNT_CAP = 10_000;

@@ -8,9 +8,9 @@
  * append also states the exact revision it expects (the source event's revision - 1), so even a wrong guess could
  * never write a duplicate or leave a gap inside a stream: the store would refuse the batch.
  */
-import { ConcurrencyError, type AppendRequest, type EventStore, type StoredEvent } from '../app/ports.ts';
-import { DomainError } from '../domain/errors.ts';
-import { canonicalJson } from '../domain/hash.ts';
+import { ConcurrencyError, type AppendRequest, type EventStore, type StoredEvent } from '#app/ports';
+import { DomainError } from '#domain/errors';
+import { canonicalJson } from '#domain/hash';
 
 export interface CopyProgress {
   /** Events in the target so far (those of an earlier, interrupted copy included). */

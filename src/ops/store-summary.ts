@@ -4,12 +4,12 @@
  * log digest covers (stream, revision, type, data, recorded time) of every event and is order-independent across
  * streams (SPEC §4 only orders events within one stream), the projections are the read models a server builds.
  */
-import { decodeCatalogueEvent, decodeToolCallStarted, decodeToolCalled, decodeUpstreamEvent } from '../app/event-codec.ts';
-import type { EventStore, StoredEvent } from '../app/ports.ts';
-import { TOOL_STREAM_PREFIX, UPSTREAM_STREAM_PREFIX } from '../domain/events.ts';
-import { canonicalHash, canonicalJson, sha256Hex } from '../domain/hash.ts';
-import { CatalogueProjection } from '../../projections/catalogue.ts';
-import { evolveUpstream, type UpstreamState } from '../../projections/upstreams.ts';
+import { decodeCatalogueEvent, decodeToolCallStarted, decodeToolCalled, decodeUpstreamEvent } from '#app/event-codec';
+import type { EventStore, StoredEvent } from '#app/ports';
+import { TOOL_STREAM_PREFIX, UPSTREAM_STREAM_PREFIX } from '#domain/events';
+import { canonicalHash, canonicalJson, sha256Hex } from '#domain/hash';
+import { CatalogueProjection } from '#projections/catalogue';
+import { evolveUpstream, type UpstreamState } from '#projections/upstreams';
 
 export interface StoreSummary {
   events: number;

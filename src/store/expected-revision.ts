@@ -1,4 +1,4 @@
-import { ConcurrencyError, type ExpectedRevision } from '../app/ports.ts';
+import { ConcurrencyError, type ExpectedRevision } from '#app/ports';
 
 /**
  * The one place the expected-revision symbols meet a stream's actual revision (-1 = no stream), so every adapter that

@@ -11,7 +11,7 @@ import type {
   StoredEvent,
   SubscribeOptions,
   Subscription,
-} from '../app/ports.ts';
+} from '#app/ports';
 import { checkExpectedRevision } from './expected-revision.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 

@@ -4,8 +4,8 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import type { EventStore } from '../app/ports.ts';
-import { DomainError } from '../domain/errors.ts';
+import type { EventStore } from '#app/ports';
+import { DomainError } from '#domain/errors';
 import { createMemoryEventStore } from './memory-event-store.ts';
 import { createSqliteEventStore } from './sqlite-event-store.ts';
 

@@ -15,7 +15,7 @@ import {
   type StoredEvent,
   type SubscribeOptions,
   type Subscription,
-} from '../app/ports.ts';
+} from '#app/ports';
 import { checkExpectedRevision } from './expected-revision.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 

@@ -1,4 +1,4 @@
-import type { StoredEvent, SubscribeOptions, Subscription } from '../app/ports.ts';
+import type { StoredEvent, SubscribeOptions, Subscription } from '#app/ports';
 
 export interface TailOptions {
   subscribe: SubscribeOptions;

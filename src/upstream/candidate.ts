@@ -4,12 +4,12 @@
  * pinned version's, which an approver may have changed), sideEffect from the annotations. A candidate the definition
  * rules of SPEC §1 refuse is reported with its reason and never offered.
  */
-import { DomainError } from '../domain/errors.ts';
-import type { UpstreamCandidate } from '../domain/events.ts';
-import { canonicalHash } from '../domain/hash.ts';
-import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import { DEFAULT_TIMEOUT_MS, validateDefinition } from '../domain/tool-definition.ts';
-import type { JsonObject, SideEffect, ToolAccess, ToolDefinition } from '../domain/types.ts';
+import { DomainError } from '#domain/errors';
+import type { UpstreamCandidate } from '#domain/events';
+import { canonicalHash } from '#domain/hash';
+import type { SchemaCompiler } from '#domain/schema-compiler';
+import { DEFAULT_TIMEOUT_MS, validateDefinition } from '#domain/tool-definition';
+import type { JsonObject, SideEffect, ToolAccess, ToolDefinition } from '#domain/types';
 
 /** What an upstream's tools/list gives for one tool (the fields Estate reads). */
 export interface UpstreamTool {

@@ -7,8 +7,8 @@
  */
 import { Client, ProtocolError, SdkError, SdkErrorCode, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { DomainError } from '../domain/errors.ts';
-import type { UpstreamTarget } from '../domain/events.ts';
+import { DomainError } from '#domain/errors';
+import type { UpstreamTarget } from '#domain/events';
 import type { UpstreamTool } from './candidate.ts';
 
 /** The stateless revision: no session, questions embedded in results, change notices on a listen stream. */

@@ -1,11 +1,11 @@
 /** The upstream registry's (registry.ts) words about a target and a drift: how a target is shown, the next pinned
  * version for a drift level, and the text diff a reviewer reads. */
 import { createTwoFilesPatch } from 'diff';
-import type { UpstreamCandidate, UpstreamTarget } from '../domain/events.ts';
-import { canonicalJson } from '../domain/hash.ts';
-import { parseVersion } from '../domain/semver.ts';
-import type { ToolDefinition } from '../domain/types.ts';
-import type { DriftData } from '../../projections/upstreams.ts';
+import type { UpstreamCandidate, UpstreamTarget } from '#domain/events';
+import { canonicalJson } from '#domain/hash';
+import { parseVersion } from '#domain/semver';
+import type { ToolDefinition } from '#domain/types';
+import type { DriftData } from '#projections/upstreams';
 
 export const describeTarget = (t: UpstreamTarget): string =>
   t.transport === 'http' ? t.url : [t.command, ...t.args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');

@@ -8,15 +8,15 @@
  * The upstream's log messages, elicitation and sampling requests are relayed to the call they belong to (relay.ts
  * says how Estate tells).
  */
-import { exponentialBackoff } from '../app/backoff.ts';
-import type { Log } from '../app/log.ts';
-import { ExecutorFailure } from '../handlers/executor-failure.ts';
-import type { CallToolResult, HandlerContext } from '../handlers/types.ts';
-import type { UpstreamTarget } from '../domain/events.ts';
+import { exponentialBackoff } from '#app/backoff';
+import type { Log } from '#app/log';
+import { ExecutorFailure } from '#handlers/executor-failure';
+import type { CallToolResult, HandlerContext } from '#handlers/types';
+import type { UpstreamTarget } from '#domain/events';
 import { CircuitBreaker, type BreakerOptions } from './breaker.ts';
 import { describeFailure, openUpstream, STATELESS_REVISION, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
 import { keepListening } from './listen.ts';
-import { LOG_LEVEL_META } from '../mcp/client-channel.ts';
+import { LOG_LEVEL_META } from '#mcp/client-channel';
 import { CallRelay } from './relay.ts';
 
 export interface LinkOptions {

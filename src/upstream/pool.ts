@@ -4,13 +4,13 @@
  * `upstream:<ns>/<t>`; and the syncs a serving process makes on its own — on the upstream's list_changed (debounced
  * 1 s) and every `--upstream-sync-interval`.
  */
-import type { HandlerMap, ToolHandler } from '../handlers/types.ts';
-import type { ExecutorTraits } from '../handlers/executor-failure.ts';
-import { ExecutorFailure } from '../handlers/executor-failure.ts';
+import type { HandlerMap, ToolHandler } from '#handlers/types';
+import type { ExecutorTraits } from '#handlers/executor-failure';
+import { ExecutorFailure } from '#handlers/executor-failure';
 import type { BreakerOptions } from './breaker.ts';
 import { parseUpstreamHandler } from './candidate.ts';
 import { describeFailure } from './connection.ts';
-import type { Log } from '../app/log.ts';
+import type { Log } from '#app/log';
 import { UpstreamLink } from './link.ts';
 import type { UpstreamRegistry } from './registry.ts';
 

@@ -4,16 +4,16 @@
  * revision read (optimistic concurrency): two processes syncing the same upstream at once record one drift, because
  * the loser re-reads, sees the winner's event and has nothing left to append.
  */
-import { decodeUpstreamEvent } from '../app/event-codec.ts';
-import type { CommandHandler, PublishOutcome } from '../app/command-handler.ts';
-import { ConcurrencyError, systemClock, type Clock, type EventStore } from '../app/ports.ts';
-import { classifyDefinition } from '../domain/classify.ts';
-import { DomainError } from '../domain/errors.ts';
-import { upstreamStream, type AutoApprove, type UpstreamEvent, type UpstreamTarget } from '../domain/events.ts';
-import { baselineOf } from '../domain/guard.ts';
-import type { SchemaCompiler } from '../domain/schema-compiler.ts';
-import type { Reason, ToolAccess, ToolDefinition } from '../domain/types.ts';
-import { foldUpstream, pendingDrift, type DriftData, type UpstreamState } from '../../projections/upstreams.ts';
+import { decodeUpstreamEvent } from '#app/event-codec';
+import type { CommandHandler, PublishOutcome } from '#app/command-handler';
+import { ConcurrencyError, systemClock, type Clock, type EventStore } from '#app/ports';
+import { classifyDefinition } from '#domain/classify';
+import { DomainError } from '#domain/errors';
+import { upstreamStream, type AutoApprove, type UpstreamEvent, type UpstreamTarget } from '#domain/events';
+import { baselineOf } from '#domain/guard';
+import type { SchemaCompiler } from '#domain/schema-compiler';
+import type { Reason, ToolAccess, ToolDefinition } from '#domain/types';
+import { foldUpstream, pendingDrift, type DriftData, type UpstreamState } from '#projections/upstreams';
 import { describeTarget, nextVersion, sameText, textDiff } from './drift-text.ts';
 import { contentHash, mapCandidates, mapToolName, NS_PATTERN, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
 

@@ -16,8 +16,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { ProtocolError } from '@modelcontextprotocol/client';
-import type { ElicitParams, HandlerContext, SampleParams } from '../handlers/types.ts';
-import type { Log } from '../app/log.ts';
+import type { ElicitParams, HandlerContext, SampleParams } from '#handlers/types';
+import type { Log } from '#app/log';
 
 const LOG_LEVELS = new Set(['debug', 'info', 'warn', 'error']);
 const levelOf = (l: unknown): 'debug' | 'info' | 'warn' | 'error' => {

@@ -3,9 +3,9 @@
  * put a secret into an event (`--env TOKEN=ghp_...`), reach a non-loopback server in clear text, or leave access open
  * by default (fail closed). Each refusal is one line naming the flag.
  */
-import { DomainError } from '../domain/errors.ts';
-import type { UpstreamTarget } from '../domain/events.ts';
-import { CLASSIFICATIONS, type Classification, type ToolAccess } from '../domain/types.ts';
+import { DomainError } from '#domain/errors';
+import type { UpstreamTarget } from '#domain/events';
+import { CLASSIFICATIONS, type Classification, type ToolAccess } from '#domain/types';
 
 const usage = (code: string, message: string): DomainError => new DomainError('usage', code, message);
 

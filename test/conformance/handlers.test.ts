@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import { parseDefinitionText, validateDefinition } from '../../src/domain/tool-definition.ts';
-import type { CallToolResult, HandlerContext } from '../../src/handlers/types.ts';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import { parseDefinitionText, validateDefinition } from '#domain/tool-definition';
+import type { CallToolResult, HandlerContext } from '#handlers/types';
 import { makeTempStore, runCli } from '../e2e/helpers.ts';
 import { handlers, wavBase64 } from './handlers.ts';
 

@@ -9,7 +9,7 @@
  * stateless 2026-07-28 call Estate turns an unanswered question into an InputRequiredResult (SEP-2322) and answers it
  * from the follow-up's inputResponses; `key` names the question as the suite expects.
  */
-import type { CallToolResult, HandlerContext, HandlerMap } from '../../src/handlers/types.ts';
+import type { CallToolResult, HandlerContext, HandlerMap } from '#handlers/types';
 
 /** A 1x1 red PNG. */
 export const PNG_1X1 =
@@ -62,9 +62,9 @@ const publishNewTool = async (): Promise<string> => {
   const store = process.env.ESTATE_STORE;
   if (!store) throw new Error('ESTATE_STORE is not set: the trigger fixture needs the store the server reads');
   const [{ loadConfig }, { openEstate }, { validateDefinition }] = await Promise.all([
-    import('../../src/config.ts'),
-    import('../../src/compose/estate.ts'),
-    import('../../src/domain/tool-definition.ts'),
+    import('#config'),
+    import('#compose/estate'),
+    import('#domain/tool-definition'),
   ]);
   // In the namespace of the handler it binds (a handler must belong to its tool's namespace).
   const name = `test_trigger_added.t${process.pid}_${Date.now()}_${++triggerCount}`;

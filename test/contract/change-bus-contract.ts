@@ -9,8 +9,8 @@
  * are ordered) and asserts once the marker is in.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { CatalogueChange, ChangeBus, ChangePublisher } from '../../src/app/ports.ts';
-import type { Log } from '../../src/app/log.ts';
+import type { CatalogueChange, ChangeBus, ChangePublisher } from '#app/ports';
+import type { Log } from '#app/log';
 
 export interface ChangeBusFixture {
   /** A new bus on the fixture's topic: another replica. */

@@ -15,7 +15,7 @@ import {
   type ExpectedRevision,
   type StoredEvent,
   type Subscription,
-} from '../../src/app/ports.ts';
+} from '#app/ports';
 
 export interface EventStoreFixture {
   store: EventStore;

@@ -3,7 +3,7 @@
  * Without a broker this file fails when CI=true and is skipped loudly elsewhere (test/int/kafka-helpers.ts).
  */
 import { Partitioners } from 'kafkajs';
-import { KafkaChangeBus, KafkaChangePublisher } from '../../src/bus/kafka-change-bus.ts';
+import { KafkaChangeBus, KafkaChangePublisher } from '#bus/kafka-change-bus';
 import { quietKafka, requireServices, uniqueTopic } from '../int/kafka-helpers.ts';
 import { changeBusContract } from './change-bus-contract.ts';
 

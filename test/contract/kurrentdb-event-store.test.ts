@@ -11,9 +11,9 @@
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventStore } from '../../src/app/ports.ts';
-import { createKurrentDbEventStore } from '../../src/store/kurrentdb-event-store.ts';
-import { openEventStore } from '../../src/store/open-store.ts';
+import type { EventStore } from '#app/ports';
+import { createKurrentDbEventStore } from '#store/kurrentdb-event-store';
+import { openEventStore } from '#store/open-store';
 import { eventStoreContract } from './event-store-contract.ts';
 
 const DOCKER_SOCKET = '/var/run/docker.sock';

@@ -1,4 +1,4 @@
-import { MemoryChangeBus, MemoryChangePublisher, MemoryChangeTopic } from '../../src/bus/memory-change-bus.ts';
+import { MemoryChangeBus, MemoryChangePublisher, MemoryChangeTopic } from '#bus/memory-change-bus';
 import { changeBusContract } from './change-bus-contract.ts';
 
 changeBusContract('memory', async () => {

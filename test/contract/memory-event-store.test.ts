@@ -1,4 +1,4 @@
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { createMemoryEventStore } from '#store/memory-event-store';
 import { eventStoreContract } from './event-store-contract.ts';
 
 eventStoreContract('memory', async () => {

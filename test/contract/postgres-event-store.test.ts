@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import type { AppendRequest, EventStore, StoredEvent, Subscription } from '../../src/app/ports.ts';
-import { createPostgresEventStore, type PostgresEventStoreOptions } from '../../src/store/postgres-event-store.ts';
+import type { AppendRequest, EventStore, StoredEvent, Subscription } from '#app/ports';
+import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
 import { dropSchema, requirePostgres, uniqueSchema } from '../int/pg-helpers.ts';
 import { eventStoreContract } from './event-store-contract.ts';
 

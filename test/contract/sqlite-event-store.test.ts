@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { EventStore } from '../../src/app/ports.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
+import type { EventStore } from '#app/ports';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { eventStoreContract } from './event-store-contract.ts';
 
 eventStoreContract('sqlite', async () => {

@@ -3,9 +3,9 @@
  * `--since`, `--tool`, `--limit`; a started call without an outcome is counted as such; bad filters are usage errors.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import type { HandlerMap } from '../../src/handlers/types.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
+import { makePrincipal } from '#domain/access';
+import type { HandlerMap } from '#handlers/types';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness } from '../fixtures/handlers/harness.ts';
 import { makeTempStore, runCli, type TempStore } from './helpers.ts';

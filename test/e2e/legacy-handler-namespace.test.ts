@@ -5,8 +5,8 @@
  * `notServed` with the reason.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toolStream } from '../../src/domain/events.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
+import { toolStream } from '#domain/events';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
 import { makeTempStore, runCli, startStdioServer, type TempStore } from './helpers.ts';
 

@@ -2,7 +2,7 @@
  * Fixtures for the SDK-client end-to-end suite: a small payments estate (the deep dive's traced example plus tools the
  * principal must NOT see) and the handler module `estate serve --handlers test/e2e/sdk-fixtures.ts` binds.
  */
-import type { CallToolResult, HandlerContext } from '../../src/handlers/types.ts';
+import type { CallToolResult, HandlerContext } from '#handlers/types';
 import { tracedExampleSchema } from '../fixtures/builders.ts';
 
 /** The principal every SDK test serves: holds payments.read, cleared to confidential, tenant acme. */

@@ -8,7 +8,7 @@
  */
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_DEFINITIONS } from '../../src/handlers/demo-estate.ts';
+import { DEMO_DEFINITIONS } from '#handlers/demo-estate';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const textOf = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : `<${c.type}>`)).join('\n');

@@ -1,10 +1,10 @@
 /** The pure rules of the HTTP edge: configuration, claim mapping, API scopes, metadata and challenges. */
 import { describe, expect, it } from 'vitest';
-import { covers, holdsAny, inNamespace, LIFECYCLE_SCOPE, PUBLISH_SCOPE, scopeNeededFor } from '../../src/auth/api-scopes.ts';
-import { NO_TENANT, principalFromClaims } from '../../src/auth/claims.ts';
-import { DEFAULT_CLAIMS, loadAuthConfig } from '../../src/auth/config.ts';
-import { metadataPaths, metadataUrl, protectedResourceMetadata, wwwAuthenticate } from '../../src/auth/resource-metadata.ts';
-import { DomainError } from '../../src/domain/errors.ts';
+import { covers, holdsAny, inNamespace, LIFECYCLE_SCOPE, PUBLISH_SCOPE, scopeNeededFor } from '#auth/api-scopes';
+import { NO_TENANT, principalFromClaims } from '#auth/claims';
+import { DEFAULT_CLAIMS, loadAuthConfig } from '#auth/config';
+import { metadataPaths, metadataUrl, protectedResourceMetadata, wwwAuthenticate } from '#auth/resource-metadata';
+import { DomainError } from '#domain/errors';
 
 const FULL = { authIssuer: 'https://idp.example', authJwksUrl: 'https://idp.example/jwks', authAudience: 'https://estate.example/mcp' };
 

@@ -4,9 +4,9 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAuthenticator } from '../../src/auth/authenticator.ts';
-import { DEFAULT_CLAIMS, type AuthConfig } from '../../src/auth/config.ts';
-import { createJwtVerifier } from '../../src/auth/jwt-verifier.ts';
+import { createAuthenticator } from '#auth/authenticator';
+import { DEFAULT_CLAIMS, type AuthConfig } from '#auth/config';
+import { createJwtVerifier } from '#auth/jwt-verifier';
 import { startTestIssuer, type TestIssuer } from '../fixtures/jwks.ts';
 
 const AUDIENCE = 'https://estate.example/mcp';

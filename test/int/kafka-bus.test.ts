@@ -4,9 +4,9 @@
  * the wrong shape, an unknown event — are logged and skipped without stopping the consumer.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CatalogueChange } from '../../src/app/ports.ts';
-import { decodeChange, encodeChange } from '../../src/bus/change-message.ts';
-import { KafkaChangeBus, KafkaChangePublisher } from '../../src/bus/kafka-change-bus.ts';
+import type { CatalogueChange } from '#app/ports';
+import { decodeChange, encodeChange } from '#bus/change-message';
+import { KafkaChangeBus, KafkaChangePublisher } from '#bus/kafka-change-bus';
 import { produceRaw, requireServices, uniqueTopic } from './kafka-helpers.ts';
 
 const services = await requireServices('KafkaChangeBus on the real broker');

@@ -10,11 +10,11 @@
  * every process on the machine shares; and {"released":at} when it gave the lease up. Two candidates' intervals must
  * never overlap, however the machine stalls them: that is the lease's property, judged without a wall-clock race.
  */
-import { systemTimer, type EventStore } from '../../src/app/ports.ts';
-import { RELAY_STATE_EVENT } from '../../src/app/relay-lease.ts';
-import { startRelay, type ChangePublisher } from '../../src/app/relay.ts';
-import { KafkaChangePublisher } from '../../src/bus/kafka-change-bus.ts';
-import { createPostgresEventStore } from '../../src/store/postgres-event-store.ts';
+import { systemTimer, type EventStore } from '#app/ports';
+import { RELAY_STATE_EVENT } from '#app/relay-lease';
+import { startRelay, type ChangePublisher } from '#app/relay';
+import { KafkaChangePublisher } from '#bus/kafka-change-bus';
+import { createPostgresEventStore } from '#store/postgres-event-store';
 
 const [pgUrl, schema, brokers, topic, holder, ttl, batch, dieAfter] = process.argv.slice(2);
 const store = await createPostgresEventStore({ connectionString: pgUrl as string, schema: schema as string, pollIntervalMs: 20 });

@@ -7,11 +7,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CommandHandler } from '../../src/app/command-handler.ts';
-import type { EventStore } from '../../src/app/ports.ts';
-import { relayStream, startRelay } from '../../src/app/relay.ts';
-import { KafkaChangePublisher } from '../../src/bus/kafka-change-bus.ts';
-import { createPostgresEventStore } from '../../src/store/postgres-event-store.ts';
+import { CommandHandler } from '#app/command-handler';
+import type { EventStore } from '#app/ports';
+import { relayStream, startRelay } from '#app/relay';
+import { KafkaChangePublisher } from '#bus/kafka-change-bus';
+import { createPostgresEventStore } from '#store/postgres-event-store';
 import { aDefinition } from '../fixtures/builders.ts';
 import { readTopic, readTopicUntil, requireServices, uniqueTopic, type TopicMessage } from './kafka-helpers.ts';
 import { dropSchema, uniqueSchema } from './pg-helpers.ts';

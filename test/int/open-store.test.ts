@@ -2,8 +2,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DomainError } from '../../src/domain/errors.ts';
-import { openEventStore } from '../../src/store/open-store.ts';
+import { DomainError } from '#domain/errors';
+import { openEventStore } from '#store/open-store';
 
 describe('openEventStore', () => {
   const dirs: string[] = [];

@@ -2,10 +2,10 @@
  * One racing publisher (a separate OS process): publishes versions 1.1.0 .. 1.<count>.0 of one tool, each with
  * content unique to this worker, and prints one JSON line per attempt.
  */
-import { loadConfig } from '../../src/config.ts';
-import { DomainError } from '../../src/domain/errors.ts';
-import { validateDefinition } from '../../src/domain/tool-definition.ts';
-import { openEstate } from '../../src/compose/estate.ts';
+import { loadConfig } from '#config';
+import { DomainError } from '#domain/errors';
+import { validateDefinition } from '#domain/tool-definition';
+import { openEstate } from '#compose/estate';
 import { raceDefinition } from './publish-race-definitions.ts';
 
 const [storeUrl, workerId, countText, toolName] = process.argv.slice(2);

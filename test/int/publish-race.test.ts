@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { decodeCatalogueEvent } from '../../src/app/event-codec.ts';
-import { loadConfig } from '../../src/config.ts';
-import { toolStream } from '../../src/domain/events.ts';
-import { openEstate } from '../../src/compose/estate.ts';
+import { decodeCatalogueEvent } from '#app/event-codec';
+import { loadConfig } from '#config';
+import { toolStream } from '#domain/events';
+import { openEstate } from '#compose/estate';
 import { requirePostgres } from './pg-helpers.ts';
 import { raceDefinition } from './publish-race-definitions.ts';
 

@@ -3,8 +3,8 @@
  * Opens the store, says `ready`, waits for `go` on stdin so every worker races from the same moment, then appends
  * with the exact revision it just read, retrying on ConcurrencyError. Prints one JSON summary line and exits 0.
  */
-import { ConcurrencyError, type ExpectedRevision } from '../../src/app/ports.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
+import { ConcurrencyError, type ExpectedRevision } from '#app/ports';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 
 const [path, streamId, worker, count] = process.argv.slice(2);
 if (!path || !streamId || !worker || !count) throw new Error('usage: <db path> <stream> <worker id> <appends>');

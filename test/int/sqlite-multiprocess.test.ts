@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 
 const WORKERS = 8;
 const APPENDS_EACH = 100;

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import pg from 'pg';
-import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { seedHistory } from '../fixtures/estate-history.ts';
 import { ESTATE_BIN, makeTempStore, REPO_ROOT, runCli, type TempStore } from '../e2e/helpers.ts';
 import { requirePostgres } from './pg-helpers.ts';

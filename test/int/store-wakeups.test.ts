@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { EventStore, StoredEvent } from '../../src/app/ports.ts';
-import { createPostgresEventStore, type PostgresEventStoreOptions } from '../../src/store/postgres-event-store.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
+import type { EventStore, StoredEvent } from '#app/ports';
+import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { dropSchema, requirePostgres, uniqueSchema } from './pg-helpers.ts';
 
 const TEN_MINUTES = 600_000;

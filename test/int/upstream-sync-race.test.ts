@@ -9,11 +9,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { decodeUpstreamEvent } from '../../src/app/event-codec.ts';
-import { loadConfig } from '../../src/config.ts';
-import { upstreamStream } from '../../src/domain/events.ts';
-import { openEstate } from '../../src/compose/estate.ts';
-import { UpstreamRegistry } from '../../src/upstream/registry.ts';
+import { decodeUpstreamEvent } from '#app/event-codec';
+import { loadConfig } from '#config';
+import { upstreamStream } from '#domain/events';
+import { openEstate } from '#compose/estate';
+import { UpstreamRegistry } from '#upstream/registry';
 import { requirePostgres } from './pg-helpers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');

@@ -1,7 +1,7 @@
 /** The one backoff rule shared by the relay's publish retry and an upstream child's restart (src/app/backoff.ts). */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { exponentialBackoff } from '../../src/app/backoff.ts';
+import { exponentialBackoff } from '#app/backoff';
 
 describe('exponentialBackoff', () => {
   it("doubles from the first delay up to the cap: the relay's and the upstream restart's schedules", () => {

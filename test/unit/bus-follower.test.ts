@@ -4,14 +4,14 @@
  * announced before the store shows it is retried, then reported; a bus down at start is retried while the replica
  * serves what the store holds.
  */
-import { silentLog } from '../../src/app/log.ts';
+import { silentLog } from '#app/log';
 import { describe, expect, it } from 'vitest';
-import { followBus } from '../../src/app/bus-follower.ts';
-import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
-import type { EventStore, StoredEvent } from '../../src/app/ports.ts';
-import { changeOfEvent, toolStream, type CatalogueEvent } from '../../src/domain/events.ts';
-import { MemoryChangeBus, MemoryChangePublisher, MemoryChangeTopic } from '../../src/bus/memory-change-bus.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { followBus } from '#app/bus-follower';
+import { CatalogueReader } from '#app/catalogue-reader';
+import type { EventStore, StoredEvent } from '#app/ports';
+import { changeOfEvent, toolStream, type CatalogueEvent } from '#domain/events';
+import { MemoryChangeBus, MemoryChangePublisher, MemoryChangeTopic } from '#bus/memory-change-bus';
+import { createMemoryEventStore } from '#store/memory-event-store';
 import { aDefinition, deprecatedEvent, publishedEvent } from '../fixtures/builders.ts';
 import { ManualTimer } from '../fixtures/manual-timer.ts';
 

@@ -1,11 +1,11 @@
 /** The catalogue projection and discovery (SPEC §2 "Lifecycle", "Discovery for a principal"; invariants 7 and 8). */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { classificationRank, isVisible, makePrincipal } from '../../src/domain/access.ts';
-import type { CatalogueEvent } from '../../src/domain/events.ts';
-import { CLASSIFICATIONS, type Principal } from '../../src/domain/types.ts';
-import { CatalogueProjection } from '../../projections/catalogue.ts';
-import { DiscoveryIndex, discoverNaive } from '../../projections/discovery.ts';
+import { classificationRank, isVisible, makePrincipal } from '#domain/access';
+import type { CatalogueEvent } from '#domain/events';
+import { CLASSIFICATIONS, type Principal } from '#domain/types';
+import { CatalogueProjection } from '#projections/catalogue';
+import { DiscoveryIndex, discoverNaive } from '#projections/discovery';
 import { aDefinition, deprecatedEvent, publishedEvent, retiredEvent } from '../fixtures/builders.ts';
 
 const build = (...events: CatalogueEvent[]): CatalogueProjection => {

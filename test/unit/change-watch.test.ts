@@ -1,10 +1,10 @@
 /** `estate watch`'s positions (a command-line input) and its store tail, in process. */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CatalogueChange, EventStore } from '../../src/app/ports.ts';
-import { CommandHandler } from '../../src/app/command-handler.ts';
-import { DomainError } from '../../src/domain/errors.ts';
-import { isAfter, parseWatchPosition, watchStore, type WatchHandle } from '../../src/ops/change-watch.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import type { CatalogueChange, EventStore } from '#app/ports';
+import { CommandHandler } from '#app/command-handler';
+import { DomainError } from '#domain/errors';
+import { isAfter, parseWatchPosition, watchStore, type WatchHandle } from '#ops/change-watch';
+import { createMemoryEventStore } from '#store/memory-event-store';
 import { aDefinition } from '../fixtures/builders.ts';
 
 describe('watch positions', () => {

@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import JSON5 from 'json5';
 import { afterAll, describe, expect, it } from 'vitest';
-import { classifySchemaChange } from '../../src/domain/classify.ts';
-import type { JsonObject, JsonValue, Reason } from '../../src/domain/types.ts';
+import { classifySchemaChange } from '#domain/classify';
+import type { JsonObject, JsonValue, Reason } from '#domain/types';
 
 interface CorpusCase {
   description: string;

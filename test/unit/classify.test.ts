@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { classifyDefinition, classifySchemaChange } from '../../src/domain/classify.ts';
-import type { JsonObject, Level, Reason, ToolDefinition } from '../../src/domain/types.ts';
+import { classifyDefinition, classifySchemaChange } from '#domain/classify';
+import type { JsonObject, Level, Reason, ToolDefinition } from '#domain/types';
 
 // ------------------------------------------------------------------ builders
 

@@ -3,14 +3,14 @@
  * definition errors answered as refusals rather than thrown (so --json shows the verdict shape for them).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import { DomainError } from '../../src/domain/errors.ts';
-import { loadConfig } from '../../src/config.ts';
-import { openEstate } from '../../src/compose/estate.ts';
-import { localCatalogueCommands } from '../../src/cli/commands/local.ts';
-import type { CatalogueCommands } from '../../src/cli/commands/port.ts';
-import { apiBase } from '../../src/cli/commands/http.ts';
-import { parseRef, parseToolRef } from '../../src/cli/ref.ts';
+import { makePrincipal } from '#domain/access';
+import { DomainError } from '#domain/errors';
+import { loadConfig } from '#config';
+import { openEstate } from '#compose/estate';
+import { localCatalogueCommands } from '#cli/commands/local';
+import type { CatalogueCommands } from '#cli/commands/port';
+import { apiBase } from '#cli/commands/http';
+import { parseRef, parseToolRef } from '#cli/ref';
 import { aRawDefinition } from '../fixtures/builders.ts';
 
 const source = (raw: unknown, file = 'tools/x.json') => ({ file, raw });

@@ -1,6 +1,6 @@
 /** Configuration (SPEC §5): flag, else environment, else default; a bad value fails at start with a clear message. */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_STORE, DEFAULT_TOPIC, loadConfig, loadServeConfig, type ServeFlags } from '../../src/config.ts';
+import { DEFAULT_STORE, DEFAULT_TOPIC, loadConfig, loadServeConfig, type ServeFlags } from '#config';
 
 describe('loadConfig', () => {
   it('defaults', () => {

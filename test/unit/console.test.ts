@@ -5,15 +5,15 @@
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
-import { CommandHandler } from '../../src/app/command-handler.ts';
-import { createConsole, type ConsoleActor } from '../../src/console/console.ts';
-import { esc, html } from '../../src/console/html.ts';
-import { cataloguePage, PAGE_SIZE, parseCatalogueQuery, searchCatalogue, upstreamsPage } from '../../src/console/pages.ts';
-import { diffLines, placeReasons, printWithPaths } from '../../src/console/schema-diff.ts';
-import { classifyDefinition } from '../../src/domain/classify.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
-import { CatalogueProjection } from '../../projections/catalogue.ts';
+import { CatalogueReader } from '#app/catalogue-reader';
+import { CommandHandler } from '#app/command-handler';
+import { createConsole, type ConsoleActor } from '#console/console';
+import { esc, html } from '#console/html';
+import { cataloguePage, PAGE_SIZE, parseCatalogueQuery, searchCatalogue, upstreamsPage } from '#console/pages';
+import { diffLines, placeReasons, printWithPaths } from '#console/schema-diff';
+import { classifyDefinition } from '#domain/classify';
+import { createMemoryEventStore } from '#store/memory-event-store';
+import { CatalogueProjection } from '#projections/catalogue';
 import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
 
 const bigCatalogue = (n: number): CatalogueProjection => {

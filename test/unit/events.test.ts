@@ -5,12 +5,12 @@
  * reader folding the log decodes each stored event exactly once.
  */
 import { describe, expect, expectTypeOf, it, vi } from 'vitest';
-import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
-import { CorruptEventError, decodeCatalogueEvent, decodeEvent, decodeToolCalled, decodeUpstreamEvent } from '../../src/app/event-codec.ts';
-import type { StoredEvent } from '../../src/app/ports.ts';
-import { changeOfEvent, EVENT_DATA, toolStream, type EstateEvent, type EventType } from '../../src/domain/events.ts';
-import type { CatalogueChange as LibraryChange } from '../../src/lib/changes.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { CatalogueReader } from '#app/catalogue-reader';
+import { CorruptEventError, decodeCatalogueEvent, decodeEvent, decodeToolCalled, decodeUpstreamEvent } from '#app/event-codec';
+import type { StoredEvent } from '#app/ports';
+import { changeOfEvent, EVENT_DATA, toolStream, type EstateEvent, type EventType } from '#domain/events';
+import type { CatalogueChange as LibraryChange } from '#lib/changes';
+import { createMemoryEventStore } from '#store/memory-event-store';
 import { aDefinition, deprecatedEvent, publishedEvent, retiredEvent } from '../fixtures/builders.ts';
 
 const at = '2026-01-01T00:00:00.000Z';

@@ -1,7 +1,7 @@
 /** The start-up banner and the browser page as pure functions: wording, redaction, escaping. */
 import { describe, expect, it } from 'vitest';
-import { redactStoreUrl, startupBanner } from '../../src/cli/banner.ts';
-import { browserPage, escapeHtml } from '../../src/mcp/browser-page.ts';
+import { redactStoreUrl, startupBanner } from '#cli/banner';
+import { browserPage, escapeHtml } from '#mcp/browser-page';
 
 describe('startupBanner', () => {
   const base = { transport: 'http' as const, url: 'http://127.0.0.1:8080/mcp', store: 'sqlite:.estate/estate.db', visible: 1, total: 7, demo: true, handlers: 7 };

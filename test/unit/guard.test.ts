@@ -1,11 +1,11 @@
 /** The publish guard and lifecycle as a decider: given(events).when(command).then(events | refusal). */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { CatalogueEvent } from '../../src/domain/events.ts';
-import { classifyDefinition } from '../../src/domain/classify.ts';
-import { canonicalHash } from '../../src/domain/hash.ts';
-import { baselineOf, decideLifecycle, decidePublish, evolve, initialToolState, type PublishVerdict, type ToolState } from '../../src/domain/guard.ts';
-import { LEVEL_RANK, type ToolDefinition } from '../../src/domain/types.ts';
+import type { CatalogueEvent } from '#domain/events';
+import { classifyDefinition } from '#domain/classify';
+import { canonicalHash } from '#domain/hash';
+import { baselineOf, decideLifecycle, decidePublish, evolve, initialToolState, type PublishVerdict, type ToolState } from '#domain/guard';
+import { LEVEL_RANK, type ToolDefinition } from '#domain/types';
 import { aDefinition } from '../fixtures/builders.ts';
 
 const AT = '2026-02-01T00:00:00.000Z';

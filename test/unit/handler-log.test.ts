@@ -1,7 +1,7 @@
 /** A handler's ctx.log over the one logger port: either order in, fields first out. */
 import { describe, expect, it } from 'vitest';
-import type { Log } from '../../src/app/log.ts';
-import { handlerLogOver } from '../../src/handlers/handler-log.ts';
+import type { Log } from '#app/log';
+import { handlerLogOver } from '#handlers/handler-log';
 
 const recording = (): Log & { lines: unknown[][] } => {
   const lines: unknown[][] = [];

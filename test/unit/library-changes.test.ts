@@ -1,7 +1,7 @@
 /** `estate/changes` decode and deduplicate: every malformed message is refused with a reason naming what is wrong. */
 import { describe, expect, it } from 'vitest';
-import { ChangeMessageError, createDeduplicator, decodeChange, tryDecodeChange } from '../../src/lib/changes.ts';
-import { zodToJsonSchema, zodToolToDefinition } from '../../src/lib/zod-tools.ts';
+import { ChangeMessageError, createDeduplicator, decodeChange, tryDecodeChange } from '#lib/changes';
+import { zodToJsonSchema, zodToolToDefinition } from '#lib/zod-tools';
 import { z } from 'zod';
 
 const good = { type: 'catalogue.changed', position: '17', tool: 'payments.lookup', version: '2.0.0', event: 'ToolVersionPublished', at: '2026-01-01T00:00:00.000Z' };
@@ -92,7 +92,7 @@ describe('zod tools', () => {
 
 describe('createToolsCache options', () => {
   it.each([-1, Number.NaN, Number.POSITIVE_INFINITY])('refuses ttlMs %s before touching the client', async (ttlMs) => {
-    const { createToolsCache } = await import('../../src/lib/client.ts');
+    const { createToolsCache } = await import('#lib/client');
     expect(() => createToolsCache({} as never, { ttlMs })).toThrow(/ttlMs must be a finite number >= 0/);
   });
 });

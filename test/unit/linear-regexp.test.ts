@@ -3,14 +3,14 @@
  * worker-thread budget, the depth scan before parse, in-place `$ref` cycles, and bounded validation messages.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createDefinitionChecker } from '../../src/app/definition-budget.ts';
-import { DomainError } from '../../src/domain/errors.ts';
-import { scanJsonDepth } from '../../src/domain/json-depth.ts';
-import { linearRegExp, linearRegExpCacheSize, MAX_PATTERNS_PER_DEFINITION, PATTERN_CACHE_SIZE } from '../../src/domain/linear-regexp.ts';
-import { findInPlaceRefCycle } from '../../src/domain/ref-cycles.ts';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import type { JsonObject } from '../../src/domain/types.ts';
-import { createCompiledSchema, formatErrors } from '../../src/domain/validate.ts';
+import { createDefinitionChecker } from '#app/definition-budget';
+import { DomainError } from '#domain/errors';
+import { scanJsonDepth } from '#domain/json-depth';
+import { linearRegExp, linearRegExpCacheSize, MAX_PATTERNS_PER_DEFINITION, PATTERN_CACHE_SIZE } from '#domain/linear-regexp';
+import { findInPlaceRefCycle } from '#domain/ref-cycles';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import type { JsonObject } from '#domain/types';
+import { createCompiledSchema, formatErrors } from '#domain/validate';
 import { aDefinition } from '../fixtures/builders.ts';
 
 const compiler = createSchemaCompiler();

@@ -3,9 +3,9 @@
  * after its own record's commit; a failed commit rejects exactly the calls in it.
  */
 import { describe, expect, it } from 'vitest';
-import { createCallRecorder, type CallRecord } from '../../src/app/call-recorder.ts';
-import type { AppendRequest, AppendResult, EventStore } from '../../src/app/ports.ts';
-import { runStream } from '../../src/domain/events.ts';
+import { createCallRecorder, type CallRecord } from '#app/call-recorder';
+import type { AppendRequest, AppendResult, EventStore } from '#app/ports';
+import { runStream } from '#domain/events';
 
 const OWNER = { tenant: 't', subject: 's' };
 

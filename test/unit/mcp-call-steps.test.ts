@@ -5,19 +5,19 @@
  * a question on a 2026-07-28 call runs once, while a module handler and a read-only proxy keep their rounds.
  */
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import type { SideEffect } from '../../src/domain/types.ts';
-import type { HandlerMap } from '../../src/handlers/types.ts';
-import { createCompiledSchemaCache } from '../../src/mcp/compiled-schemas.ts';
-import type { JsonRpcResponse } from '../../src/mcp/jsonrpc.ts';
-import { countedMethod, findMethod } from '../../src/mcp/method-table.ts';
-import { handleStateless } from '../../src/mcp/stateless.ts';
-import { admitArguments } from '../../src/mcp/tool-call/admit.ts';
-import { executorsFrom, mayRunAgain, type ToolExecutor } from '../../src/mcp/tool-call/executor.ts';
-import { openInputRounds } from '../../src/mcp/tool-call/input-round.ts';
-import type { CallParams } from '../../src/mcp/tool-call/read-request.ts';
-import { RUN_ID_META } from '../../src/mcp/tool-projection.ts';
+import { makePrincipal } from '#domain/access';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import type { SideEffect } from '#domain/types';
+import type { HandlerMap } from '#handlers/types';
+import { createCompiledSchemaCache } from '#mcp/compiled-schemas';
+import type { JsonRpcResponse } from '#mcp/jsonrpc';
+import { countedMethod, findMethod } from '#mcp/method-table';
+import { handleStateless } from '#mcp/stateless';
+import { admitArguments } from '#mcp/tool-call/admit';
+import { executorsFrom, mayRunAgain, type ToolExecutor } from '#mcp/tool-call/executor';
+import { openInputRounds } from '#mcp/tool-call/input-round';
+import type { CallParams } from '#mcp/tool-call/read-request';
+import { RUN_ID_META } from '#mcp/tool-projection';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness, resultOf, textOf } from '../fixtures/handlers/harness.ts';
 

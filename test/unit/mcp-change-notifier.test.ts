@@ -2,7 +2,7 @@
  * list_changed goes only to sessions whose view changed compared with what they were last given.
  */
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
+import { makePrincipal } from '#domain/access';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
 

@@ -3,10 +3,10 @@
  * logging/setLevel (sessions) or `_meta["io.modelcontextprotocol/logLevel"]` (2026-07-28).
  */
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import type { HandlerMap } from '../../src/handlers/types.ts';
-import type { JsonRpcNotification } from '../../src/mcp/jsonrpc.ts';
-import { handleStateless } from '../../src/mcp/stateless.ts';
+import { makePrincipal } from '#domain/access';
+import type { HandlerMap } from '#handlers/types';
+import type { JsonRpcNotification } from '#mcp/jsonrpc';
+import { handleStateless } from '#mcp/stateless';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
 

@@ -5,11 +5,11 @@
  * hanging. Responses pass gate 1 without being answered; other method-less envelopes still fail it.
  */
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import type { HandlerMap } from '../../src/handlers/types.ts';
-import { ClientRequestError } from '../../src/mcp/client-requests.ts';
-import { INVALID_REQUEST, type JsonRpcRequest, type JsonRpcResponse } from '../../src/mcp/jsonrpc.ts';
-import { handleStateless } from '../../src/mcp/stateless.ts';
+import { makePrincipal } from '#domain/access';
+import type { HandlerMap } from '#handlers/types';
+import { ClientRequestError } from '#mcp/client-requests';
+import { INVALID_REQUEST, type JsonRpcRequest, type JsonRpcResponse } from '#mcp/jsonrpc';
+import { handleStateless } from '#mcp/stateless';
 import { aDefinition } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf, textOf } from '../fixtures/handlers/harness.ts';
 

@@ -5,14 +5,14 @@
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
-import { toolStream } from '../../src/domain/events.ts';
-import { createSchemaCompiler, type SchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import type { JsonObject, ToolDefinition } from '../../src/domain/types.ts';
-import { createCompiledSchemaCache } from '../../src/mcp/compiled-schemas.ts';
-import { createSchemaWarmup } from '../../src/mcp/schema-warmup.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
-import { CatalogueProjection, type CatalogueVersion } from '../../projections/catalogue.ts';
+import { CatalogueReader } from '#app/catalogue-reader';
+import { toolStream } from '#domain/events';
+import { createSchemaCompiler, type SchemaCompiler } from '#domain/schema-compiler';
+import type { JsonObject, ToolDefinition } from '#domain/types';
+import { createCompiledSchemaCache } from '#mcp/compiled-schemas';
+import { createSchemaWarmup } from '#mcp/schema-warmup';
+import { createMemoryEventStore } from '#store/memory-event-store';
+import { CatalogueProjection, type CatalogueVersion } from '#projections/catalogue';
 import { aDefinition, publishedEvent, retiredEvent } from '../fixtures/builders.ts';
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));

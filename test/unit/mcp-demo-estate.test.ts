@@ -1,12 +1,12 @@
 /** The --demo estate goes through the normal publish path, so a second run changes nothing; it covers the cases. */
 import { describe, expect, it } from 'vitest';
-import { CommandHandler } from '../../src/app/command-handler.ts';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import { validateDefinition } from '../../src/domain/tool-definition.ts';
-import { CLASSIFICATIONS } from '../../src/domain/types.ts';
-import { demoHandlers, seedDemoEstate } from '../../src/handlers/demo.ts';
-import { DEMO_DEFINITIONS, DEMO_DEPRECATIONS } from '../../src/handlers/demo-estate.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { CommandHandler } from '#app/command-handler';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import { validateDefinition } from '#domain/tool-definition';
+import { CLASSIFICATIONS } from '#domain/types';
+import { demoHandlers, seedDemoEstate } from '#handlers/demo';
+import { DEMO_DEFINITIONS, DEMO_DEPRECATIONS } from '#handlers/demo-estate';
+import { createMemoryEventStore } from '#store/memory-event-store';
 
 describe('demo estate', () => {
   it('publishes once; a second run appends nothing', async () => {

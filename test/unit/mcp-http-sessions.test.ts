@@ -3,10 +3,10 @@
  * alive), and a dropped session is gone for good (the transport answers 404 for it).
  */
 import { describe, expect, it } from 'vitest';
-import { HttpSessions, SESSION_IDLE_MS } from '../../src/mcp/http-sessions.ts';
+import { HttpSessions, SESSION_IDLE_MS } from '#mcp/http-sessions';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness } from '../fixtures/handlers/harness.ts';
-import { makePrincipal } from '../../src/domain/access.ts';
+import { makePrincipal } from '#domain/access';
 
 describe('HTTP sessions', () => {
   it('expire after 30 idle minutes unless a GET stream is open', async () => {

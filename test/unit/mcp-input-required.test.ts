@@ -4,13 +4,13 @@
  * re-runs the handler with the recorded answers. Only the final, executed call is recorded.
  */
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import type { HandlerMap } from '../../src/handlers/types.ts';
-import { ClientRequestError } from '../../src/mcp/client-requests.ts';
-import { INPUT_REQUIRED, openState, resolveStateKey, sealState } from '../../src/mcp/input-required.ts';
-import type { JsonRpcResponse } from '../../src/mcp/jsonrpc.ts';
-import { handleStateless, type StatelessOutcome } from '../../src/mcp/stateless.ts';
-import { RUN_ID_META } from '../../src/mcp/tool-projection.ts';
+import { makePrincipal } from '#domain/access';
+import type { HandlerMap } from '#handlers/types';
+import { ClientRequestError } from '#mcp/client-requests';
+import { INPUT_REQUIRED, openState, resolveStateKey, sealState } from '#mcp/input-required';
+import type { JsonRpcResponse } from '#mcp/jsonrpc';
+import { handleStateless, type StatelessOutcome } from '#mcp/stateless';
+import { RUN_ID_META } from '#mcp/tool-projection';
 import { aDefinition } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf, textOf } from '../fixtures/handlers/harness.ts';
 

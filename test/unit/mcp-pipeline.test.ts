@@ -2,8 +2,8 @@
  * The stateful five-gate pipeline and the stateless path, driven directly (no transport).
  */
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import { handleStateless, isStatelessMessage } from '../../src/mcp/stateless.ts';
+import { makePrincipal } from '#domain/access';
+import { handleStateless, isStatelessMessage } from '#mcp/stateless';
 import { aDefinition } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
 

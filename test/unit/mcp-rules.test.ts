@@ -5,11 +5,11 @@
  * a RETRYABLE handler that times out is retried with backoff, a non_idempotent one never.
  */
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import type { HandlerMap } from '../../src/handlers/types.ts';
-import type { JsonRpcCall } from '../../src/mcp/jsonrpc.ts';
-import { runHandler } from '../../src/mcp/run-handler.ts';
-import { handleStateless } from '../../src/mcp/stateless.ts';
+import { makePrincipal } from '#domain/access';
+import type { HandlerMap } from '#handlers/types';
+import type { JsonRpcCall } from '#mcp/jsonrpc';
+import { runHandler } from '#mcp/run-handler';
+import { handleStateless } from '#mcp/stateless';
 import { aDefinition } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf, textOf, type Harness } from '../fixtures/handlers/harness.ts';
 

@@ -2,8 +2,8 @@
  * tools/list and tools/call per SPEC §3, driven through a stateful session over the memory store.
  */
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import type { HandlerMap } from '../../src/handlers/types.ts';
+import { makePrincipal } from '#domain/access';
+import type { HandlerMap } from '#handlers/types';
 import { aDefinition } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf, textOf } from '../fixtures/handlers/harness.ts';
 

@@ -1,11 +1,11 @@
 /** Relay and consumer lag in /metrics: values that rise with unpublished or unapplied changes and fall back to 0. */
 import { describe, expect, it } from 'vitest';
-import { RELAY_STATE_EVENT } from '../../src/app/relay-lease.ts';
-import { relayStream } from '../../src/app/relay.ts';
-import { CommandHandler } from '../../src/app/command-handler.ts';
-import { createLagProbe } from '../../src/ops/lag.ts';
-import { createMetrics } from '../../src/ops/metrics.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { RELAY_STATE_EVENT } from '#app/relay-lease';
+import { relayStream } from '#app/relay';
+import { CommandHandler } from '#app/command-handler';
+import { createLagProbe } from '#ops/lag';
+import { createMetrics } from '#ops/metrics';
+import { createMemoryEventStore } from '#store/memory-event-store';
 import { aDefinition } from '../fixtures/builders.ts';
 
 const gauge = (text: string, name: string): number | undefined => {

@@ -1,9 +1,9 @@
 /** /metrics under authorization answers loopback callers only unless --metrics-public (SPEC §9). */
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/ops/metrics.ts';
-import { opsRoutes } from '../../src/ops/http-routes.ts';
-import { createStoreHealth } from '../../src/ops/store-health.ts';
+import { createMetrics } from '#ops/metrics';
+import { opsRoutes } from '#ops/http-routes';
+import { createStoreHealth } from '#ops/store-health';
 
 const from = (remoteAddress: string | undefined) => ({ socket: { remoteAddress } }) as unknown as IncomingMessage;
 const deps = (metricsLoopbackOnly: boolean) => ({

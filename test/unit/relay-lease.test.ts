@@ -3,8 +3,8 @@
  * expiry measured on the candidate's own clock, fencing of a holder that was paused past its lease, clean release.
  */
 import { describe, expect, it } from 'vitest';
-import { RelayLease } from '../../src/app/relay-lease.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import { RelayLease } from '#app/relay-lease';
+import { createMemoryEventStore } from '#store/memory-event-store';
 
 const TTL = 1000;
 

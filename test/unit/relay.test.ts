@@ -4,13 +4,13 @@
  * is down, resume from the checkpoint, lease takeover from a holder that stopped renewing, never two active relays,
  * and the one duplicate at-least-once allows. The same relay on the real broker: test/int/kafka-relay.test.ts.
  */
-import { silentLog } from '../../src/app/log.ts';
+import { silentLog } from '#app/log';
 import { describe, expect, it } from 'vitest';
-import type { ChangePublisher, EventStore } from '../../src/app/ports.ts';
-import { startRelay, type Relay } from '../../src/app/relay.ts';
-import { toolStream } from '../../src/domain/events.ts';
-import { MemoryChangePublisher, MemoryChangeTopic } from '../../src/bus/memory-change-bus.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
+import type { ChangePublisher, EventStore } from '#app/ports';
+import { startRelay, type Relay } from '#app/relay';
+import { toolStream } from '#domain/events';
+import { MemoryChangePublisher, MemoryChangeTopic } from '#bus/memory-change-bus';
+import { createMemoryEventStore } from '#store/memory-event-store';
 import { aDefinition, deprecatedEvent, publishedEvent } from '../fixtures/builders.ts';
 import { ManualTimer } from '../fixtures/manual-timer.ts';
 

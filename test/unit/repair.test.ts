@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { repair } from '../../src/domain/repair.ts';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import { formatErrors } from '../../src/domain/validate.ts';
-import type { JsonObject } from '../../src/domain/types.ts';
+import { repair } from '#domain/repair';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import { formatErrors } from '#domain/validate';
+import type { JsonObject } from '#domain/types';
 import { tracedExampleSchema } from '../fixtures/builders.ts';
 
 const compiler = createSchemaCompiler();

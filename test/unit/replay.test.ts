@@ -4,14 +4,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CatalogueReader } from '../../src/app/catalogue-reader.ts';
-import { CommandHandler } from '../../src/app/command-handler.ts';
-import { replayAsOf } from '../../src/app/replay.ts';
-import { makePrincipal } from '../../src/domain/access.ts';
-import { DomainError } from '../../src/domain/errors.ts';
-import { CLASSIFICATIONS } from '../../src/domain/types.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
-import type { CatalogueProjection } from '../../projections/catalogue.ts';
+import { CatalogueReader } from '#app/catalogue-reader';
+import { CommandHandler } from '#app/command-handler';
+import { replayAsOf } from '#app/replay';
+import { makePrincipal } from '#domain/access';
+import { DomainError } from '#domain/errors';
+import { CLASSIFICATIONS } from '#domain/types';
+import { createMemoryEventStore } from '#store/memory-event-store';
+import type { CatalogueProjection } from '#projections/catalogue';
 import { aDefinition } from '../fixtures/builders.ts';
 
 const snapshot = (c: CatalogueProjection) =>

@@ -4,9 +4,9 @@
  * own, and no answer differs with whether that other run exists.
  */
 import { describe, expect, it } from 'vitest';
-import { readRunStreams } from '../../src/app/call-recorder.ts';
-import { decodeToolCalled } from '../../src/app/event-codec.ts';
-import { makePrincipal } from '../../src/domain/access.ts';
+import { readRunStreams } from '#app/call-recorder';
+import { decodeToolCalled } from '#app/event-codec';
+import { makePrincipal } from '#domain/access';
 import { aDefinition } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createSchemaCompiler, isBacktrackSafe, linearRegExp, re2RegExp } from '../../src/domain/schema-compiler.ts';
-import { DomainError } from '../../src/domain/errors.ts';
-import type { JsonObject } from '../../src/domain/types.ts';
+import { createSchemaCompiler, isBacktrackSafe, linearRegExp, re2RegExp } from '#domain/schema-compiler';
+import { DomainError } from '#domain/errors';
+import type { JsonObject } from '#domain/types';
 
 const compiler = createSchemaCompiler();
 

@@ -6,10 +6,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DomainError } from '../../src/domain/errors.ts';
-import { createSchemaCompiler, MAX_SCHEMA_DEPTH } from '../../src/domain/schema-compiler.ts';
-import { MAX_NORMALISED_COPIES } from '../../src/domain/schema-resources.ts';
-import type { JsonObject } from '../../src/domain/types.ts';
+import { DomainError } from '#domain/errors';
+import { createSchemaCompiler, MAX_SCHEMA_DEPTH } from '#domain/schema-compiler';
+import { MAX_NORMALISED_COPIES } from '#domain/schema-resources';
+import type { JsonObject } from '#domain/types';
 
 let server: Server;
 let canary = '';

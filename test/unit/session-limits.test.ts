@@ -3,10 +3,10 @@
  * bounded in count and bytes, and a request id still in flight is refused so the first request keeps its cancel.
  */
 import { describe, expect, it } from 'vitest';
-import { makePrincipal } from '../../src/domain/access.ts';
-import type { HandlerContext } from '../../src/handlers/types.ts';
-import type { JsonRpcResponse } from '../../src/mcp/jsonrpc.ts';
-import { StatefulSession } from '../../src/mcp/stateful-session.ts';
+import { makePrincipal } from '#domain/access';
+import type { HandlerContext } from '#handlers/types';
+import type { JsonRpcResponse } from '#mcp/jsonrpc';
+import { StatefulSession } from '#mcp/stateful-session';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness, textOf } from '../fixtures/handlers/harness.ts';
 

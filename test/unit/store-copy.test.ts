@@ -3,12 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { EventStore, StoredEvent } from '../../src/app/ports.ts';
-import { DomainError } from '../../src/domain/errors.ts';
-import { copyStore } from '../../src/ops/store-copy.ts';
-import { compareSummaries, summarizeStore } from '../../src/ops/store-summary.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
-import { createSqliteEventStore } from '../../src/store/sqlite-event-store.ts';
+import type { EventStore, StoredEvent } from '#app/ports';
+import { DomainError } from '#domain/errors';
+import { copyStore } from '#ops/store-copy';
+import { compareSummaries, summarizeStore } from '#ops/store-summary';
+import { createMemoryEventStore } from '#store/memory-event-store';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { seedHistory } from '../fixtures/estate-history.ts';
 
 const dirs: string[] = [];

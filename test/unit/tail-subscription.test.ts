@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { StoredEvent } from '../../src/app/ports.ts';
-import { tailSubscription } from '../../src/store/tail-subscription.ts';
+import type { StoredEvent } from '#app/ports';
+import { tailSubscription } from '#store/tail-subscription';
 
 const WAIT = { timeout: 5_000, interval: 5 };
 

@@ -1,8 +1,8 @@
 /** Parsing definitions (SPEC §1): every malformed definition gets its own specific one-line error. */
 import { describe, expect, it } from 'vitest';
-import { DomainError } from '../../src/domain/errors.ts';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import { parseDefinitionText, servedAnnotations, validateDefinition } from '../../src/domain/tool-definition.ts';
+import { DomainError } from '#domain/errors';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import { parseDefinitionText, servedAnnotations, validateDefinition } from '#domain/tool-definition';
 import { aRawDefinition } from '../fixtures/builders.ts';
 
 const compiler = createSchemaCompiler();

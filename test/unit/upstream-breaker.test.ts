@@ -1,6 +1,6 @@
 /** The circuit breaker per upstream: 5 consecutive failures → down for 30 s (fail fast), then one probe decides. */
 import { describe, expect, it } from 'vitest';
-import { CircuitBreaker } from '../../src/upstream/breaker.ts';
+import { CircuitBreaker } from '#upstream/breaker';
 
 describe('circuit breaker', () => {
   it('opens after 5 consecutive failures, fails fast for 30 s, then admits exactly one probe', () => {

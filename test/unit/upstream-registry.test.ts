@@ -3,14 +3,14 @@
  * per distinct candidate, racing syncs recording one drift, approve through the guard, reject, schema-minor, vanished.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { CommandHandler } from '../../src/app/command-handler.ts';
-import { decodeUpstreamEvent } from '../../src/app/event-codec.ts';
-import type { EventStore } from '../../src/app/ports.ts';
-import { upstreamStream } from '../../src/domain/events.ts';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
-import { createMemoryEventStore } from '../../src/store/memory-event-store.ts';
-import { asDraft2020, mapToolName, meaningfulAnnotations, sideEffectOf, type UpstreamTool } from '../../src/upstream/candidate.ts';
-import { nextVersion, UpstreamRegistry } from '../../src/upstream/registry.ts';
+import { CommandHandler } from '#app/command-handler';
+import { decodeUpstreamEvent } from '#app/event-codec';
+import type { EventStore } from '#app/ports';
+import { upstreamStream } from '#domain/events';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import { createMemoryEventStore } from '#store/memory-event-store';
+import { asDraft2020, mapToolName, meaningfulAnnotations, sideEffectOf, type UpstreamTool } from '#upstream/candidate';
+import { nextVersion, UpstreamRegistry } from '#upstream/registry';
 
 const compiler = createSchemaCompiler();
 const ACCESS = { requiredScopes: ['fx.read'], tenants: [], classification: 'internal' as const };

@@ -2,10 +2,10 @@
  * CallRelay's rule for who gets an upstream's log line or question: the call whose async context it arrives in; with
  * no such context, the only call in flight where the transport cannot tell (stdio), and nobody otherwise.
  */
-import { silentLog } from '../../src/app/log.ts';
+import { silentLog } from '#app/log';
 import { describe, expect, it } from 'vitest';
-import type { ElicitParams, HandlerContext } from '../../src/handlers/types.ts';
-import { CallRelay } from '../../src/upstream/relay.ts';
+import type { ElicitParams, HandlerContext } from '#handlers/types';
+import { CallRelay } from '#upstream/relay';
 
 interface Seen {
   logs: string[];

@@ -1,6 +1,6 @@
 /** Attack tests for `estate upstream add`'s flags: no secret into an event, no clear text off loopback, fail closed. */
 import { describe, expect, it } from 'vitest';
-import { defaultAccessFromFlags, splitCommand, targetFromFlags } from '../../src/upstream/target-flags.ts';
+import { defaultAccessFromFlags, splitCommand, targetFromFlags } from '#upstream/target-flags';
 
 describe('upstream add flags', () => {
   it('splits a command line with quotes and escapes', () => {

@@ -1,14 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createSchemaCompiler } from '../../src/domain/schema-compiler.ts';
+import { createSchemaCompiler } from '#domain/schema-compiler';
 import {
   checkArgumentLimits,
   formatErrors,
   MAX_ARGUMENT_BYTES,
   MAX_ARGUMENT_DEPTH,
   type ValidationError,
-} from '../../src/domain/validate.ts';
-import type { JsonObject, JsonValue } from '../../src/domain/types.ts';
+} from '#domain/validate';
+import type { JsonObject, JsonValue } from '#domain/types';
 import { tracedExampleSchema } from '../fixtures/builders.ts';
 
 const compiler = createSchemaCompiler();

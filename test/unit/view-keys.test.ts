@@ -5,11 +5,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { makePrincipal, viewKey } from '../../src/domain/access.ts';
-import type { CatalogueEvent } from '../../src/domain/events.ts';
-import { CLASSIFICATIONS } from '../../src/domain/types.ts';
-import { CatalogueProjection } from '../../projections/catalogue.ts';
-import { DiscoveryIndex, discoverNaive } from '../../projections/discovery.ts';
+import { makePrincipal, viewKey } from '#domain/access';
+import type { CatalogueEvent } from '#domain/events';
+import { CLASSIFICATIONS } from '#domain/types';
+import { CatalogueProjection } from '#projections/catalogue';
+import { DiscoveryIndex, discoverNaive } from '#projections/discovery';
 import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
 
 const build = (events: CatalogueEvent[]): CatalogueProjection => {

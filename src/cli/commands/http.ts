@@ -4,10 +4,10 @@
  * not database credentials. The server answers with the CLI's JSON and statuses that mirror its exit codes, so the
  * verbs print the same lines as with a local store.
  */
-import { DomainError, type DomainErrorKind } from '../../domain/errors.ts';
-import { createSchemaCompiler } from '../../domain/schema-compiler.ts';
-import { validateDefinition } from '../../domain/tool-definition.ts';
-import type { Reason } from '../../domain/types.ts';
+import { DomainError, type DomainErrorKind } from '#domain/errors';
+import { createSchemaCompiler } from '#domain/schema-compiler';
+import { validateDefinition } from '#domain/tool-definition';
+import type { Reason } from '#domain/types';
 import { definitionRefusal, RemoteRefusal, type CatalogueWrites, type DefinitionSource, type LifecycleJson, type VerdictJson, type VerdictOutcome } from './port.ts';
 
 interface ErrorBody {

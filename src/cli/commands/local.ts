@@ -2,20 +2,20 @@
  * The local adapter of `CatalogueCommands`: the catalogue of a store opened in this process (src/main.ts), through the
  * command handler for writes and the projections for reads.
  */
-import { decodeToolCallStarted, decodeToolCalled } from '../../app/event-codec.ts';
-import { readRunStreams } from '../../app/call-recorder.ts';
-import { verdictJson } from '../../app/results-json.ts';
-import { parseAsOf, replayAsOf } from '../../app/replay.ts';
-import { classifyDefinition } from '../../domain/classify.ts';
-import { DomainError } from '../../domain/errors.ts';
-import type { ToolCallStarted, ToolCalled } from '../../domain/events.ts';
-import { handlerOutsideNamespace, validateDefinition } from '../../domain/tool-definition.ts';
-import type { ToolDefinition } from '../../domain/types.ts';
-import { loadZodToolModule } from '../../lib/zod-tools.ts';
-import type { Estate } from '../../compose/estate.ts';
-import { runCalls } from '../../../projections/calls.ts';
-import type { CatalogueProjection, CatalogueVersion } from '../../../projections/catalogue.ts';
-import { discoverNaive } from '../../../projections/discovery.ts';
+import { decodeToolCallStarted, decodeToolCalled } from '#app/event-codec';
+import { readRunStreams } from '#app/call-recorder';
+import { verdictJson } from '#app/results-json';
+import { parseAsOf, replayAsOf } from '#app/replay';
+import { classifyDefinition } from '#domain/classify';
+import { DomainError } from '#domain/errors';
+import type { ToolCallStarted, ToolCalled } from '#domain/events';
+import { handlerOutsideNamespace, validateDefinition } from '#domain/tool-definition';
+import type { ToolDefinition } from '#domain/types';
+import { loadZodToolModule } from '#lib/zod-tools';
+import type { Estate } from '#compose/estate';
+import { runCalls } from '#projections/calls';
+import type { CatalogueProjection, CatalogueVersion } from '#projections/catalogue';
+import { discoverNaive } from '#projections/discovery';
 import { looksLikeFile, readDefinitionSource, validateSource } from '../definition-file.ts';
 import { parseRef } from '../ref.ts';
 import { listRuns } from '../runs-listing.ts';

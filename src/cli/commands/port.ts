@@ -6,10 +6,10 @@
  * The publishing API serves only the write verbs, so the HTTP adapter implements `CatalogueWrites`; the read verbs
  * (list, show, history, diff, calls, replay) and `publish --module` need the store and take the local adapter.
  */
-import { definitionErrorJson } from '../../app/results-json.ts';
-import type { DomainError } from '../../domain/errors.ts';
-import type { Principal, Reason } from '../../domain/types.ts';
-import type { CallRecordView, StartedCallView } from '../../../projections/calls.ts';
+import { definitionErrorJson } from '#app/results-json';
+import type { DomainError } from '#domain/errors';
+import type { Principal, Reason } from '#domain/types';
+import type { CallRecordView, StartedCallView } from '#projections/calls';
 import type { RunFilter, RunSummary } from '../runs-listing.ts';
 
 /** A definition as read from a file: parsed, not yet validated (the local adapter validates, the server does). */

@@ -1,7 +1,7 @@
 /** `estate calls [runId]` (SPEC §5, §9): a run's recorded calls, or without a run id the recent runs. */
 import type { Command } from 'commander';
-import { DomainError } from '../../domain/errors.ts';
-import { RUN_ID_PATTERN } from '../../domain/events.ts';
+import { DomainError } from '#domain/errors';
+import { RUN_ID_PATTERN } from '#domain/events';
 import { withCatalogue } from '../commands/open.ts';
 import { callLine, printJson, runHeader, runLines, say } from '../output.ts';
 import { parseRunFilter } from '../runs-listing.ts';

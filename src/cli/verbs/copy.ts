@@ -1,10 +1,10 @@
 /** `estate copy --from <store-url> --to <store-url> [--resume]` (SPEC §9): move an estate to another store. */
 import type { Command } from 'commander';
-import type { EventStore } from '../../app/ports.ts';
-import { DomainError } from '../../domain/errors.ts';
-import { copyStore, type CopyProgress } from '../../ops/store-copy.ts';
-import { compareSummaries, summarizeStore, type StoreSummary } from '../../ops/store-summary.ts';
-import { openEventStore } from '../../store/open-store.ts';
+import type { EventStore } from '#app/ports';
+import { DomainError } from '#domain/errors';
+import { copyStore, type CopyProgress } from '#ops/store-copy';
+import { compareSummaries, summarizeStore, type StoreSummary } from '#ops/store-summary';
+import { openEventStore } from '#store/open-store';
 import { EXIT } from '../exit.ts';
 import { printJson } from '../output.ts';
 import { fail, type GlobalOptions } from '../run.ts';

@@ -1,6 +1,6 @@
 /** `estate publish <file> | --module <file>` (SPEC §5, §10): publish one version, or every tool of a zod module. */
 import type { Command } from 'commander';
-import { DomainError } from '../../domain/errors.ts';
+import { DomainError } from '#domain/errors';
 import { serverOption, withCatalogue, withCatalogueWrites, type ServerOptions } from '../commands/open.ts';
 import { EXIT } from '../exit.ts';
 import { printJson, publishedLines, refusalLine, say } from '../output.ts';

@@ -1,12 +1,12 @@
 /** `estate upstream add|list|sync|drift|approve|reject|remove` (SPEC §7): the JSON shapes and exit codes of SPEC §5. */
 import { Option, type Command } from 'commander';
-import { verdictJson } from '../../app/results-json.ts';
-import { DomainError } from '../../domain/errors.ts';
-import { CLASSIFICATIONS } from '../../domain/types.ts';
-import type { Estate } from '../../compose/estate.ts';
-import { describeFailure, openUpstream } from '../../upstream/connection.ts';
-import { describeTarget, UpstreamRegistry } from '../../upstream/registry.ts';
-import { accessOverrides, defaultAccessFromFlags, targetFromFlags, type AccessFlags, type TargetFlags } from '../../upstream/target-flags.ts';
+import { verdictJson } from '#app/results-json';
+import { DomainError } from '#domain/errors';
+import { CLASSIFICATIONS } from '#domain/types';
+import type { Estate } from '#compose/estate';
+import { describeFailure, openUpstream } from '#upstream/connection';
+import { describeTarget, UpstreamRegistry } from '#upstream/registry';
+import { accessOverrides, defaultAccessFromFlags, targetFromFlags, type AccessFlags, type TargetFlags } from '#upstream/target-flags';
 import { EXIT } from '../exit.ts';
 import { approvedLine, noPendingLine, pendingLines, printJson, refusalLine, registeredLine, rejectedLine, removedLine, say, syncLines, upstreamRow } from '../output.ts';
 import { parseToolRef } from '../ref.ts';

@@ -1,11 +1,11 @@
 /** `estate watch [--from <position> | --from-end | --from-beginning]` (SPEC §9): change messages as JSON lines. */
 import type { Command } from 'commander';
-import type { CatalogueChange, EventStore } from '../../app/ports.ts';
-import { encodeChange } from '../../bus/change-message.ts';
-import { loadConfig } from '../../config.ts';
-import { DomainError } from '../../domain/errors.ts';
-import { parseWatchPosition, watchStore, type WatchHandle, type WatchStart } from '../../ops/change-watch.ts';
-import { openEventStore } from '../../store/open-store.ts';
+import type { CatalogueChange, EventStore } from '#app/ports';
+import { encodeChange } from '#bus/change-message';
+import { loadConfig } from '#config';
+import { DomainError } from '#domain/errors';
+import { parseWatchPosition, watchStore, type WatchHandle, type WatchStart } from '#ops/change-watch';
+import { openEventStore } from '#store/open-store';
 import { EXIT } from '../exit.ts';
 import { fail, type GlobalOptions } from '../run.ts';
 
@@ -60,7 +60,7 @@ const runWatch = async (flags: WatchFlags): Promise<number> => {
     } else {
       source = `Kafka topic ${config.topic}`;
       // Loaded only for a kafka:// bus, so the default never loads kafkajs.
-      const { watchKafka } = await import('../../ops/change-watch-kafka.ts');
+      const { watchKafka } = await import('#ops/change-watch-kafka');
       handle = watchKafka({ url: config.bus, topic: config.topic }, start, print);
     }
     const after = await handle.started;

@@ -3,10 +3,10 @@
  * only for a non_idempotent tool (silently dropping `urgent: true` from a payment is not a repair), else repaired
  * deterministically (domain/repair.ts). A refusal is an `isError` result with the sorted error lines; nothing runs.
  */
-import { repair, type RepairChange } from '../../domain/repair.ts';
-import { checkArgumentLimits, formatErrors, type ValidationError } from '../../domain/validate.ts';
-import type { CallToolResult } from '../../handlers/types.ts';
-import type { CatalogueVersion } from '../../../projections/catalogue.ts';
+import { repair, type RepairChange } from '#domain/repair';
+import { checkArgumentLimits, formatErrors, type ValidationError } from '#domain/validate';
+import type { CallToolResult } from '#handlers/types';
+import type { CatalogueVersion } from '#projections/catalogue';
 import type { VersionSchemas } from '../compiled-schemas.ts';
 import { errorResult } from '../error-map.ts';
 

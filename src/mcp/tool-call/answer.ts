@@ -3,8 +3,8 @@
  * deprecation notice, what repair changed), shaped for the revision (no structuredContent before 2025-06-18, as that
  * revision's tools/list has no outputSchema); or an InputRequiredResult with the same identifying `_meta`.
  */
-import type { CallToolResult } from '../../handlers/types.ts';
-import type { CatalogueVersion } from '../../../projections/catalogue.ts';
+import type { CallToolResult } from '#handlers/types';
+import type { CatalogueVersion } from '#projections/catalogue';
 import type { InputRequiredResult } from '../input-required.ts';
 import { isPlainObject } from '../jsonrpc.ts';
 import { hasStructuredContent } from '../revisions.ts';

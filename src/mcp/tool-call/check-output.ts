@@ -3,9 +3,9 @@
  * must return structuredContent that matches it; otherwise the client gets an `isError` result and the call is
  * recorded `output_invalid` (the executor's own output never reaches a client unchecked).
  */
-import type { CallOutcome } from '../../domain/events.ts';
-import { formatErrors, type CompiledSchema, type ValidationError } from '../../domain/validate.ts';
-import type { CallToolResult } from '../../handlers/types.ts';
+import type { CallOutcome } from '#domain/events';
+import { formatErrors, type CompiledSchema, type ValidationError } from '#domain/validate';
+import type { CallToolResult } from '#handlers/types';
 import { errorResult } from '../error-map.ts';
 
 export interface CheckedOutput {

@@ -4,10 +4,10 @@
  * input-required round that is not the last runs the executor again, so each round writes its own intent.
  */
 import { randomUUID } from 'node:crypto';
-import type { CallRecorder } from '../../app/call-recorder.ts';
-import type { Principal } from '../../domain/types.ts';
-import type { HandlerContext } from '../../handlers/types.ts';
-import type { CatalogueVersion } from '../../../projections/catalogue.ts';
+import type { CallRecorder } from '#app/call-recorder';
+import type { Principal } from '#domain/types';
+import type { HandlerContext } from '#handlers/types';
+import type { CatalogueVersion } from '#projections/catalogue';
 import { storeUnavailable } from '../error-map.ts';
 import type { HandlerRun } from '../run-handler.ts';
 import type { ToolExecutor } from './executor.ts';

@@ -5,10 +5,10 @@
  * retries only where the side-effect policy allows, an ExecutorFailure's own outcome); they differ in what running
  * the call AGAIN means, which is what the stateless input-required rounds must know.
  */
-import type { SideEffect } from '../../domain/types.ts';
-import { RETRYABLE } from '../../domain/types.ts';
-import type { HandlerContext, HandlerMap, ToolHandler } from '../../handlers/types.ts';
-import { parseUpstreamHandler } from '../../upstream/candidate.ts';
+import type { SideEffect } from '#domain/types';
+import { RETRYABLE } from '#domain/types';
+import type { HandlerContext, HandlerMap, ToolHandler } from '#handlers/types';
+import { parseUpstreamHandler } from '#upstream/candidate';
 import { runHandler, type HandlerRun } from '../run-handler.ts';
 
 export interface ExecuteRequest {

@@ -7,9 +7,9 @@
  * a call gets no rounds: its questions are refused at once (the upstream decides what a refusal means, as for a
  * client that declared no capability) and the call ends with its one execution.
  */
-import { canonicalHash } from '../../domain/hash.ts';
-import type { CatalogueVersion } from '../../../projections/catalogue.ts';
-import type { HandlerContext } from '../../handlers/types.ts';
+import { canonicalHash } from '#domain/hash';
+import type { CatalogueVersion } from '#projections/catalogue';
+import type { HandlerContext } from '#handlers/types';
 import { ClientRequestError, ELICIT_METHOD, ROOTS_METHOD, SAMPLE_METHOD, type ClientMethod } from '../client-requests.ts';
 import { InputRound, openState, type CallIdentity } from '../input-required.ts';
 import type { CallParams } from './read-request.ts';

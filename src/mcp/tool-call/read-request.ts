@@ -2,7 +2,7 @@
  * Step 0 of tools/call: read what the request says before anything is resolved. Every malformed part is a protocol
  * error (-32602) whatever the tool, so nothing about the catalogue is consulted until the request itself is sound.
  */
-import { isRunId } from '../../domain/events.ts';
+import { isRunId } from '#domain/events';
 import { invalidParams, unknownTool } from '../error-map.ts';
 import { parseInputResponses } from '../input-required.ts';
 import { isPlainObject } from '../jsonrpc.ts';

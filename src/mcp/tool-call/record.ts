@@ -2,10 +2,10 @@
  * Step 5 of tools/call: the durable call record (ToolCalled), written before the client gets its answer. A record
  * the store refuses is -32050 with `ran: true`: the caller learns the tool ran and its outcome is not on record.
  */
-import type { CallRecorder } from '../../app/call-recorder.ts';
-import type { CallOutcome } from '../../domain/events.ts';
-import type { Principal } from '../../domain/types.ts';
-import type { CatalogueVersion } from '../../../projections/catalogue.ts';
+import type { CallRecorder } from '#app/call-recorder';
+import type { CallOutcome } from '#domain/events';
+import type { Principal } from '#domain/types';
+import type { CatalogueVersion } from '#projections/catalogue';
 import { storeUnavailable } from '../error-map.ts';
 import type { Repair } from './admit.ts';
 import { storeReason } from './execute.ts';

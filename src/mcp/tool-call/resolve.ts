@@ -2,9 +2,9 @@
  * Step 1 of tools/call: the version the call runs (resolve-tool.ts: pinned, else the session's listing, else the
  * caller's view) and the executor bound to its handler. Every way of not finding one is the same `Unknown tool`.
  */
-import type { CatalogueReader } from '../../app/catalogue-reader.ts';
-import type { Principal } from '../../domain/types.ts';
-import type { CatalogueVersion } from '../../../projections/catalogue.ts';
+import type { CatalogueReader } from '#app/catalogue-reader';
+import type { Principal } from '#domain/types';
+import type { CatalogueVersion } from '#projections/catalogue';
 import { unknownTool } from '../error-map.ts';
 import { resolveCallable } from '../resolve-tool.ts';
 import type { CallParams } from './read-request.ts';

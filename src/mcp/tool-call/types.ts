@@ -1,11 +1,11 @@
 /**
  * The tools/call pipeline's dependencies (fixed per server) and one call's request (per call).
  */
-import type { CallRecorder } from '../../app/call-recorder.ts';
-import type { CatalogueReader } from '../../app/catalogue-reader.ts';
-import type { Principal } from '../../domain/types.ts';
-import type { CallToolResult, HandlerLog } from '../../handlers/types.ts';
-import type { CatalogueVersion } from '../../../projections/catalogue.ts';
+import type { CallRecorder } from '#app/call-recorder';
+import type { CatalogueReader } from '#app/catalogue-reader';
+import type { Principal } from '#domain/types';
+import type { CallToolResult, HandlerLog } from '#handlers/types';
+import type { CatalogueVersion } from '#projections/catalogue';
 import type { ClientAsk } from '../client-requests.ts';
 import type { CompiledSchemaCache } from '../compiled-schemas.ts';
 import type { InputRequiredResult } from '../input-required.ts';
