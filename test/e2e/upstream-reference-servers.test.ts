@@ -169,13 +169,18 @@ describe('Estate in front of the reference MCP servers', () => {
     }
   });
 
-  it('turns the upstream\'s elicitation and sampling into an InputRequiredResult for a 2026-07-28 caller (answered by the SDK)', async () => {
+  it('refuses, in words, the upstream\'s elicitation and sampling on a 2026-07-28 call to a non_idempotent tool: answering would send it twice', async () => {
+    // The reference server's trigger tools carry no readOnly/idempotent hint, so they are non_idempotent here. A 2026
+    // caller answers a question by sending the call again; for a proxied call that means a second upstream execution,
+    // which a non_idempotent tool must never get. (Read-only proxied tools do get rounds: upstream-input-rounds.test.ts.)
     const client = await connect('2026-07-28', true);
     try {
       const elicited = await client.callTool({ name: 'ev.trigger-elicitation-request', arguments: {} });
-      expect(textOf(elicited)).toContain('Ada Lovelace');
+      expect(elicited.isError).toBe(true);
+      expect(textOf(elicited)).toContain('a non_idempotent call is never sent twice');
       const sampled = await client.callTool({ name: 'ev.trigger-sampling-request', arguments: { prompt: 'hi', maxTokens: 10 } });
-      expect(textOf(sampled)).toContain('sampled by the test client');
+      expect(sampled.isError).toBe(true);
+      expect(textOf(sampled)).toContain('a non_idempotent call is never sent twice');
     } finally {
       await client.close();
     }

@@ -2,7 +2,7 @@
  * Issue 9 weaknesses on the session itself, whatever the transport (stdio uses exactly this): a 2025-03-26 batch is
  * bounded in count and bytes, and a request id still in flight is refused so the first request keeps its cancel.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { makePrincipal } from '#domain/access';
 import type { HandlerContext } from '#handlers/types';
 import type { JsonRpcResponse } from '#mcp/jsonrpc';
@@ -46,7 +46,8 @@ describe('duplicate request ids in flight', () => {
     await s.initialize();
     const call = { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test.waits', arguments: {} } };
     const first = s.send(call);
-    await new Promise((r) => setImmediate(r));
+    // The handler runs once its validators are ready (compiled ahead, in slices): wait for it, not for a fixed tick.
+    await vi.waitFor(() => expect(started).toBe(1));
     const second = (await s.send(call)) as JsonRpcResponse;
     expect(second).toMatchObject({ id: 9, error: { code: -32600, message: expect.stringContaining('already in flight') as string } });
     expect(started).toBe(1);
@@ -56,7 +57,7 @@ describe('duplicate request ids in flight', () => {
     expect(textOf(answered.result)).not.toBe('');
     // Once answered, the id is free again.
     const again = s.send(call);
-    await new Promise((r) => setImmediate(r));
+    await vi.waitFor(() => expect(started).toBe(2));
     await s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 9 } });
     expect(((await again) as JsonRpcResponse & { result?: unknown }).result).toBeDefined();
   });
