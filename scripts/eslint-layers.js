@@ -9,7 +9,7 @@ const ROOMS = readdirSync(new URL('../src/', import.meta.url), { withFileTypes: 
 /** The rooms that are not adapters: the pure core, the application layer, the package's exports, the root. */
 const INNER = new Set(['domain', 'app', 'lib', 'compose']);
 const ADAPTERS = ROOMS.filter((d) => !INNER.has(d)).map((d) => `./src/${d}`);
-const ROOT = ['./src/main.ts', './src/compose'];
+const ROOT = ['./src/compose'];
 /** Where the composition root may not be imported: everywhere in src/ but the CLI (an entry point) and the root itself. */
 const EVERY_SRC_ROOM = ROOMS.filter((d) => d !== 'cli' && d !== 'compose');
 
