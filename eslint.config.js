@@ -32,4 +32,13 @@ export default tseslint.config(
     },
   },
   ...layerRules,
+  {
+    // Every setting goes through src/config.ts (flags > environment > defaults, checked with zod): a setting read
+    // anywhere else escapes the check, the docs and the tests of it.
+    files: ['src/**/*.ts'],
+    ignores: ['src/config.ts'],
+    rules: {
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'read settings in src/config.ts and hand the values in' }],
+    },
+  },
 );

@@ -181,3 +181,23 @@ export const loadServeConfig = (flags: ServeFlags, env: NodeJS.ProcessEnv = proc
   };
 };
 
+
+/**
+ * The CLI's own settings from the environment: the bearer token a `--server` verb sends (ESTATE_TOKEN; never a flag, so
+ * it stays out of shell history and `ps`), and whether an unexpected error prints its stack (ESTATE_DEBUG).
+ */
+export interface CliSettings {
+  token: string | undefined;
+  debug: boolean;
+}
+
+export const loadCliSettings = (env: NodeJS.ProcessEnv = process.env): CliSettings => ({
+  token: env.ESTATE_TOKEN,
+  debug: Boolean(env.ESTATE_DEBUG),
+});
+
+/**
+ * The environment an upstream's `${VAR}` references are resolved from, and a stdio upstream is started with
+ * (src/upstream/connection.ts; SPEC §7): this process's, read here so that no other module touches process.env.
+ */
+export const upstreamEnvironment = (env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv => env;

@@ -4,7 +4,7 @@
  * import it without an import cycle.
  */
 import type { Command } from 'commander';
-import { loadConfig } from '#config';
+import { loadCliSettings, loadConfig } from '#config';
 import { openEstate, type Estate } from '#compose/estate';
 import { errorJson } from '#app/results-json';
 import { RemoteRefusal } from './commands/port.ts';
@@ -67,7 +67,7 @@ export const fail = (e: unknown, opts: GlobalOptions): void => {
   console.error(errorLine(e));
   // A refusal by a server's edge is the server speaking, not a bug here: no stack, and its own code in the JSON.
   const remote = e instanceof RemoteRefusal;
-  if (code === EXIT.other && !remote && e instanceof Error && process.env.ESTATE_DEBUG) console.error(e.stack);
+  if (code === EXIT.other && !remote && e instanceof Error && loadCliSettings().debug) console.error(e.stack);
   if (opts.json) printJson(remote ? { error: { code: e.code, message: e.message } } : errorJson(e));
   process.exitCode = code;
 };

@@ -2,6 +2,7 @@
  * The one place a catalogue verb's adapter is chosen: `--server <url>` → the publishing API (./http.ts), the store is
  * never opened; otherwise the store the global flags name (./local.ts).
  */
+import { loadCliSettings } from '#config';
 import { Option } from 'commander';
 import { BY_IGNORED_NOTE } from '../output.ts';
 import { openEstateFor, runWith, type GlobalOptions, type VerbOptions } from '../run.ts';
@@ -21,7 +22,7 @@ const openWrites = async <A extends unknown[]>(opts: ServerOptions, verb: VerbOp
   if (opts.server === undefined) return localCatalogueCommands(await openEstateFor(opts, verb, args));
   const base = apiBase(opts.server);
   if (opts.by !== undefined) console.error(BY_IGNORED_NOTE);
-  return httpCatalogueCommands(base, process.env.ESTATE_TOKEN);
+  return httpCatalogueCommands(base, loadCliSettings().token);
 };
 
 /** A write verb (publish, check, deprecate, retire): local, or through a server with `--server`. */

@@ -1,4 +1,5 @@
 /** `estate upstream add|list|sync|drift|approve|reject|remove` (SPEC §7): the JSON shapes and exit codes of SPEC §5. */
+import { upstreamEnvironment } from '#config';
 import { Option, type Command } from 'commander';
 import { verdictJson } from '#app/results-json';
 import { DomainError } from '#domain/errors';
@@ -29,7 +30,7 @@ const syncOnce = async (estate: Estate, ns: string) => {
   let session: Awaited<ReturnType<typeof openUpstream>>;
   let tools: Awaited<ReturnType<typeof session.listTools>>;
   try {
-    session = await openUpstream(ns, state.target, process.env);
+    session = await openUpstream(ns, state.target, upstreamEnvironment());
   } catch (e) {
     if (e instanceof DomainError) throw e;
     throw new Error(`upstream ${ns} unavailable: ${describeFailure(e)}`);
