@@ -7,20 +7,12 @@
  */
 import type { SideEffect } from '#domain/types';
 import { RETRYABLE } from '#domain/types';
-import type { HandlerContext, HandlerMap, ToolHandler } from '#handlers/types';
+import type { HandlerMap, ToolHandler } from '#handlers/types';
 import { parseUpstreamHandler } from '#upstream/candidate';
-import { runHandler, type HandlerRun } from '../run-handler.ts';
+import { runHandler, type HandlerRun, type RunOptions } from '../run-handler.ts';
 
-export interface ExecuteRequest {
-  args: Record<string, unknown>;
-  context: Omit<HandlerContext, 'signal'>;
-  sideEffect: SideEffect;
-  timeoutMs: number;
-  /** Aborted when the client cancels the request. */
-  cancel?: AbortSignal;
-  /** Context members bound to one attempt's signal (the client requests a handler makes end with its attempt). */
-  withSignal?: (signal: AbortSignal) => Partial<Omit<HandlerContext, 'signal'>>;
-}
+/** What an executor is given for one call: the run options of run-handler.ts, less the handler it picks itself. */
+export type ExecuteRequest = Omit<RunOptions, 'handler' | 'backoffMs'>;
 
 export interface ToolExecutor {
   /**
