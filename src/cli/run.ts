@@ -58,6 +58,21 @@ export const runWith =
     }
   };
 
+/**
+ * A commander action for a verb that opens what it needs itself (copy: two stores; watch: a store or a bus): its exit
+ * code, or one stderr line and the matching code for whatever it throws.
+ */
+export const runVerb =
+  <O extends GlobalOptions>(verb: (opts: O) => Promise<number>) =>
+  async (_opts: unknown, cmd: Command): Promise<void> => {
+    const opts = cmd.optsWithGlobals<O>();
+    try {
+      process.exitCode = await verb(opts);
+    } catch (e) {
+      fail(e, opts);
+    }
+  };
+
 /** Run an action with an opened estate (the verbs that need more than the catalogue port: serve, upstream). */
 export const withEstate = <A extends unknown[]>(action: (estate: Estate, opts: GlobalOptions, ...args: A) => Promise<number | void>, verb: VerbOptions<A> = {}) =>
   runWith<Estate, GlobalOptions, A>((opts, args) => openEstateFor(opts, verb, args), action);

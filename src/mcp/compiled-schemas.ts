@@ -36,8 +36,6 @@ export interface WarmupStats {
 export interface CompiledSchemaCache {
   /** The version's validators: at once when warmed, else compiled now in slices, ahead of every queued version. */
   ready(v: CatalogueVersion): Promise<VersionSchemas>;
-  /** The validators now, compiling them synchronously if they are not ready (callers that cannot wait). */
-  get(v: CatalogueVersion): VersionSchemas;
   /** Queue the version to be compiled in the background (no-op when known). */
   warm(v: CatalogueVersion): void;
   /** Drop a version's validators (it was retired). */
@@ -111,19 +109,6 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
 
   const failure = (e: Entry, err: unknown): VersionSchemas => refusing(e.v, err instanceof Error ? err.message : String(err));
 
-  /** Both schemas at once, on this tick. */
-  const compileNow = (e: Entry): VersionSchemas => {
-    const def = e.v.definition;
-    try {
-      return timed(() => ({
-        input: compiler.compile(def.inputSchema, 'inputSchema'),
-        output: def.outputSchema ? compiler.compile(def.outputSchema, 'outputSchema') : undefined,
-      }));
-    } catch (err) {
-      return failure(e, err);
-    }
-  };
-
   /** RE2 compiles each pattern once (its cache is by source): compiled here a slice at a time, the schema step finds them. */
   const patternsInSlices = async (schema: JsonObject): Promise<void> => {
     let sliceStart = performance.now();
@@ -192,10 +177,6 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
 
   return {
     ready: (v) => start(entryOf(v)),
-    get(v) {
-      const e = entryOf(v);
-      return e.schemas ?? settle(e, compileNow(e));
-    },
     warm(v) {
       if (closed || entries.has(keyOf(v))) return;
       entryOf(v);

@@ -76,13 +76,13 @@ describe('the admission step', () => {
 
   it('repairs where the side effect allows, validates only for non_idempotent, and refuses over-limit arguments before compiling', async () => {
     const v = version('idempotent');
-    expect(await admitArguments(v, async () => cache.get(v), { n: '3', extra: true })).toEqual({ ok: true, args: { n: 3 }, repairs: [{ path: '$.extra', action: 'dropped' }, { path: '$.n', action: 'coerced' }] });
+    expect(await admitArguments(v, () => cache.ready(v), { n: '3', extra: true })).toEqual({ ok: true, args: { n: 3 }, repairs: [{ path: '$.extra', action: 'dropped' }, { path: '$.n', action: 'coerced' }] });
     const ni = version('non_idempotent');
-    expect(await admitArguments(ni, async () => cache.get(ni), { n: '3' })).toMatchObject({ ok: false, refusal: { isError: true } });
+    expect(await admitArguments(ni, () => cache.ready(ni), { n: '3' })).toMatchObject({ ok: false, refusal: { isError: true } });
     let deep: unknown = 1;
     for (let i = 0; i < 100; i++) deep = { d: deep };
     let compiled = false;
-    expect(await admitArguments(v, async () => ((compiled = true), cache.get(v)), deep)).toMatchObject({ ok: false });
+    expect(await admitArguments(v, () => ((compiled = true), cache.ready(v)), deep)).toMatchObject({ ok: false });
     expect(compiled).toBe(false);
   });
 });

@@ -7,7 +7,7 @@ import { compareSummaries, summarizeStore, type StoreSummary } from '#ops/store-
 import { openEventStore } from '#store/open-store';
 import { EXIT } from '../exit.ts';
 import { printJson } from '../output.ts';
-import { fail, type GlobalOptions } from '../run.ts';
+import { runVerb, type GlobalOptions } from '../run.ts';
 
 interface CopyFlags extends GlobalOptions {
   from: string;
@@ -99,12 +99,5 @@ Examples:
   estate copy --from sqlite:.estate/estate.db --to postgres://estate@db.internal:5432/estate --resume   (after an interruption)
   estate copy --from postgres://estate@db.internal:5432/estate --to sqlite:backup/estate.db --json`,
     )
-    .action(async (_opts: unknown, cmd: Command) => {
-      const flags = cmd.optsWithGlobals<CopyFlags>();
-      try {
-        process.exitCode = await runCopy(flags);
-      } catch (e) {
-        fail(e, flags);
-      }
-    });
+    .action(runVerb<CopyFlags>(runCopy));
 };

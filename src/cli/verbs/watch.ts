@@ -7,7 +7,7 @@ import { DomainError } from '#domain/errors';
 import { parseWatchPosition, watchStore, type WatchHandle, type WatchStart } from '#ops/change-watch';
 import { openEventStore } from '#store/open-store';
 import { EXIT } from '../exit.ts';
-import { fail, type GlobalOptions } from '../run.ts';
+import { runVerb, type GlobalOptions } from '../run.ts';
 
 interface WatchFlags extends GlobalOptions {
   from?: string;
@@ -99,12 +99,5 @@ Examples:
   estate watch --from 42 --store postgres://estate@db:5432/estate
   estate watch --bus kafka://127.0.0.1:9092 --from-beginning --count 10`,
     )
-    .action(async (_opts: unknown, cmd: Command) => {
-      const flags = cmd.optsWithGlobals<WatchFlags>();
-      try {
-        process.exitCode = await runWatch(flags);
-      } catch (e) {
-        fail(e, flags);
-      }
-    });
+    .action(runVerb<WatchFlags>(runWatch));
 };
