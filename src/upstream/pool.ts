@@ -131,10 +131,13 @@ export class UpstreamPool {
     return p;
   }
 
-  /** list_changed: sync once the upstream has been quiet for `debounceMs` (default 1 s). */
+  /**
+   * list_changed: sync `debounceMs` (default 1 s) after the first notice of a burst; notices inside the window join it.
+   * The window is not restarted by later notices: an upstream that announces changes without pause would otherwise
+   * postpone its own sync for ever (and a real change with it), and a flood costs at most one sync per window.
+   */
   scheduleSync(ns: string): void {
-    if (this.closed) return;
-    clearTimeout(this.debouncers.get(ns));
+    if (this.closed || this.debouncers.has(ns)) return;
     this.debouncers.set(
       ns,
       setTimeout(() => {

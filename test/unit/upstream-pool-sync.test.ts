@@ -1,0 +1,35 @@
+/**
+ * An upstream's list_changed notices, as a hostile upstream may send them: without pause. They must neither starve the
+ * sync (a restarted debounce would postpone it for as long as the flood lasts) nor cost a sync each.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { silentLog } from '#app/log';
+import { UpstreamPool } from '#upstream/pool';
+import type { UpstreamRegistry } from '#upstream/registry';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('list_changed notices from an upstream', () => {
+  it('a flood of notices is synced once per window, and the first sync is not postponed by the flood', async () => {
+    vi.useFakeTimers();
+    const syncs: number[] = [];
+    // Every sync attempt asks the registry for the upstream; this one is gone, so each attempt ends in one warning.
+    const registry = { active: () => Promise.reject(new Error('no such upstream')) } as unknown as UpstreamRegistry;
+    const log = { ...silentLog, warn: (_f: object, msg?: string) => void (msg === 'upstream sync failed' && syncs.push(Date.now())) };
+    const pool = new UpstreamPool({ registry, selection: 'all', env: {}, log, actor: 'test', syncIntervalMs: 0, debounceMs: 1000 });
+    const start = Date.now();
+    // 5 s of notices, one every 100 ms.
+    for (let i = 0; i < 50; i++) {
+      pool.scheduleSync('flood');
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    await vi.advanceTimersByTimeAsync(1000);
+    await pool.close();
+    expect(syncs.length).toBeGreaterThanOrEqual(4);
+    expect(syncs.length).toBeLessThanOrEqual(6);
+    // The first sync came one window after the first notice, in the middle of the flood.
+    expect((syncs[0] ?? Infinity) - start).toBeLessThanOrEqual(1100);
+  });
+});
