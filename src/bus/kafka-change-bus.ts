@@ -9,78 +9,34 @@
  *
  * The consumer's `maxWaitTimeInMs` is lowered from kafkajs's 5000 to 50: an idle fetch returns as soon as one byte
  * arrives anyway, and the wait only bounds how late an idle replica notices a new message after a rebalance.
+ *
+ * A consumer kafkajs gives up on, or one wedged after a broker restart, is replaced by a fresh one in the same group
+ * (consumer-watchdog.ts): a replica never stops hearing about changes until someone restarts it.
  */
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, Partitioners, type Consumer, type LogEntry, type Producer } from 'kafkajs';
+import type { Consumer, Kafka } from 'kafkajs';
 import { silentLog, type Log } from '#app/log';
-import type { CatalogueChange, ChangeBus, ChangePublisher } from '#app/ports';
-import { decodeChange, encodeChange } from './change-message.ts';
+import { systemTimer, type CatalogueChange, type ChangeBus, type Timer } from '#app/ports';
+import { decodeChange } from './change-message.ts';
+import { watchConsumer, type ConsumerWatchdog } from './consumer-watchdog.ts';
+import { createKafka, ensureTopic, within, type KafkaConnection } from './kafka-client.ts';
 
+export { KafkaChangePublisher } from './kafka-change-publisher.ts';
+export { parseKafkaUrl, type KafkaConnection } from './kafka-client.ts';
 
-export interface KafkaConnection {
-  brokers: string[];
-  topic: string;
-  clientId?: string;
-  log?: Log;
-}
-
-/** `kafka://host:port[,host:port]` → broker list. */
-export const parseKafkaUrl = (url: string): string[] => {
-  const m = /^kafka:\/\/(.+)$/.exec(url);
-  if (!m?.[1]) throw new Error(`not a kafka:// URL: '${url}'`);
-  return m[1].split(',').map((b) => b.trim()).filter((b) => b.length > 0);
-};
-
-/** kafkajs logs through our logger (JSON on stderr) rather than its own console lines. */
-const kafkaLogCreator = (log: Log) => () => (entry: LogEntry) => {
-  const { message, ...rest } = entry.log;
-  const obj = { kafka: entry.namespace, ...rest };
-  if (entry.level === logLevel.ERROR) log.warn(obj, `kafka: ${message}`);
-  else if (entry.level === logLevel.WARN) log.warn(obj, `kafka: ${message}`);
-  else log.debug(obj, `kafka: ${message}`);
-};
-
-export const createKafka = (c: KafkaConnection): Kafka =>
-  new Kafka({
-    clientId: c.clientId ?? 'estate',
-    brokers: c.brokers,
-    logLevel: logLevel.WARN,
-    logCreator: kafkaLogCreator(c.log ?? silentLog),
-    connectionTimeout: 3000,
-    requestTimeout: 10_000,
-    retry: { initialRetryTime: 200, maxRetryTime: 3000, retries: 8 },
-  });
-
-/**
- * Create the topic if it is missing. Several partitions let the broker spread load; order per tool holds because
- * every message of a tool has the same key and so the same partition.
- */
-export const ensureTopic = async (kafka: Kafka, topic: string, numPartitions = 3): Promise<void> => {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    // Replicas starting together race to create it; a slow broker may time a creation out and still complete it.
-    for (let attempt = 1; ; attempt++) {
-      if ((await admin.listTopics()).includes(topic)) return;
-      try {
-        await admin.createTopics({ waitForLeaders: true, timeout: 15_000, topics: [{ topic, numPartitions, replicationFactor: -1 }] });
-        return;
-      } catch (e) {
-        if (attempt >= 5) throw e;
-        await new Promise((r) => setTimeout(r, 300 * attempt));
-      }
-    }
-  } finally {
-    await admin.disconnect();
-  }
-};
 
 export interface KafkaChangeBusOptions extends KafkaConnection {
   /** Default: `estate-replica-<uuid>`, so every process sees every message. */
   groupId?: string;
   numPartitions?: number;
   maxWaitTimeInMs?: number;
+  /** A consumer with no fetch or heartbeat for this long (outside a batch) is replaced. Default 30000. */
+  stallMs?: number;
+  /** Default: the system clock (tests drive the watchdog with a manual one). */
+  timer?: Timer;
 }
+
+type OnChange = (changes: CatalogueChange[]) => Promise<void> | void;
 
 export class KafkaChangeBus implements ChangeBus {
   readonly kind = 'kafka';
@@ -88,6 +44,7 @@ export class KafkaChangeBus implements ChangeBus {
   private readonly kafka: Kafka;
   private readonly log: Log;
   private consumer: Consumer | null = null;
+  private watchdog: ConsumerWatchdog | null = null;
 
   constructor(private readonly options: KafkaChangeBusOptions) {
     this.groupId = options.groupId ?? `estate-replica-${randomUUID()}`;
@@ -96,7 +53,7 @@ export class KafkaChangeBus implements ChangeBus {
   }
 
   /** Resolves once the consumer has joined its group; messages produced after the call began are delivered. */
-  async start(onChange: (changes: CatalogueChange[]) => Promise<void> | void): Promise<void> {
+  async start(onChange: OnChange): Promise<void> {
     const { topic } = this.options;
     await ensureTopic(this.kafka, topic, this.options.numPartitions);
     const admin = this.kafka.admin();
@@ -107,7 +64,31 @@ export class KafkaChangeBus implements ChangeBus {
     } finally {
       await admin.disconnect();
     }
+    const stallMs = this.options.stallMs ?? 30_000;
+    const watchdog = watchConsumer({
+      stallMs,
+      deadRestartMs: 2000,
+      timer: this.options.timer ?? systemTimer,
+      log: this.log,
+      restart: async () => {
+        const old = this.consumer;
+        this.consumer = null;
+        if (old) await within(stallMs, 'kafka consumer disconnect', old.disconnect()).catch(() => undefined);
+        this.consumer = await within(stallMs * 2, 'kafka consumer restart', this.launch(onChange, watchdog));
+        this.log.warn({ group: this.groupId }, 'kafka consumer: restarted; following the topic again');
+      },
+    });
+    try {
+      this.consumer = await this.launch(onChange, watchdog);
+      this.watchdog = watchdog;
+    } catch (e) {
+      await watchdog.close();
+      throw e;
+    }
+  }
 
+  /** A consumer in this bus's group, joined and running; on failure nothing is left running. */
+  private async launch(onChange: OnChange, watchdog: ConsumerWatchdog): Promise<Consumer> {
     const consumer = this.kafka.consumer({
       groupId: this.groupId,
       maxWaitTimeInMs: this.options.maxWaitTimeInMs ?? 50,
@@ -117,9 +98,27 @@ export class KafkaChangeBus implements ChangeBus {
       // A broker outage outlasts any retry budget; the consumer must come back by itself when the broker does.
       retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 10, restartOnFailure: () => Promise.resolve(true) },
     });
+    // Signs of life count only from the consumer in place: one being replaced may still emit a last event or two.
+    const current = (): boolean => this.consumer === consumer || this.consumer === null;
+    for (const event of [consumer.events.FETCH_START, consumer.events.HEARTBEAT, consumer.events.GROUP_JOIN]) {
+      consumer.on(event, () => {
+        if (current()) watchdog.alive();
+      });
+    }
+    consumer.on(consumer.events.CRASH, (e) => {
+      this.log.warn({ err: e.payload.error, restart: e.payload.restart }, 'kafka consumer crashed');
+      if (current()) watchdog.crashed(e.payload.restart);
+    });
     try {
-      await this.run(consumer, onChange);
-      this.consumer = consumer;
+      await this.run(consumer, async (changes) => {
+        watchdog.batchStarted();
+        try {
+          await onChange(changes);
+        } finally {
+          watchdog.batchEnded();
+        }
+      });
+      return consumer;
     } catch (e) {
       // A half-started consumer would keep retrying in the background; the caller may call start() again.
       await consumer.disconnect().catch(() => undefined);
@@ -127,7 +126,7 @@ export class KafkaChangeBus implements ChangeBus {
     }
   }
 
-  private async run(consumer: Consumer, onChange: (changes: CatalogueChange[]) => Promise<void> | void): Promise<void> {
+  private async run(consumer: Consumer, onChange: OnChange): Promise<void> {
     const { topic } = this.options;
     const joined = new Promise<void>((resolve) => {
       const off = consumer.on(consumer.events.GROUP_JOIN, () => {
@@ -135,7 +134,6 @@ export class KafkaChangeBus implements ChangeBus {
         resolve();
       });
     });
-    consumer.on(consumer.events.CRASH, (e) => this.log.warn({ err: e.payload.error, restart: e.payload.restart }, 'kafka consumer crashed'));
     await consumer.connect();
     // Only used when the group has no committed offset — the broker lost it (a wiped or rebuilt cluster): reading
     // the topic again is then safe (announcements the read model already reflects cost nothing), missing some is not.
@@ -154,7 +152,14 @@ export class KafkaChangeBus implements ChangeBus {
     await joined;
   }
 
+  /** Restarts made by the watchdog (tests, metrics). */
+  get restarts(): number {
+    return this.watchdog?.restarts ?? 0;
+  }
+
   async stop(): Promise<void> {
+    await this.watchdog?.close();
+    this.watchdog = null;
     const consumer = this.consumer;
     this.consumer = null;
     if (!consumer) return;
@@ -169,62 +174,5 @@ export class KafkaChangeBus implements ChangeBus {
     } finally {
       await admin.disconnect().catch(() => undefined);
     }
-  }
-}
-
-/**
- * Produces changes to the topic: acks from all in-sync replicas, the idempotent producer (no duplicates from the
- * producer's own retries) with one request in flight (so a retry cannot reorder a tool's messages). `publish` resolves
- * only once Kafka has acknowledged every message, which is what lets the relay move its checkpoint.
- */
-export class KafkaChangePublisher implements ChangePublisher {
-  private readonly kafka: Kafka;
-  private producer: Producer | null = null;
-  private topicReady = false;
-
-  constructor(private readonly options: KafkaConnection & { numPartitions?: number }) {
-    this.kafka = createKafka(options);
-  }
-
-  async publish(changes: readonly CatalogueChange[]): Promise<void> {
-    if (changes.length === 0) return;
-    try {
-      const producer = await this.connected();
-      await producer.send({
-        topic: this.options.topic,
-        acks: -1,
-        messages: changes.map((c) => ({ key: c.tool, value: encodeChange(c) })),
-      });
-    } catch (e) {
-      // After a broker outage kafkajs's producer can stay wedged (and a rebuilt broker may lack the topic); the next
-      // attempt starts from a fresh producer and checks the topic again.
-      this.topicReady = false;
-      await this.close();
-      throw e;
-    }
-  }
-
-  private async connected(): Promise<Producer> {
-    if (!this.topicReady) {
-      await ensureTopic(this.kafka, this.options.topic, this.options.numPartitions);
-      this.topicReady = true;
-    }
-    if (this.producer) return this.producer;
-    const producer = this.kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
-      retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 3 },
-    });
-    await producer.connect();
-    this.producer = producer;
-    return producer;
-  }
-
-  async close(): Promise<void> {
-    const p = this.producer;
-    this.producer = null;
-    await p?.disconnect().catch(() => undefined);
   }
 }

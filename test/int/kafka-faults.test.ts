@@ -27,12 +27,18 @@ if (noBroker !== null && process.env.CI !== 'true') {
 }
 const services = noBroker !== null && process.env.CI !== 'true' ? null : found;
 
-const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+/** What the replicas logged (info and up), shown when a wait times out: a failure names its reason, not only its symptom. */
+const logged: string[] = [];
+const keep = (level: string) => (obj: object, msg?: string): void => {
+  logged.push(`${new Date().toISOString()} ${level} ${msg ?? ''} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? v.message : v))}`);
+  if (logged.length > 400) logged.splice(0, logged.length - 400);
+};
+const quiet = { debug: () => undefined, info: keep('info'), warn: keep('warn'), error: keep('error') };
 
 const waitFor = async (what: string, check: () => boolean, timeoutMs: number): Promise<void> => {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the replicas logged (last 60):\n${logged.slice(-60).join('\n')}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 };
