@@ -167,8 +167,11 @@ export interface ServeOptions {
   uid?: number;
 }
 
+/** ESTATE_PROFILE_SERVE=<dir>: every server a test starts writes a V8 CPU profile there (NODE_OPTIONS refuses --cpu-prof). */
+const PROFILE_ARGS = process.env.ESTATE_PROFILE_SERVE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.ESTATE_PROFILE_SERVE}`] : [];
+
 const spawnServe = (args: string[], options: ServeOptions) =>
-  spawn(process.execPath, [ESTATE_BIN, 'serve', ...args], {
+  spawn(process.execPath, [...PROFILE_ARGS, ESTATE_BIN, 'serve', ...args], {
     cwd: options.cwd ?? REPO_ROOT,
     env: { ...process.env, ESTATE_LOG_LEVEL: 'info', ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],

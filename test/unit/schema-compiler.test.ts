@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createSchemaCompiler, isBacktrackSafe, linearRegExp, re2RegExp } from '#domain/schema-compiler';
+import { createSchemaCompiler, isBacktrackSafe, LARGE_SCHEMA_SUBSCHEMAS, linearRegExp, re2RegExp } from '#domain/schema-compiler';
 import { DomainError } from '#domain/errors';
 import type { JsonObject } from '#domain/types';
 
@@ -217,5 +217,41 @@ describe('pattern engines', () => {
 
   it('still refuses what RE2 cannot run, even where V8 could', () => {
     expect(() => linearRegExp('^(a)\\1$')).toThrow();
+  });
+});
+
+describe('large schemas (compiled without Ajv\'s optimisation pass)', () => {
+  // The same fields, alone and padded past the threshold with fields the values never carry: the verdicts and the
+  // error lines must not depend on which of the two Ajv instances compiled the schema.
+  const fields: Record<string, unknown> = {
+    code: { type: 'string', pattern: '^(PAY|REF)-[0-9]{4,8}$' },
+    amount: { type: 'number', minimum: 0, multipleOf: 0.01 },
+    tags: { type: 'array', items: { enum: ['a', 'b'] }, uniqueItems: true },
+    when: { type: 'string', format: 'date' },
+    nested: { type: 'object', properties: { x: { type: 'integer' } }, required: ['x'], additionalProperties: false },
+  };
+  const padding = Object.fromEntries(Array.from({ length: LARGE_SCHEMA_SUBSCHEMAS }, (_, i) => [`pad${i}`, { type: 'string', pattern: `^p${i}[a-z]*$` }]));
+  const small = compiler.compile({ type: 'object', properties: fields });
+  const large = compiler.compile({ type: 'object', properties: { ...fields, ...padding } });
+  const value = fc.record(
+    {
+      code: fc.oneof(fc.constantFrom('PAY-1234', 'REF-12345678', 'PAY-12', 'XYZ-1234'), fc.integer()),
+      amount: fc.oneof(fc.double({ noNaN: true, min: -10, max: 10 }), fc.constant(1.25), fc.string()),
+      tags: fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 3 }),
+      when: fc.constantFrom('2026-12-01', '2026-13-01', 'soon'),
+      nested: fc.oneof(fc.constant({ x: 1 }), fc.constant({ x: 'one' }), fc.constant({}), fc.constant({ x: 1, y: 2 })),
+    },
+    { requiredKeys: [] },
+  );
+
+  it('validate exactly as a small schema does', () => {
+    fc.assert(fc.property(value, (v) => {
+        expect(large.validate(v)).toEqual(small.validate(v));
+      }), { numRuns: 300 });
+  });
+
+  it('still apply their own extra fields', () => {
+    expect(large.validate({ pad3: 'p3abc' })).toEqual([]);
+    expect(large.validate({ pad3: 'nope' })).toHaveLength(1);
   });
 });
