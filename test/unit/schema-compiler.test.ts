@@ -223,14 +223,14 @@ describe('pattern engines', () => {
 describe('large schemas (compiled without Ajv\'s optimisation pass)', () => {
   // The same fields, alone and padded past the threshold with fields the values never carry: the verdicts and the
   // error lines must not depend on which of the two Ajv instances compiled the schema.
-  const fields: Record<string, unknown> = {
+  const fields: JsonObject = {
     code: { type: 'string', pattern: '^(PAY|REF)-[0-9]{4,8}$' },
     amount: { type: 'number', minimum: 0, multipleOf: 0.01 },
     tags: { type: 'array', items: { enum: ['a', 'b'] }, uniqueItems: true },
     when: { type: 'string', format: 'date' },
     nested: { type: 'object', properties: { x: { type: 'integer' } }, required: ['x'], additionalProperties: false },
   };
-  const padding = Object.fromEntries(Array.from({ length: LARGE_SCHEMA_SUBSCHEMAS }, (_, i) => [`pad${i}`, { type: 'string', pattern: `^p${i}[a-z]*$` }]));
+  const padding: JsonObject = Object.fromEntries(Array.from({ length: LARGE_SCHEMA_SUBSCHEMAS }, (_, i) => [`pad${i}`, { type: 'string', pattern: `^p${i}[a-z]*$` }]));
   const small = compiler.compile({ type: 'object', properties: fields });
   const large = compiler.compile({ type: 'object', properties: { ...fields, ...padding } });
   const value = fc.record(
