@@ -5,8 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { DomainError } from '#domain/errors';
-import type { SchemaCompiler } from '#domain/schema-compiler';
-import { parseDefinitionText, validateDefinition } from '#domain/tool-definition';
+import { parseDefinitionText } from '#domain/tool-definition';
 import type { ToolDefinition } from '#domain/types';
 import type { DefinitionSource } from './commands/port.ts';
 
@@ -24,18 +23,18 @@ export const readDefinitionSource = async (file: string): Promise<DefinitionSour
   return { file, raw: parseDefinitionText(text, file, format) };
 };
 
-/** The definition rules of SPEC §1, with the file's name before any error. */
-export const validateSource = ({ file, raw }: DefinitionSource, compiler: SchemaCompiler): ToolDefinition => {
+/**
+ * The definition rules of SPEC §1, with the file's name before any error. `check` is the estate's definition checker
+ * (a worker, under the schema budget): a file is held to the same budget as a definition sent to the publishing API.
+ */
+export const validateSource = async ({ file, raw }: DefinitionSource, check: (raw: unknown) => Promise<ToolDefinition>): Promise<ToolDefinition> => {
   try {
-    return validateDefinition(raw, compiler);
+    return await check(raw);
   } catch (e) {
     if (e instanceof DomainError) throw new DomainError(e.kind, e.code, `${file}: ${e.message}`, e.reasons);
     throw e;
   }
 };
-
-export const readDefinitionFile = async (file: string, compiler: SchemaCompiler): Promise<ToolDefinition> =>
-  validateSource(await readDefinitionSource(file), compiler);
 
 /** Whether a CLI argument names a file (for `diff`): it looks like a path rather than name@version. */
 export const looksLikeFile = (arg: string): boolean => /[/\\]/.test(arg) || /\.(json|ya?ml)$/i.test(arg);

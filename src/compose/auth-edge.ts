@@ -2,7 +2,6 @@
  * The adapters behind authorization on `estate serve --http`: the JWT verifier (jose, the issuer's remote key set),
  * the authenticator over it, the publishing API and the edge that mounts both (src/http/edge.ts).
  */
-import { createDefinitionChecker } from '#app/definition-budget';
 import type { Log } from '#app/log';
 import { createAuthenticator } from '#auth/authenticator';
 import type { AuthConfig } from '#auth/config';
@@ -14,7 +13,6 @@ import type { Estate } from './estate.ts';
 export const composeHttpEdge = (estate: Estate, auth: AuthConfig, log: Log): HttpEdge => {
   log.info({ issuer: auth.issuer, audience: auth.audience, jwksUrl: auth.jwksUrl }, 'authorization: JWT access tokens required on /mcp and /v1');
   const authenticator = createAuthenticator(auth, createJwtVerifier(auth));
-  const checker = createDefinitionChecker({ budgetMs: estate.config.schemaBudgetMs });
-  const api = createPublishApi({ commands: estate.commands, compiler: estate.compiler, authenticator, log, checker });
+  const api = createPublishApi({ commands: estate.commands, compiler: estate.compiler, authenticator, log, checker: estate.definitions });
   return createHttpEdge({ config: auth, authenticator, api, log });
 };

@@ -5,6 +5,7 @@
  */
 import { CatalogueReader, type CatalogueReaderOptions } from '#app/catalogue-reader';
 import { CommandHandler } from '#app/command-handler';
+import { createDefinitionChecker, type DefinitionChecker } from '#app/definition-budget';
 import type { Log } from '#app/log';
 import type { EventStore, Subscription } from '#app/ports';
 import type { EstateConfig } from '#config';
@@ -16,6 +17,12 @@ export interface Estate {
   store: EventStore;
   commands: CommandHandler;
   compiler: SchemaCompiler;
+  /**
+   * Definitions checked and classified off this thread, each within the schema budget (src/app/definition-budget.ts):
+   * what every path that takes a definition from outside uses (the publishing API, upstream syncs and approvals, the
+   * CLI's publish). Its worker starts on first use.
+   */
+  definitions: DefinitionChecker;
   /** A read side; call `catchUp()` before reading, `follow()` to keep it current. */
   reader(options?: CatalogueReaderOptions): CatalogueReader;
   /**
@@ -42,13 +49,18 @@ const followChangesFor =
 export const openEstate = async (config: EstateConfig, options: OpenStoreOptions = {}): Promise<Estate> => {
   const store = await openEventStore(config.store, options);
   const compiler = createSchemaCompiler();
+  const definitions = createDefinitionChecker({ budgetMs: config.schemaBudgetMs });
   return {
     config,
     store,
     compiler,
+    definitions,
     commands: new CommandHandler({ store }),
     reader: (options) => new CatalogueReader(store, options),
     followChanges: followChangesFor(config, store),
-    close: () => store.close(),
+    close: async () => {
+      await definitions.close();
+      await store.close();
+    },
   };
 };

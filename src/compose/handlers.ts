@@ -30,7 +30,7 @@ export const composeHandlers = async (estate: Estate, config: ServeConfig, log: 
     selection === 'none'
       ? undefined
       : new UpstreamPool({
-          registry: new UpstreamRegistry({ store: estate.store, commands: estate.commands, compiler: estate.compiler }),
+          registry: new UpstreamRegistry({ store: estate.store, commands: estate.commands, definitions: estate.definitions }),
           selection,
           env: config.secretsEnv,
           log,

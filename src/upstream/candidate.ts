@@ -7,8 +7,7 @@
 import { DomainError } from '#domain/errors';
 import type { UpstreamCandidate } from '#domain/events';
 import { canonicalHash } from '#domain/hash';
-import type { SchemaCompiler } from '#domain/schema-compiler';
-import { DEFAULT_TIMEOUT_MS, validateDefinition } from '#domain/tool-definition';
+import { DEFAULT_TIMEOUT_MS } from '#domain/tool-definition';
 import type { JsonObject, SideEffect, ToolAccess, ToolDefinition } from '#domain/types';
 
 /** What an upstream's tools/list gives for one tool (the fields Estate reads). */
@@ -117,16 +116,22 @@ export const asDraft2020 = (schema: Record<string, unknown>): Record<string, unk
 const asObject = (v: unknown): JsonObject | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : undefined);
 
 /**
+ * SPEC §1's validation of one definition: in a serving process, the definition checker's worker under the schema budget
+ * (an upstream's schemas are as hostile as a publisher's).
+ */
+export type CheckDefinition = (raw: unknown) => Promise<ToolDefinition>;
+
+/**
  * Map every listed tool. `pinnedOf(name)` gives the pinned definition, whose access and timeout the candidate keeps.
  * Two upstream tools mapping to one name are both refused (neither could be told apart from the other by a client).
  */
-export const mapCandidates = (
+export const mapCandidates = async (
   ns: string,
   tools: readonly UpstreamTool[],
   defaults: ToolAccess,
-  compiler: SchemaCompiler,
+  check: CheckDefinition,
   pinnedOf: (name: string) => ToolDefinition | undefined,
-): MappedTool[] => {
+): Promise<MappedTool[]> => {
   const byName = new Map<string, UpstreamTool[]>();
   for (const t of tools) {
     const name = typeof t.name === 'string' ? mapToolName(ns, t.name) : '';
@@ -142,12 +147,12 @@ export const mapCandidates = (
       continue;
     }
     const t = group[0] as UpstreamTool;
-    out.push(mapOne(ns, name, t, defaults, compiler, pinnedOf(name)));
+    out.push(await mapOne(ns, name, t, defaults, check, pinnedOf(name)));
   }
   return out;
 };
 
-const mapOne = (ns: string, name: string, t: UpstreamTool, defaults: ToolAccess, compiler: SchemaCompiler, pinned: ToolDefinition | undefined): MappedTool => {
+const mapOne = async (ns: string, name: string, t: UpstreamTool, defaults: ToolAccess, check: CheckDefinition, pinned: ToolDefinition | undefined): Promise<MappedTool> => {
   const upstreamTool = String(t.name);
   const refuse = (code: string, message: string): MappedTool => ({ ok: false, refusal: { upstreamTool, tool: name, code, message } });
   if (typeof t.name !== 'string' || t.name.length === 0) return refuse('invalid-name', 'the upstream tool has no name');
@@ -166,7 +171,7 @@ const mapOne = (ns: string, name: string, t: UpstreamTool, defaults: ToolAccess,
     timeoutMs: pinned?.timeoutMs ?? DEFAULT_TIMEOUT_MS,
   };
   try {
-    const def = validateDefinition(raw, compiler);
+    const def = await check(raw);
     const { version: _v, ...candidate } = def;
     return { ok: true, upstreamTool, candidate };
   } catch (e) {

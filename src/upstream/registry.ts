@@ -7,11 +7,10 @@
 import { decodeUpstreamEvent } from '#app/event-codec';
 import type { CommandHandler, PublishOutcome } from '#app/command-handler';
 import { ConcurrencyError, systemClock, type Clock, type EventStore } from '#app/ports';
-import { classifyDefinition } from '#domain/classify';
 import { DomainError } from '#domain/errors';
-import { upstreamStream, type AutoApprove, type UpstreamEvent, type UpstreamTarget } from '#domain/events';
+import { upstreamStream, type AutoApprove, type UpstreamCandidate, type UpstreamEvent, type UpstreamTarget } from '#domain/events';
 import { baselineOf } from '#domain/guard';
-import type { SchemaCompiler } from '#domain/schema-compiler';
+import type { DefinitionChecker } from '#app/definition-budget';
 import type { Reason, ToolAccess, ToolDefinition } from '#domain/types';
 import { foldUpstream, pendingDrift, type DriftData, type UpstreamState } from '#projections/upstreams';
 import { describeTarget, nextVersion, sameText, textDiff } from './drift-text.ts';
@@ -22,7 +21,11 @@ export { describeTarget, nextVersion, textDiff } from './drift-text.ts';
 export interface RegistryDeps {
   store: EventStore;
   commands: CommandHandler;
-  compiler: SchemaCompiler;
+  /**
+   * Checks and classifies upstream definitions (src/app/definition-budget.ts: a worker, under the schema budget): an
+   * upstream's schemas are hostile input, and a sync runs in the serving process.
+   */
+  definitions: Pick<DefinitionChecker, 'check' | 'classify'>;
   clock?: Clock;
 }
 
@@ -125,7 +128,7 @@ export class UpstreamRegistry {
         const name = mapToolName(ns, String(t.name));
         if (!pinnedDefs.has(name)) pinnedDefs.set(name, await this.pinned(name));
       }
-      const remapped = mapCandidates(ns, tools, state.access, this.deps.compiler, (n) => pinnedDefs.get(n));
+      const remapped = await mapCandidates(ns, tools, state.access, (raw) => this.deps.definitions.check(raw), (n) => pinnedDefs.get(n));
       const at = this.clock.now();
       const events: UpstreamEvent[] = [];
       const result: SyncResult = { ns, listed: tools.length, drift: [], refused: [], vanished: [], autoApproved: [] };
@@ -144,7 +147,12 @@ export class UpstreamRegistry {
         // (it is not pending: its content is the pinned version's).
         if (pinned && contentHash(pinned) === hash && !known?.vanished) continue;
         if (known?.lastDrift?.candidateHash === hash && !known.vanished) continue; // recorded by an earlier sync
-        const { level, reasons } = pinned ? classifyDefinition(pinned, { ...c, version: pinned.version }) : { level: 'initial' as const, reasons: [] };
+        const classified = await this.classify(pinned, c);
+        if (!classified.ok) {
+          result.refused.push({ upstreamTool: m.upstreamTool, tool: c.name, code: classified.error.code, message: classified.error.message });
+          continue;
+        }
+        const { level, reasons } = classified;
         events.push({
           type: 'UpstreamDriftDetected',
           data: { ns, tool: c.name, upstreamTool: m.upstreamTool, level, reasons, candidate: c, candidateHash: hash, ...(pinned ? { pinned: pinned.version } : {}), at },
@@ -233,7 +241,19 @@ export class UpstreamRegistry {
       version,
       access: { ...access, requiredScopes: [...new Set(access.requiredScopes)].sort(), tenants: [...new Set(access.tenants)].sort() },
     };
-    return this.deps.commands.publish(def, o.by);
+    return this.deps.commands.publish(def, o.by, { classify: (before, after) => this.deps.definitions.classify(before, after) });
+  }
+
+  /** The candidate against the pinned version, in the checker's worker; a classification past the budget refuses it. */
+  private async classify(pinned: ToolDefinition | undefined, c: UpstreamCandidate): Promise<{ ok: true; level: DriftData['level']; reasons: Reason[] } | { ok: false; error: DomainError }> {
+    if (!pinned) return { ok: true, level: 'initial', reasons: [] };
+    try {
+      const { level, reasons } = await this.deps.definitions.classify(pinned, { ...c, version: pinned.version });
+      return { ok: true, level, reasons };
+    } catch (e) {
+      if (e instanceof DomainError) return { ok: false, error: e };
+      throw e;
+    }
   }
 
   /** Every pending candidate of the namespace, in name order; stops at nothing (each verdict is reported). */

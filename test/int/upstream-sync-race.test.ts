@@ -45,7 +45,7 @@ const raceSuite = (label: string, store: string): void => {
       writeFileSync(calls, '');
       const estate = await openEstate(loadConfig({ store }));
       try {
-        const registry = new UpstreamRegistry({ store: estate.store, commands: estate.commands, compiler: estate.compiler });
+        const registry = new UpstreamRegistry({ store: estate.store, commands: estate.commands, definitions: estate.definitions });
         await registry.register(ns, { transport: 'stdio', command: process.execPath, args: [FIXTURE, spec, calls], env: {} }, { requiredScopes: ['race'], tenants: [], classification: 'internal' }, 'none', 'race');
         const results = await Promise.all(Array.from({ length: PROCESSES }, () => run(['bin/estate.js', 'upstream', 'sync', ns, '--json', '--store', store])));
         for (const r of results) expect(r.code, r.stderr).toBe(0);

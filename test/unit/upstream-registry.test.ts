@@ -7,12 +7,11 @@ import { CommandHandler } from '#app/command-handler';
 import { decodeUpstreamEvent } from '#app/event-codec';
 import type { EventStore } from '#app/ports';
 import { upstreamStream } from '#domain/events';
-import { createSchemaCompiler } from '#domain/schema-compiler';
 import { createMemoryEventStore } from '#store/memory-event-store';
 import { asDraft2020, mapToolName, meaningfulAnnotations, sideEffectOf, type UpstreamTool } from '#upstream/candidate';
 import { nextVersion, UpstreamRegistry } from '#upstream/registry';
+import { inlineDefinitions } from '../fixtures/inline-definitions.ts';
 
-const compiler = createSchemaCompiler();
 const ACCESS = { requiredScopes: ['fx.read'], tenants: [], classification: 'internal' as const };
 const TARGET = { transport: 'stdio' as const, command: 'node', args: ['fixture.js'], env: { TOKEN: 'FIXTURE_TOKEN' } };
 
@@ -34,7 +33,7 @@ const driftEvents = async (ns: string) =>
 beforeEach(async () => {
   store = createMemoryEventStore();
   commands = new CommandHandler({ store });
-  reg = new UpstreamRegistry({ store, commands, compiler });
+  reg = new UpstreamRegistry({ store, commands, definitions: inlineDefinitions() });
   await reg.register('fx', TARGET, ACCESS, 'none', 'tester');
 });
 

@@ -6,10 +6,9 @@ import { decodeToolCallStarted, decodeToolCalled } from '#app/event-codec';
 import { readRunStreams } from '#app/call-recorder';
 import { verdictJson } from '#app/results-json';
 import { parseAsOf, replayAsOf } from '#app/replay';
-import { classifyDefinition } from '#domain/classify';
 import { DomainError } from '#domain/errors';
 import type { ToolCallStarted, ToolCalled } from '#domain/events';
-import { handlerOutsideNamespace, validateDefinition } from '#domain/tool-definition';
+import { handlerOutsideNamespace } from '#domain/tool-definition';
 import type { ToolDefinition } from '#domain/types';
 import { loadZodToolModule } from '#lib/zod-tools';
 import type { Estate } from '#compose/estate';
@@ -55,6 +54,10 @@ const notServed = (v: CatalogueVersion): { notServed?: string } => {
 
 export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
   const actor = estate.config.actor;
+  // Checked and classified in the estate's definition worker, under the schema budget: the same verdict a definition
+  // gets from the publishing API (and a hostile file a clear refusal, not minutes of compiling).
+  const check = (raw: unknown): Promise<ToolDefinition> => estate.definitions.check(raw);
+  const inWorker = { classify: (before: ToolDefinition, after: ToolDefinition) => estate.definitions.classify(before, after) };
   const caughtUp = async () => {
     const reader = estate.reader();
     await reader.catchUp();
@@ -64,7 +67,7 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
   const judge = async (source: DefinitionSource, decide: (def: ToolDefinition) => Promise<VerdictOutcome>): Promise<VerdictOutcome> => {
     let def: ToolDefinition;
     try {
-      def = validateSource(source, estate.compiler);
+      def = await validateSource(source, check);
     } catch (e) {
       if (e instanceof DomainError) return definitionRefusal(e);
       throw e;
@@ -75,13 +78,13 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
   return {
     publish: (source) =>
       judge(source, async (def) => {
-        const v = await estate.commands.publish(def, actor);
+        const v = await estate.commands.publish(def, actor, inWorker);
         return { json: verdictJson(v, v.result, v.position), ...(v.result === 'refused' ? { refusal: 'refused' as const } : {}) };
       }),
 
     check: (source) =>
       judge(source, async (def) => {
-        const v = await estate.commands.check(def, actor);
+        const v = await estate.commands.check(def, actor, inWorker);
         return { json: verdictJson(v, v.result === 'published' ? 'would-publish' : v.result), ...(v.result === 'refused' ? { refusal: 'refused' as const } : {}) };
       }),
 
@@ -91,16 +94,17 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     async *publishModule(module) {
       const raws = await loadZodToolModule(module);
       // Every definition is validated before the first is published: a broken module publishes nothing.
-      const defs = raws.map((raw) => {
+      const defs: ToolDefinition[] = [];
+      for (const raw of raws) {
         try {
-          return validateDefinition(raw, estate.compiler);
+          defs.push(await check(raw));
         } catch (e) {
           if (e instanceof DomainError) throw new DomainError(e.kind, e.code, `${module}: ${String(raw.name)}: ${e.message}`, e.reasons);
           throw e;
         }
-      });
+      }
       for (const def of defs) {
-        const v = await estate.commands.publish(def, actor);
+        const v = await estate.commands.publish(def, actor, inWorker);
         yield verdictJson(v, v.result, v.position);
       }
     },
@@ -149,7 +153,7 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
       let catalogue: CatalogueProjection | undefined;
       // The store is read only if a side names a published version (diff of two files runs on no store at all).
       const load = async (arg: string): Promise<ToolDefinition> => {
-        if (looksLikeFile(arg)) return validateSource(await readDefinitionSource(arg), estate.compiler);
+        if (looksLikeFile(arg)) return validateSource(await readDefinitionSource(arg), check);
         const { name, version } = parseRef(arg, true);
         catalogue ??= await caughtUp();
         const v = catalogue.find(name, version);
@@ -157,7 +161,7 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
         return v.definition;
       };
       const left = await load(a);
-      return classifyDefinition(left, await load(b));
+      return estate.definitions.classify(left, await load(b));
     },
 
     runs: (filter) => listRuns(estate.store, filter),

@@ -13,7 +13,7 @@ import { approvedLine, noPendingLine, pendingLines, printJson, refusalLine, regi
 import { parseToolRef } from '../ref.ts';
 import { withEstate } from '../run.ts';
 
-const registryOf = (estate: Estate): UpstreamRegistry => new UpstreamRegistry({ store: estate.store, commands: estate.commands, compiler: estate.compiler });
+const registryOf = (estate: Estate): UpstreamRegistry => new UpstreamRegistry({ store: estate.store, commands: estate.commands, definitions: estate.definitions });
 
 const collect = (v: string, prev: string[] = []): string[] => [...prev, v];
 
