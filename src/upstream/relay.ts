@@ -27,9 +27,18 @@ const levelOf = (l: unknown): 'debug' | 'info' | 'warn' | 'error' => {
   return typeof l === 'string' && ['critical', 'alert', 'emergency'].includes(l) ? 'error' : 'info';
 };
 
+/** Longest upstream log line relayed (longer ones are cut). */
+const MAX_RELAYED_LOG_CHARS = 8192;
+/**
+ * Most questions (elicitation, sampling, roots) an upstream may put to the caller within one call: a person answers
+ * them, and an upstream asking in a loop must not keep them at it. Past it the upstream gets an error.
+ */
+export const MAX_QUESTIONS_PER_CALL = 16;
+
 export class CallRelay {
   private readonly current = new AsyncLocalStorage<HandlerContext>();
   private readonly inflight = new Set<HandlerContext>();
+  private readonly asked = new WeakMap<HandlerContext, number>();
 
   constructor(
     private readonly ns: string,
@@ -65,7 +74,8 @@ export class CallRelay {
   relayLog(params: Record<string, unknown>): void {
     const to = this.owner();
     const data = params.data;
-    const msg = typeof data === 'string' ? data : JSON.stringify(data ?? null).slice(0, 2000);
+    // Cut before anything else touches it (the call's log bounds it again): an upstream may send megabytes.
+    const msg = (typeof data === 'string' ? data : JSON.stringify(data ?? null)).slice(0, MAX_RELAYED_LOG_CHARS);
     if (to) to.log[levelOf(params.level)](msg, { upstream: this.ns, ...(typeof params.logger === 'string' ? { logger: params.logger } : {}) });
     else this.log.debug({ upstream: this.ns, level: params.level, data: msg }, 'upstream log');
   }
@@ -86,6 +96,9 @@ export class CallRelay {
   private async ask(what: string, ask: (ctx: HandlerContext) => Promise<unknown> | undefined): Promise<Record<string, unknown>> {
     const ctx = this.owner();
     if (!ctx) throw new ProtocolError(-32603, `Estate cannot tell which caller this ${what} request is for (${this.inflight.size} calls in flight)`);
+    const count = (this.asked.get(ctx) ?? 0) + 1;
+    this.asked.set(ctx, count);
+    if (count > MAX_QUESTIONS_PER_CALL) throw new ProtocolError(-32603, `Estate relays at most ${MAX_QUESTIONS_PER_CALL} questions to the caller per call`);
     const answer = ask(ctx);
     if (!answer) throw new ProtocolError(-32603, `the caller cannot answer ${what} requests`);
     try {

@@ -9,6 +9,8 @@ import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@mod
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_LOG_LINES_PER_CALL, MAX_LOG_MESSAGE_CHARS, MAX_PROGRESS_PER_CALL } from '#mcp/client-channel';
+import { MAX_QUESTIONS_PER_CALL } from '#upstream/relay';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-http.mjs', import.meta.url));
@@ -93,6 +95,33 @@ describe('upstream messages reach only the caller they belong to', () => {
     } finally {
       await a.client.close();
       await b.client.close();
+    }
+  });
+
+  it('a flooding upstream costs its own caller a bounded stream: log lines, progress and questions are capped per call', { timeout: 120_000 }, async () => {
+    const c = await caller('client-flood');
+    const progress: number[] = [];
+    const other = await caller('client-quiet');
+    try {
+      const r = await c.client.callTool(
+        { name: 'rl.flood', arguments: { logs: 3000, progress: 12_000, questions: 40, size: 100_000 } },
+        { onprogress: (p) => progress.push(p.progress), timeout: 110_000 },
+      );
+      expect(r.isError ?? false, textOf(r)).toBe(false);
+      // Every question past the cap was refused to the upstream, not put to the caller.
+      expect(JSON.parse(textOf(r))).toEqual({ answered: MAX_QUESTIONS_PER_CALL, refused: 40 - MAX_QUESTIONS_PER_CALL });
+      expect(c.questions).toHaveLength(MAX_QUESTIONS_PER_CALL);
+      const floodLines = c.logs.filter((l) => /^\d+:x/.test(l));
+      expect(floodLines).toHaveLength(MAX_LOG_LINES_PER_CALL);
+      expect(Math.max(...floodLines.map((l) => l.length))).toBeLessThanOrEqual(MAX_LOG_MESSAGE_CHARS + 100);
+      expect(c.logs.filter((l) => l.includes('drops this call\'s further log lines'))).toHaveLength(1);
+      expect(progress.length).toBe(MAX_PROGRESS_PER_CALL);
+      // Nobody else was told anything, and the server still answers others.
+      expect(other.logs.filter((l) => /^\d+:x/.test(l))).toEqual([]);
+      expect((await other.client.listTools()).tools.map((t) => t.name)).toContain('rl.flood');
+    } finally {
+      await c.client.close();
+      await other.client.close();
     }
   });
 });
