@@ -13,6 +13,8 @@ import { CatalogueReader } from '#app/catalogue-reader';
 import { CommandHandler } from '#app/command-handler';
 import type { EventStore, Subscription } from '#app/ports';
 import { startKafkaChangeFeed } from '#bus/kafka-change-feed';
+import { createLagProbe } from '#ops/lag';
+import { createMetrics } from '#ops/metrics';
 import { createPostgresEventStore } from '#store/postgres-event-store';
 import { aDefinition } from '../fixtures/builders.ts';
 import { formatStorage, javaArgs, newClusterId, privateBrokerUnavailable, readTopicUntil, requireServices, startPrivateBroker, uniqueTopic, writeBrokerProps, type PrivateBroker } from './kafka-helpers.ts';
@@ -35,11 +37,15 @@ const keep = (level: string) => (obj: object, msg?: string): void => {
 };
 const quiet = { debug: () => undefined, info: keep('info'), warn: keep('warn'), error: keep('error') };
 
-const waitFor = async (what: string, check: () => boolean, timeoutMs: number): Promise<void> => {
+let lagNow = -1;
+
+const waitFor = async (what: string, check: () => boolean, timeoutMs: number, refresh?: () => Promise<unknown>): Promise<void> => {
   const deadline = Date.now() + timeoutMs;
+  await refresh?.();
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the replicas logged (last 60):\n${logged.slice(-60).join('\n')}`);
     await new Promise((r) => setTimeout(r, 100));
+    await refresh?.();
   }
 };
 
@@ -92,7 +98,20 @@ if (services) {
       await waitFor('both replicas to see before.outage', () => replicas.every((r) => r.reader.catalogue.tool('before.outage')), 30_000);
     });
 
+    /** `estate_relay_lag_events` as a scrape of replica 0's /metrics shows it (the gauge reads the store at scrape time). */
+    const relayLag = async (): Promise<number> => {
+      const r = replicas[0]!;
+      const metrics = createMetrics({
+        catalogue: () => ({ size: r.reader.catalogue.size, position: r.reader.position }),
+        lag: createLagProbe({ store: r.store, readerPosition: () => r.reader.position, topic }),
+      });
+      const m = /^estate_relay_lag_events (\d+)$/m.exec((await metrics.render()).body);
+      if (!m) throw new Error('no estate_relay_lag_events in the scrape');
+      return Number(m[1]);
+    };
+
     it('50 publishes while Kafka is down all succeed, and every change reaches both replicas after it returns', async () => {
+      await waitFor('the relay lag to be 0 before the outage', () => lagNow === 0, 30_000, async () => (lagNow = await relayLag()));
       await broker.stop();
       const names = Array.from({ length: 50 }, (_, i) => `outage.t${String(i).padStart(2, '0')}`);
       try {
@@ -103,10 +122,14 @@ if (services) {
         }
         // Nothing can have reached the replicas: they only learn of changes through the (stopped) broker.
         for (const r of replicas) expect(names.filter((n) => r.reader.catalogue.tool(n))).toEqual([]);
+        // The relay lag rose by every change Kafka could not take (SPEC §9: lag rises during an outage).
+        expect(await relayLag()).toBeGreaterThanOrEqual(50);
       } finally {
         await broker.start();
       }
       await waitFor('both replicas to see all 50 changes', () => replicas.every((r) => names.every((n) => r.reader.catalogue.tool(n))), 120_000);
+      // ... and falls back to 0 once Kafka has acknowledged them.
+      await waitFor('the relay lag to fall back to 0', () => lagNow === 0, 60_000, async () => (lagNow = await relayLag()));
       for (const r of replicas) expect(new Set(r.updates)).toEqual(new Set(['before.outage', ...names]));
       const onTopic = await readTopicUntil(brokers, topic, (m) => new Set(m.map((x) => x.key)).size >= 51);
       expect(new Set(onTopic.map((m) => m.key))).toEqual(new Set(['before.outage', ...names]));
