@@ -69,6 +69,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
             tool: { name: v.name, version: v.version, schemaHash: v.schemaHash },
             log: teeLog(deps.handlerLog({ runId: p.runId, tool: v.name, version: v.version }), channel, v.name),
             progress: progressReporter(channel),
+            ...(p.input ? { clientCapabilities: p.input.capabilities } : {}),
           },
           withSignal: rounds?.kind === 'rounds' ? () => rounds.round.askers() : rounds?.kind === 'once' ? () => rounds.askers : clientAskers(req.ask),
           ...(req.cancel ? { cancel: req.cancel } : {}),
@@ -104,6 +105,9 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
         throw e;
       }
       observe(outcome, started);
+      // A call that ran once and must not run again (a proxied non_idempotent tool) is recorded as it ended, and a
+      // question the client never declared it could answer is still the protocol's -32021 to it.
+      if (rounds?.kind === 'once' && run.refusal?.reason === 'capability' && run.refusal.capability) throw missingCapability(run.refusal.capability);
       return answer({ ...facts, repairs: admitted.repairs }, result);
     },
   };

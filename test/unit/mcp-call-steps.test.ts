@@ -58,12 +58,19 @@ describe('the input-round step', () => {
 
   it('opens rounds for a read-only proxy, and none for a non_idempotent one: its questions are refused, answers or not', async () => {
     expect(openInputRounds(params(input), v('none'), proxy, undefined)?.kind).toBe('rounds');
-    const once = openInputRounds(params(input), v('non_idempotent'), proxy, undefined);
+    const once = openInputRounds(params({ ...input, capabilities: { elicitation: {}, sampling: {}, roots: {} } }), v('non_idempotent'), proxy, undefined);
     expect(once?.kind).toBe('once');
     if (once?.kind !== 'once') return;
     await expect(once.askers.elicit?.({ message: 'Name?', requestedSchema: { type: 'object', properties: {} } }, { key: 'q' })).rejects.toThrow(/never sent twice/);
     await expect(once.askers.sample?.({ messages: [], maxTokens: 1 })).rejects.toThrow(/never sent twice/);
     await expect(once.askers.listRoots?.()).rejects.toThrow(/never sent twice/);
+  });
+
+  it('a non_idempotent proxy\'s question the client never declared is a missing capability, not a refused round', async () => {
+    const once = openInputRounds(params({ responses: {}, capabilities: { elicitation: {} } }), v('non_idempotent'), proxy, undefined);
+    if (once?.kind !== 'once') throw new Error('expected no rounds');
+    await expect(once.askers.sample?.({ messages: [], maxTokens: 1 })).rejects.toMatchObject({ reason: 'capability', capability: 'sampling' });
+    await expect(once.askers.elicit?.({ message: 'Name?', requestedSchema: { type: 'object', properties: {} } })).rejects.toMatchObject({ reason: 'unavailable' });
   });
 });
 
