@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempStore, parseMcpBody, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+import { makeTempStore, parseMcpBody, runCli, startHttpServer, startStdioServer, type HttpServer, type TempStore } from './helpers.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
@@ -157,6 +157,45 @@ describe('a traced tools/call, exported by OTLP', () => {
       expect(request.parentSpanId, label).toBe('');
       expect(request.traceId, label).not.toBe(long.traceId);
       expect(request.traceId, label).toMatch(/^[0-9a-f]{32}$/);
+    }
+  });
+});
+
+describe('on stop', () => {
+  it('what is still buffered is exported before the process exits', async () => {
+    const store = makeTempStore('estate-trace-flush-');
+    // A batch delay far beyond the test: only the flush at shutdown can send these spans.
+    const held = await startHttpServer(['--demo', '--store', store.store, ...PRINCIPAL], { env: { ...otelEnv(receiver, 'estate-flush'), OTEL_BSP_SCHEDULE_DELAY: '600000' } });
+    try {
+      const c = caller();
+      const r = await statelessCall(held.url, 'payments.lookup', { reference: 'PMT-771' }, { traceparent: c.traceparent });
+      expect(r.message).toHaveProperty('result');
+      expect(receiver.spans.seen.filter((s) => s.traceId === c.traceId)).toEqual([]);
+      expect(await held.stop()).toBe(0);
+      expect(receiver.spans.seen.filter((s) => s.traceId === c.traceId).map((s) => s.name).sort()).toEqual(['append ToolCalled', 'execute_tool payments.lookup', 'tools/call']);
+    } finally {
+      await held.stop();
+      store.cleanup();
+    }
+  });
+});
+
+describe('over stdio', () => {
+  it('the same spans, and stdout stays protocol only', async () => {
+    const store = makeTempStore('estate-trace-stdio-');
+    const stdio = await startStdioServer(['--demo', '--store', store.store, ...PRINCIPAL], { env: otelEnv(receiver, 'estate-stdio') });
+    try {
+      await stdio.initialize();
+      const c = caller();
+      const runId = `run-${hex(4)}`;
+      const r = await stdio.request('tools/call', { name: 'payments.lookup', arguments: { reference: 'PMT-771' }, _meta: { traceparent: c.traceparent, 'io.estate/runId': runId } });
+      expect(r).toHaveProperty('result');
+      const { call, request } = await spansOfRun(runId);
+      expect([request.service, request.traceId, request.parentSpanId, call.traceId]).toEqual(['estate-stdio', c.traceId, c.spanId, c.traceId]);
+      for (const line of stdio.lines.seen) expect(() => JSON.parse(line), line).not.toThrow();
+    } finally {
+      await stdio.stop();
+      store.cleanup();
     }
   });
 });
