@@ -29,7 +29,7 @@ import type { Estate } from './estate.ts';
 import { composeHandlers } from './handlers.ts';
 import { startHttpListener } from './http-listener.ts';
 import { createLogger } from './logger.ts';
-import { startTracing } from './tracing.ts';
+import { startTracing, type Tracing } from './tracing.ts';
 
 const untilSignal = (): Promise<string> =>
   new Promise((resolve) => {
@@ -182,8 +182,9 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     },
   };
   // OpenTelemetry only when an OTLP endpoint is configured (./tracing.ts); flushed last, after everything that traces.
-  const tracing = await startTracing(config.tracing, log);
+  let tracing: Tracing | null = null;
   try {
+    tracing = await startTracing(config.tracing, log);
     if (writeFrame) await runStdio(served, writeFrame);
     else await runHttp(served, edge);
   } finally {
