@@ -33,7 +33,7 @@ const SDK_SERVER = fileURLToPath(new URL('./mcp-sdk-server.ts', import.meta.url)
 // ---------------------------------------------------------------------------------------------------------------
 // Driving a server: one 2025-11-25 session, raw POSTs (no client library in the measured path).
 
-interface Session {
+export interface Session {
   post(message: Record<string, unknown>): Promise<{ text: string; body: Record<string, unknown> }>;
 }
 
@@ -51,7 +51,7 @@ const readResponse = async (res: Response, id: unknown): Promise<{ text: string;
   throw new Error(`no response with id ${String(id)} in SSE body: ${raw.slice(0, 300)}`);
 };
 
-const openSession = async (url: string): Promise<Session> => {
+export const openSession = async (url: string): Promise<Session> => {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
   const init = await fetch(url, {
     method: 'POST',

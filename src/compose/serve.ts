@@ -1,6 +1,6 @@
 /**
  * The composition root of `estate serve` (on top of ./estate.ts): the logger, authorization, handlers and upstreams,
- * the read side and its change feed, store health and metrics, the protocol core (src/mcp/server-core.ts), and one
+ * the read side and its change feed, store health, metrics and tracing (./tracing.ts, when an OTLP endpoint is set), the protocol core (src/mcp/server-core.ts), and one
  * transport — stdio, or the HTTP listener (./http-listener.ts) with the console and operations routes. It runs until
  * stdin closes (stdio) or a signal arrives, then closes everything it opened, in reverse.
  */
@@ -29,6 +29,7 @@ import type { Estate } from './estate.ts';
 import { composeHandlers } from './handlers.ts';
 import { startHttpListener } from './http-listener.ts';
 import { createLogger } from './logger.ts';
+import { startTracing, type Tracing } from './tracing.ts';
 
 const untilSignal = (): Promise<string> =>
   new Promise((resolve) => {
@@ -180,7 +181,10 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
       );
     },
   };
+  // OpenTelemetry only when an OTLP endpoint is configured (./tracing.ts); flushed last, after everything that traces.
+  let tracing: Tracing | null = null;
   try {
+    tracing = await startTracing(config.tracing, log);
     if (writeFrame) await runStdio(served, writeFrame);
     else await runHttp(served, edge);
   } finally {
@@ -188,5 +192,6 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     await pool?.close();
     await following.close();
     await storeHealth.close();
+    await tracing?.shutdown();
   }
 };

@@ -42,6 +42,9 @@ export interface JsonRpcFailure {
 export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
 export type JsonRpcOutbound = JsonRpcResponse | JsonRpcNotification | JsonRpcRequest;
 
+/** The error a response carries, if it is one. */
+export const errorOfResponse = (r: JsonRpcResponse): JsonRpcErrorObject | undefined => ('error' in r ? r.error : undefined);
+
 export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
 export const METHOD_NOT_FOUND = -32601;

@@ -11,6 +11,7 @@
  * of our requests (elicitation/create, sampling/createMessage): it settles that request and is never answered. Any
  * other envelope without a method still fails gate 1 as before.
  */
+import { traceRequest } from '#app/tracing';
 import { BATCH_LIMIT_DEFAULTS } from '#config';
 import type { Principal } from '#domain/types';
 import type { ViewWatcher } from './change-notifier.ts';
@@ -20,6 +21,7 @@ import { batchRefused, McpError, methodNotFound, notInitialized, toJsonRpcError 
 import type { InputRequiredResult } from './input-required.ts';
 import {
   checkEnvelope,
+  errorOfResponse,
   failure,
   INVALID_REQUEST,
   isPlainObject,
@@ -144,6 +146,16 @@ export class StatefulSession {
     else if (this.active.has(id)) return duplicateId(id);
     this.active.add(id);
     try {
+      // One span per request (src/app/tracing.ts), parented on the caller's params._meta.traceparent.
+      return await traceRequest(countedMethod(message.method), message.params?._meta, this.revision ?? null, true, () => this.answer(message), errorOfResponse);
+    } finally {
+      this.active.delete(id);
+    }
+  }
+
+  /** Gate 5 and its answer: a result, or the error the method ended with; counted either way. */
+  private async answer(message: JsonRpcRequest): Promise<JsonRpcResponse> {
+    try {
       const answered = success(message.id, await this.dispatch(message));
       this.core.observeRequest(countedMethod(message.method), this.revision ?? null, 'ok');
       return answered;
@@ -152,8 +164,6 @@ export class StatefulSession {
       this.core.observeRequest(countedMethod(message.method), this.revision ?? null, String(err.code));
       if (!(e instanceof McpError)) this.core.log.error({ err: e, method: message.method, session: this.id }, 'request failed');
       return { jsonrpc: '2.0', id: message.id, error: err };
-    } finally {
-      this.active.delete(id);
     }
   }
 

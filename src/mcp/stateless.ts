@@ -5,13 +5,14 @@
  * is the request's own unless it names one.
  */
 import { randomUUID } from 'node:crypto';
+import { traceRequest } from '#app/tracing';
 import type { Principal } from '#domain/types';
 import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
 import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
-import { isPlainObject, isRequest, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
+import { errorOfResponse, isPlainObject, isRequest, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { isInputRequiredResult } from './input-required.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
-import { findMethod, type RequestHost } from './method-table.ts';
+import { countedMethod, findMethod, type RequestHost } from './method-table.ts';
 import type { ServerCore } from './server-core.ts';
 import { SERVER_INFO } from './server-info.ts';
 
@@ -94,6 +95,13 @@ const clientOf = (req: JsonRpcRequest): { name: string; version: string } | null
 export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ctx: StatelessContext): Promise<StatelessOutcome> => {
   if (message.method.startsWith('notifications/')) return { kind: 'none' };
   if (!isRequest(message)) return { kind: 'none' };
+  // One span per request (src/app/tracing.ts), parented on the caller's params._meta.traceparent; no session.
+  return traceRequest(countedMethod(message.method), message.params?._meta, STATELESS_REVISION, false, () => answerStateless(core, message, ctx), errorOfOutcome);
+};
+
+const errorOfOutcome = (out: StatelessOutcome) => (out.kind === 'response' ? errorOfResponse(out.response) : undefined);
+
+const answerStateless = async (core: ServerCore, message: JsonRpcRequest, ctx: StatelessContext): Promise<StatelessOutcome> => {
   const refused = checkStatelessRequest(message, ctx);
   if (refused) return fail(message.id, refused);
   const params = message.params ?? {};

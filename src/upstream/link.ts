@@ -11,6 +11,7 @@
 import { ProtocolError } from '@modelcontextprotocol/client';
 import { exponentialBackoff } from '#app/backoff';
 import type { Log } from '#app/log';
+import { markFailed, traceUpstreamCall } from '#app/tracing';
 import type { UpstreamTarget } from '#domain/events';
 import { ExecutorFailure } from '#handlers/executor-failure';
 import type { CallToolResult, HandlerContext } from '#handlers/types';
@@ -171,10 +172,17 @@ export class UpstreamLink {
       };
       // Inside the relay's context: what the upstream sends on this call's own channel is relayed to this caller.
       // 2026-07-28 upstreams log only at a level named on the call: ask for everything (each caller's level is applied when relaying).
-      // A 2026-07-28 upstream is also told what THIS caller declared it can answer (what Estate can relay of it), so it
-      // asks only that; the SDK's own envelope would claim everything Estate relays.
-      const params = { name: upstreamTool, arguments: args, ...(session.protocolVersion === STATELESS_REVISION ? { _meta: { [LOG_LEVEL_META]: 'debug', ...callerCapabilities(ctx) } } : {}) };
-      const r = (await this.relay.run(ctx, () => session.client.callTool(params, options))) as CallToolResult;
+      // Traced, the call is a CLIENT span whose context travels in `_meta` (traceparent, tracestate): the upstream's
+      // spans join the caller's trace (src/app/tracing.ts). A 2026-07-28 upstream is also told what THIS caller declared
+      // it can answer (what Estate can relay of it), so it asks only that; the SDK's own envelope would claim everything.
+      const r = await traceUpstreamCall(this.ns, upstreamTool, async (trace, span) => {
+        const revision = session.protocolVersion === STATELESS_REVISION ? { [LOG_LEVEL_META]: 'debug', ...callerCapabilities(ctx) } : undefined;
+        const meta = trace || revision ? { ...revision, ...trace } : undefined;
+        const params = { name: upstreamTool, arguments: args, ...(meta ? { _meta: meta } : {}) };
+        const answer = (await this.relay.run(ctx, () => session.client.callTool(params, options))) as CallToolResult;
+        if (answer.isError) markFailed(span, 'upstream_error');
+        return answer;
+      });
       this.breaker.success();
       this.restarts = 0;
       if (r.isError) throw this.relay.undeclaredCapability(ctx) ?? new ExecutorFailure('upstream_error', `upstream ${this.ns}: ${textOf(r)}`, false);

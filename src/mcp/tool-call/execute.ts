@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CallRecorder } from '#app/call-recorder';
+import { traceStore } from '#app/tracing';
 import type { Principal } from '#domain/types';
 import type { HandlerContext } from '#handlers/types';
 import type { CatalogueVersion } from '#projections/catalogue';
@@ -56,7 +57,8 @@ export const executeCall = async (deps: ExecuteDeps, c: ExecuteCall): Promise<Ex
   const { v, principal } = c;
   if (v.definition.sideEffect === 'non_idempotent') {
     try {
-      await deps.recorder.start({ callId, runId: c.runId, subject: principal.subject ?? 'anonymous', tenant: principal.tenant, tool: v.name, version: v.version, argsHash: c.argsHash, at: new Date(started).toISOString() });
+      const intent = { callId, runId: c.runId, subject: principal.subject ?? 'anonymous', tenant: principal.tenant, tool: v.name, version: v.version, argsHash: c.argsHash, at: new Date(started).toISOString() };
+      await traceStore('append', 'ToolCallStarted', () => deps.recorder.start(intent));
     } catch (e) {
       deps.observe('store_unavailable', started);
       throw storeUnavailable(false, storeReason(e));
