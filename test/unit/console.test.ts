@@ -7,9 +7,11 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CatalogueReader } from '#app/catalogue-reader';
 import { CommandHandler } from '#app/command-handler';
-import { createConsole, type ConsoleActor } from '#console/console';
+import type { ConsoleAccess, ConsoleViewer } from '#console/access';
+import { createConsole } from '#console/console';
 import { esc, html } from '#console/html';
-import { cataloguePage, PAGE_SIZE, parseCatalogueQuery, searchCatalogue, upstreamsPage } from '#console/pages';
+import { cataloguePage, PAGE_SIZE, parseCatalogueQuery, searchCatalogue } from '#console/pages';
+import { upstreamsPage } from '#console/upstream-page';
 import { diffLines, placeReasons, printWithPaths } from '#console/schema-diff';
 import { classifyDefinition } from '#domain/classify';
 import { createMemoryEventStore } from '#store/memory-event-store';
@@ -88,10 +90,16 @@ describe('console html', () => {
   });
 
   it('renders upstreams with status and the pending drift as escaped text', () => {
-    const out = upstreamsPage([{ namespace: 'crm', url: 'http://crm.local/mcp', status: 'down', pending: [{ tool: 'crm.find', diff: '-  "a"\n+  "<b>"', detectedAt: 't' }] }], true).text;
-    expect(out).toContain('crm <span class="status down">down</span>');
-    expect(out).toContain('+  &quot;&lt;b&gt;&quot;');
+    const drift = { tool: 'crm.find', upstreamTool: 'Find', level: 'minor' as const, reasons: [], pinned: '1.0.0', candidateHash: 'ab12'.repeat(8), at: 't', textDiff: '-  "a"\n+  "<b>"' };
+    const crm = { ns: 'crm', transport: 'http', target: 'http://crm.local/mcp', tools: 1, status: 'active', link: 'down', pending: [drift] };
+    const out = upstreamsPage([crm], (tool) => tool === 'crm.find').text;
+    expect(out).toContain('crm <span class="status active">active</span>');
+    expect(out).toContain('<strong class="link">down</strong>');
+    expect(out).toContain('<span class="ins">+  &quot;&lt;b&gt;&quot;</span>');
     expect(out).toContain('/console/api/upstreams/crm/drift/crm.find');
+    expect(out).toContain(`name="candidateHash" value="${'ab12'.repeat(8)}"`);
+    // Without the scope for the tool, the page shows the drift but offers no action on it.
+    expect(upstreamsPage([crm], () => false).text).not.toContain('/console/api/upstreams/');
   });
 });
 
@@ -102,13 +110,14 @@ describe('console lifecycle action and its scope', () => {
     await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
   });
 
-  const serve = async (actor: ConsoleActor, maxStreams?: number) => {
+  const serve = async (viewer: Omit<ConsoleViewer, 'signedIn'>, maxStreams?: number) => {
+    const access: ConsoleAccess = { admit: () => Promise.resolve({ kind: 'viewer', viewer: { ...viewer, signedIn: true } }) };
     const store = createMemoryEventStore();
     const commands = new CommandHandler({ store });
     await commands.publish(aDefinition(), 'alice');
     const reader = new CatalogueReader(store);
     await reader.catchUp();
-    const routes = createConsole({ reader, commands, store, actor, ...(maxStreams ? { maxStreams } : {}) });
+    const routes = createConsole({ reader, commands, store, access, ...(maxStreams ? { maxStreams } : {}) });
     server = createServer((req, res) => void routes.handle(req, res, (req.url ?? '/').split('?')[0] as string));
     await new Promise<void>((r) => server?.listen(0, '127.0.0.1', () => r()));
     const { port } = server.address() as AddressInfo;
