@@ -9,11 +9,13 @@ import { CatalogueReader } from '#app/catalogue-reader';
 import { CommandHandler } from '#app/command-handler';
 import type { ConsoleAccess, ConsoleViewer } from '#console/access';
 import { createConsole } from '#console/console';
+import type { UpstreamConsoleSource } from '#console/upstreams';
 import { esc, html } from '#console/html';
 import { cataloguePage, PAGE_SIZE, parseCatalogueQuery, searchCatalogue } from '#console/pages';
 import { upstreamsPage } from '#console/upstream-page';
 import { diffLines, placeReasons, printWithPaths } from '#console/schema-diff';
 import { classifyDefinition } from '#domain/classify';
+import { DomainError } from '#domain/errors';
 import { createMemoryEventStore } from '#store/memory-event-store';
 import { CatalogueProjection } from '#projections/catalogue';
 import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
@@ -110,6 +112,14 @@ describe('console lifecycle action and its scope', () => {
     await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
   });
 
+  /** What reached the upstream port (nothing may, without the scope). */
+  const decided: string[] = [];
+  const upstreams: UpstreamConsoleSource = {
+    list: () => Promise.resolve([]),
+    approve: (_ns, tool) => (decided.push(`approve ${tool}`), Promise.reject(new DomainError('conflict', 'drift-changed', 'not in this test'))),
+    reject: (_ns, tool) => (decided.push(`reject ${tool}`), Promise.reject(new DomainError('conflict', 'drift-changed', 'not in this test'))),
+  };
+
   const serve = async (viewer: Omit<ConsoleViewer, 'signedIn'>, maxStreams?: number) => {
     const access: ConsoleAccess = { admit: () => Promise.resolve({ kind: 'viewer', viewer: { ...viewer, signedIn: true } }) };
     const store = createMemoryEventStore();
@@ -117,13 +127,13 @@ describe('console lifecycle action and its scope', () => {
     await commands.publish(aDefinition(), 'alice');
     const reader = new CatalogueReader(store);
     await reader.catchUp();
-    const routes = createConsole({ reader, commands, store, access, ...(maxStreams ? { maxStreams } : {}) });
+    const routes = createConsole({ reader, commands, store, access, upstreams, ...(maxStreams ? { maxStreams } : {}) });
     server = createServer((req, res) => void routes.handle(req, res, (req.url ?? '/').split('?')[0] as string));
     await new Promise<void>((r) => server?.listen(0, '127.0.0.1', () => r()));
     const { port } = server.address() as AddressInfo;
-    const post = (body: unknown): Promise<{ status: number; body: string }> =>
+    const post = (body: unknown, path = '/console/api/tools/payments.lookup/versions/1.0.0/lifecycle'): Promise<{ status: number; body: string }> =>
       new Promise((resolve, reject) => {
-        const req = request(`http://127.0.0.1:${port}/console/api/tools/payments.lookup/versions/1.0.0/lifecycle`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-estate-console': '1' } }, (res) => {
+        const req = request(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-estate-console': '1' } }, (res) => {
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString()));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
@@ -150,6 +160,24 @@ describe('console lifecycle action and its scope', () => {
     expect(JSON.parse(r.body).error).toMatchObject({ code: 'insufficient_scope' });
     expect(JSON.parse(r.body).error.message).toContain('estate:lifecycle:payments');
     expect(await store.readAll({})).toHaveLength(1);
+  });
+
+  it('refuses to approve or reject drift without estate:lifecycle for the tool: the upstream port is never asked', async () => {
+    const { post } = await serve({ by: 'mallory', scopes: ['estate:read', 'estate:lifecycle:crm', 'estate:publish'] });
+    for (const action of ['approve', 'reject']) {
+      const r = await post({ action, reason: 'x', candidateHash: 'ab'.repeat(32) }, '/console/api/upstreams/fx/drift/fx.echo');
+      expect(r.status).toBe(403);
+      expect(JSON.parse(r.body).error.message).toContain('estate:lifecycle:fx');
+    }
+    expect(decided).toEqual([]);
+  });
+
+  it('lets the namespace scope reach the upstream port', async () => {
+    decided.length = 0;
+    const { post } = await serve({ by: 'fx-ops', scopes: ['estate:lifecycle:fx'] });
+    const r = await post({ action: 'reject', reason: 'x', candidateHash: 'ab'.repeat(32) }, '/console/api/upstreams/fx/drift/fx.echo');
+    expect(r.status).toBe(409);
+    expect(decided).toEqual(['reject fx.echo']);
   });
 
   it('bounds the open change streams: one past the cap is 503', async () => {
