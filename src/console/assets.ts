@@ -24,7 +24,7 @@ td.del { background: #ffe5e5; } td.ins { background: #e3f7e3; } td.empty { backg
 .why p { margin: 0; font-size: .85rem; }
 .muted { color: #555; }
 .who button, main button { font: inherit; }
-.text-diff .ins { background: #e3f7e3; display: block; } .text-diff .del { background: #ffe5e5; display: block; }
+.text-diff span { display: block; min-height: 1.2em; } .text-diff .ins { background: #e3f7e3; } .text-diff .del { background: #ffe5e5; }
 .facts { list-style: none; padding: 0; }
 .drift { border-left: 3px solid #0b3d5c; padding-left: .75rem; margin: 1rem 0; }
 a { color: #0b4f8a; }

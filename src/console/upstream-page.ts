@@ -7,7 +7,7 @@ import type { UpstreamDriftView, UpstreamView } from './upstreams.ts';
 const diffText = (diff: string): Html =>
   html`<pre class="text-diff">${diff.split('\n').map((line) => {
     const cls = line.startsWith('+') && !line.startsWith('+++') ? 'ins' : line.startsWith('-') && !line.startsWith('---') ? 'del' : 'ctx';
-    return html`<span class="${cls}">${line}</span>\n`;
+    return html`<span class="${cls}">${line}</span>`; // one block per line (console.css): no newline between them
   })}</pre>`;
 
 const driftForm = (u: UpstreamView, d: UpstreamDriftView): Html =>
