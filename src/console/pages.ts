@@ -71,6 +71,14 @@ export const versionHref = (name: string, version: string): string => `/console/
 
 const option = (value: string, label: string, selected: string): Html => html`<option value="${value}"${selected === value ? html` selected` : ''}>${label}</option>`;
 
+/** Past this many namespaces the filter is a text field: a page never lists the whole catalogue's names. */
+export const MAX_NAMESPACE_OPTIONS = 200;
+
+const namespaceFilter = (namespaces: readonly string[], chosen: string): Html =>
+  namespaces.length > MAX_NAMESPACE_OPTIONS
+    ? html`<label>Namespace <input name="namespace" value="${chosen}" placeholder="exact namespace"></label>`
+    : html`<label>Namespace <select name="namespace">${option('', 'any', chosen)}${namespaces.map((n) => option(n, n, chosen))}</select></label>`;
+
 export const cataloguePage = (catalogue: CatalogueProjection, q: CatalogueQuery): Html => {
   const { total, rows, namespaces } = searchCatalogue(catalogue, q);
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
@@ -83,7 +91,7 @@ export const cataloguePage = (catalogue: CatalogueProjection, q: CatalogueQuery)
   return html`<h1>Catalogue</h1>
 <form class="filters" method="get" action="/console/" role="search" data-live-refresh>
 <label>Search <input type="search" name="q" value="${q.q}" placeholder="name, title or description"></label>
-<label>Namespace <select name="namespace">${option('', 'any', q.namespace)}${namespaces.map((n) => option(n, n, q.namespace))}</select></label>
+${namespaceFilter(namespaces, q.namespace)}
 <label>Classification <select name="classification">${option('', 'any', q.classification)}${CLASSIFICATIONS.map((c) => option(c, c, q.classification))}</select></label>
 <label>Status <select name="status">${option('', 'any', q.status)}${STATUSES.map((s) => option(s, s, q.status))}</select></label>
 <label>Upstream <select name="upstream">${option('', 'any', q.upstream)}${option('yes', 'mirrored', q.upstream)}${option('no', 'local', q.upstream)}</select></label>

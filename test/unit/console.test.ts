@@ -56,6 +56,18 @@ describe('console catalogue at 10,000 tools', () => {
     expect(html.length).toBeLessThan(64 * 1024);
   });
 
+  it('turns the namespace filter into a text field when there are more namespaces than a list should hold', () => {
+    const wide = new CatalogueProjection();
+    for (let i = 0; i < 10_000; i++) {
+      const def = aDefinition({ name: `ns${i}.tool`, handler: `ns${i}.tool` });
+      wide.apply({ position: String(i + 1), event: publishedEvent(def) });
+    }
+    const page = cataloguePage(wide, parseCatalogueQuery(new URLSearchParams('namespace=ns42'))).text;
+    expect(page).toContain('<input name="namespace" value="ns42"');
+    expect(page).toContain('1 tool matches');
+    expect(page.length).toBeLessThan(64 * 1024);
+  });
+
   it('ignores out-of-range or junk query values rather than failing', () => {
     const q = parseCatalogueQuery(new URLSearchParams('page=-4&classification=secret&status=gone&upstream=maybe'));
     expect(q).toMatchObject({ page: 1, classification: '', status: '', upstream: '' });
