@@ -104,6 +104,9 @@ export interface ServeFlags extends AuthFlags {
   upstreamSyncInterval?: string;
   /** false with --no-console. */
   console?: boolean;
+  /** The console's OAuth client at the issuer (with authorization). */
+  consoleClientId?: string;
+  consoleScope?: string;
   metricsPublic?: boolean;
   /** The principal flags: read here only to refuse them next to authorization. */
   tenant?: string;
@@ -126,6 +129,8 @@ export interface ServeConfig {
   upstreams?: string;
   upstreamSyncIntervalMs: number;
   console: boolean;
+  /** With authorization: how the console signs people in (OAuth 2.1 authorization code + PKCE at the issuer). */
+  consoleSignIn?: ConsoleSignInConfig;
   metricsPublic: boolean;
   /** HTTP authorization (src/auth/config.ts); absent: the flags' principal, loopback only. */
   auth?: AuthConfig;
@@ -172,6 +177,34 @@ export const loadTracingConfig = (env: NodeJS.ProcessEnv = process.env): Tracing
   return { endpoint, protocol: protocol as TracingConfig['protocol'], diagLevel: diagLevel as TracingConfig['diagLevel'] };
 };
 
+export interface ConsoleSignInConfig {
+  /** The console's client id at the issuer: a public client (no secret), redirect URI `<console origin>/console/callback`. */
+  clientId: string;
+  /** The scopes the console asks for, space-separated. */
+  scope: string;
+}
+
+/** What the console asks for by default: reading it, and deprecate/retire/approve/reject. */
+export const DEFAULT_CONSOLE_SCOPE = 'estate:read estate:lifecycle';
+
+const consoleSignInSchema = z.object({
+  clientId: z.string().regex(/^[\x21-\x7e]{1,200}$/, '--console-client-id must be 1 to 200 printable ASCII characters without spaces'),
+  scope: z
+    .string()
+    .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+){0,19}$/, '--console-scope must be 1 to 20 scopes (RFC 6749 scope characters) separated by single spaces')
+    .max(1000, '--console-scope must be at most 1000 characters'),
+});
+
+const loadConsoleSignIn = (flags: ServeFlags, env: NodeJS.ProcessEnv, auth: AuthConfig | undefined): ConsoleSignInConfig | undefined => {
+  const clientId = flags.consoleClientId ?? env.ESTATE_CONSOLE_CLIENT_ID;
+  const scope = (flags.consoleScope ?? env.ESTATE_CONSOLE_SCOPE ?? DEFAULT_CONSOLE_SCOPE).trim();
+  if (clientId === undefined || clientId === '') return undefined;
+  if (!auth) throw new DomainError('usage', 'console-client-without-auth', 'serve: --console-client-id signs the console in at the issuer of --auth-issuer: configure authorization (--auth-issuer, --auth-jwks-url, --auth-audience) too');
+  const parsed = consoleSignInSchema.safeParse({ clientId, scope });
+  if (!parsed.success) throw new DomainError('usage', 'bad-config', `serve: ${firstIssue(parsed.error)}`);
+  return parsed.data;
+};
+
 /** `90`, `90s`, `10m`, `1h`, `500ms` → milliseconds; `0` = never. */
 export const parseInterval = (s: string): number => {
   const m = /^(\d+)(ms|s|m|h)?$/.exec(s.trim());
@@ -201,6 +234,7 @@ export const loadServeConfig = (flags: ServeFlags, env: NodeJS.ProcessEnv = proc
     }
   }
   const tracing = loadTracingConfig(env);
+  const consoleSignIn = flags.http && flags.console !== false ? loadConsoleSignIn(flags, env, auth) : undefined;
   if (flags.http && !auth && !LOOPBACK_HOSTS.has(flags.host)) {
     throw new DomainError('usage', 'serve-host', 'serve: without authorization (--auth-issuer, --auth-jwks-url, --auth-audience) --http binds loopback only (127.0.0.1, localhost or ::1)');
   }
@@ -215,6 +249,7 @@ export const loadServeConfig = (flags: ServeFlags, env: NodeJS.ProcessEnv = proc
     ...(flags.upstreams !== undefined ? { upstreams: flags.upstreams } : {}),
     upstreamSyncIntervalMs: parseInterval(flags.upstreamSyncInterval ?? '10m'),
     console: flags.console !== false,
+    ...(consoleSignIn ? { consoleSignIn } : {}),
     metricsPublic: Boolean(flags.metricsPublic),
     ...(auth ? { auth } : {}),
     secretsEnv: env,

@@ -2,23 +2,19 @@
  * The local adapter of `CatalogueCommands`: the catalogue of a store opened in this process (src/main.ts), through the
  * command handler for writes and the projections for reads.
  */
-import { decodeToolCallStarted, decodeToolCalled } from '#app/event-codec';
-import { readRunStreams } from '#app/call-recorder';
+import { listRuns, readRun } from '#app/runs';
 import { verdictJson } from '#app/results-json';
 import { parseAsOf, replayAsOf } from '#app/replay';
 import { DomainError } from '#domain/errors';
-import type { ToolCallStarted, ToolCalled } from '#domain/events';
 import { handlerOutsideNamespace } from '#domain/tool-definition';
 import type { ToolDefinition } from '#domain/types';
 import { loadZodToolModule } from '#lib/zod-tools';
 import type { Estate } from '#compose/estate';
-import { runCalls } from '#projections/calls';
 import type { CatalogueProjection, CatalogueVersion } from '#projections/catalogue';
 import { discoverNaive } from '#projections/discovery';
 import { looksLikeFile, readDefinitionSource, validateSource } from '../definition-file.ts';
 import { parseRef } from '../ref.ts';
-import { listRuns } from '../runs-listing.ts';
-import { definitionRefusal, type CatalogueCommands, type DefinitionSource, type OwnedRun, type ToolStatus, type VerdictOutcome } from './port.ts';
+import { definitionRefusal, type CatalogueCommands, type DefinitionSource, type ToolStatus, type VerdictOutcome } from './port.ts';
 
 const statusOf = (v: CatalogueVersion): ToolStatus => ({
   name: v.name,
@@ -43,9 +39,6 @@ const listLatest = (catalogue: CatalogueProjection, includeDeprecated: boolean):
   }
   return out;
 };
-
-const decodeCall = (s: Parameters<typeof decodeToolCalled>[0]): (ToolCalled | ToolCallStarted)[] =>
-  s.type === 'ToolCalled' ? [decodeToolCalled(s)] : s.type === 'ToolCallStarted' ? [decodeToolCallStarted(s)] : [];
 
 const notServed = (v: CatalogueVersion): { notServed?: string } => {
   const why = handlerOutsideNamespace(v.name, v.definition.handler);
@@ -166,15 +159,7 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
 
     runs: (filter) => listRuns(estate.store, filter),
 
-    async calls(runId) {
-      const runs: OwnedRun[] = [];
-      for (const stored of await readRunStreams(estate.store, runId)) {
-        const calls = runCalls(stored.flatMap(decodeCall));
-        const first = calls[0];
-        if (first) runs.push({ owner: { subject: first.subject, tenant: first.tenant }, calls });
-      }
-      return runs;
-    },
+    calls: (runId) => readRun(estate.store, runId),
 
     async replay(at, includeDeprecated) {
       const catalogue = await replayAsOf(estate.store, parseAsOf(at));
