@@ -4,28 +4,20 @@
  * see a publish made by the CLI in another process appear without reload; axe-core on every page (no serious or
  * critical violation). With CONSOLE_SCREENSHOTS=1 (`npm run console:screenshots`) each page is saved in docs/console/.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempStore, REPO_ROOT, runCli, startHttpServer, toolDefinition, type HttpServer, type TempStore } from './helpers.ts';
+import { checkConsolePage } from './console-page-check.ts';
+import { makeTempStore, runCli, startHttpServer, toolDefinition, type HttpServer, type TempStore } from './helpers.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const SHOTS = process.env.CONSOLE_SCREENSHOTS === '1' ? join(REPO_ROOT, 'docs', 'console') : null;
 const FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-server.mjs', import.meta.url));
 const upstreamEcho = (description: string) => ({ name: 'echo', title: 'Echo', description, inputSchema: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] }, annotations: { readOnlyHint: true } });
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: unknown }[];
-}
 
 describe('the console in Chromium', () => {
   let tmp: TempStore;
@@ -41,17 +33,9 @@ describe('the console in Chromium', () => {
   };
 
   /** axe-core on the current page: no serious or critical violation; then the screenshot, when asked for. */
-  const check = async (name: string): Promise<void> => {
-    await page.waitForSelector('html[data-console-ready="1"]');
-    await page.evaluate(AXE_SOURCE);
-    const violations = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations)')) as AxeViolation[];
-    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`);
-    expect(bad, `${name}: accessibility`).toEqual([]);
-    if (SHOTS) await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-  };
+  const check = (name: string): Promise<void> => checkConsolePage(page, name);
 
   beforeAll(async () => {
-    if (SHOTS) mkdirSync(SHOTS, { recursive: true });
     tmp = makeTempStore('estate-console-browser-');
     await publish(toolDefinition({ name: 'test.echo', version: '1.0.0' }));
     await publish(toolDefinition({ name: 'test.echo', version: '1.1.0', inputSchema: { type: 'object', properties: { text: { type: 'string' }, loud: { type: 'boolean' } }, required: ['text'], additionalProperties: false } }), 'bob');

@@ -6,17 +6,13 @@
  * is offered no action and refused when it tries anyway (nothing changes); a token with no console scope is not let
  * in; a forged or an expired token signs the page out. axe-core on each page (no serious or critical violation).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOidcIssuer, type OidcIssuer } from '../fixtures/oidc-issuer.ts';
-import { makeTempStore, REPO_ROOT, runCli, startHttpServer, toolDefinition, type HttpServer, type TempStore } from './helpers.ts';
+import { checkConsolePage } from './console-page-check.ts';
+import { makeTempStore, runCli, startHttpServer, toolDefinition, type HttpServer, type TempStore } from './helpers.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const SHOTS = process.env.CONSOLE_SCREENSHOTS === '1' ? join(REPO_ROOT, 'docs', 'console') : null;
 const AUDIENCE = 'https://estate.test/mcp';
 const ACCOUNTS = {
   ops: { password: 'ops-password', tenant: 'acme', clearance: 'restricted', scopes: ['estate:read', 'estate:lifecycle'] },
@@ -24,12 +20,6 @@ const ACCOUNTS = {
   agent: { password: 'agent-password', tenant: 'acme', clearance: 'public', scopes: [] },
 };
 
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: unknown }[];
-}
 
 describe('console sign-in through an OpenID provider, in Chromium', () => {
   let tmp: TempStore;
@@ -38,14 +28,7 @@ describe('console sign-in through an OpenID provider, in Chromium', () => {
   let base: string;
   let browser: Browser;
 
-  const check = async (page: Page, name: string): Promise<void> => {
-    await page.waitForSelector('html[data-console-ready="1"]');
-    await page.evaluate(AXE_SOURCE);
-    const violations = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations)')) as AxeViolation[];
-    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`);
-    expect(bad, `${name}: accessibility`).toEqual([]);
-    if (SHOTS) await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-  };
+  const check = (page: Page, name: string): Promise<void> => checkConsolePage(page, name);
 
   /** A fresh browser context (no issuer session), signed in as `who` from `path`. */
   const signIn = async (who: keyof typeof ACCOUNTS, path = ''): Promise<{ context: BrowserContext; page: Page }> => {
@@ -65,7 +48,6 @@ describe('console sign-in through an OpenID provider, in Chromium', () => {
   const history = async (name: string): Promise<string> => (await runCli(['history', name, '--json', '--store', tmp.store])).stdout;
 
   beforeAll(async () => {
-    if (SHOTS) mkdirSync(SHOTS, { recursive: true });
     tmp = makeTempStore('estate-console-signin-');
     idp = await startOidcIssuer({ audience: AUDIENCE, accounts: ACCOUNTS });
     srv = await startHttpServer(['--demo', '--store', tmp.store, '--auth-issuer', idp.issuer, '--auth-jwks-url', idp.jwksUrl, '--auth-audience', AUDIENCE, '--console-client-id', idp.clientId]);
