@@ -16,128 +16,17 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { percentile, sample, type BenchRow } from './lib.ts';
-import { TOOL_COUNT, VALID_ARGS, definition, toolName } from './mcp-fixture.ts';
+import { callMessage, callOnce, listAll, openSession, openStateless, PROTOCOL, publishAll, REPO_ROOT, startEstate, stop, throughput, timeAsync, waitForJsonLine, type Session } from './mcp-client.ts';
+import { TOOL_COUNT } from './mcp-fixture.ts';
 
 const CALL_LATENCY_ITERATIONS = 1500;
 const CALL_THROUGHPUT_REQUESTS = 3000;
 const CONCURRENCY = 16;
 const LIST_ITERATIONS = 60;
 const WARMUP = 150;
-const PROTOCOL = '2025-11-25';
 
-const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const THIS_FILE = fileURLToPath(import.meta.url);
-const HANDLERS = fileURLToPath(new URL('./mcp-handlers.ts', import.meta.url));
 const SDK_SERVER = fileURLToPath(new URL('./mcp-sdk-server.ts', import.meta.url));
-
-// ---------------------------------------------------------------------------------------------------------------
-// Driving a server: one 2025-11-25 session, raw POSTs (no client library in the measured path).
-
-interface Session {
-  post(message: Record<string, unknown>): Promise<{ text: string; body: Record<string, unknown> }>;
-}
-
-/** A response is JSON, or SSE whose `data:` lines carry the JSON-RPC response; either is accepted. */
-const readResponse = async (res: Response, id: unknown): Promise<{ text: string; body: Record<string, unknown> }> => {
-  const raw = await res.text();
-  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return { text: raw, body: JSON.parse(raw) as Record<string, unknown> };
-  for (const line of raw.split('\n')) {
-    if (!line.startsWith('data:')) continue;
-    const data = line.slice(5).trim();
-    if (!data) continue;
-    const msg = JSON.parse(data) as Record<string, unknown>;
-    if (msg.id === id) return { text: data, body: msg };
-  }
-  throw new Error(`no response with id ${String(id)} in SSE body: ${raw.slice(0, 300)}`);
-};
-
-const openSession = async (url: string): Promise<Session> => {
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-  const init = await fetch(url, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } } }),
-  });
-  const sid = init.headers.get('mcp-session-id');
-  const initBody = await readResponse(init, 0);
-  if (!init.ok || !sid || !initBody.body.result) throw new Error(`initialize failed at ${url}: HTTP ${init.status} ${initBody.text.slice(0, 300)}`);
-  const sessionHeaders = { ...headers, 'mcp-session-id': sid, 'mcp-protocol-version': PROTOCOL };
-  const note = await fetch(url, { method: 'POST', headers: sessionHeaders, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
-  await note.text();
-  return {
-    async post(message) {
-      const res = await fetch(url, { method: 'POST', headers: sessionHeaders, body: JSON.stringify(message) });
-      return readResponse(res, message.id);
-    },
-  };
-};
-
-/** Estate's 2026-07-28 path: no session; every request carries its revision in `_meta` and the routing headers. */
-const openStateless = async (url: string): Promise<Session> => {
-  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
-  return {
-    async post(message) {
-      const params: Record<string, unknown> = { ...((message.params as Record<string, unknown> | undefined) ?? {}), _meta: meta };
-      const headers: Record<string, string> = {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': String(message.method),
-        ...(message.method === 'tools/call' ? { 'mcp-name': String(params.name) } : {}),
-      };
-      const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ ...message, params }) });
-      return readResponse(res, message.id);
-    },
-  };
-};
-
-let nextId = 1;
-const callMessage = (i: number) => ({ jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { name: toolName(i % TOOL_COUNT), arguments: VALID_ARGS } });
-
-const callOnce = async (s: Session, i: number): Promise<string> => {
-  const { body, text } = await s.post(callMessage(i));
-  const result = body.result as { isError?: boolean } | undefined;
-  if (!result || result.isError) throw new Error(`tools/call did not succeed: ${text.slice(0, 300)}`);
-  return text;
-};
-
-/** Every page of tools/list; returns the tools seen and the last response text. */
-const listAll = async (s: Session): Promise<{ count: number; text: string }> => {
-  let cursor: string | undefined;
-  let count = 0;
-  let text = '';
-  do {
-    const r = await s.post({ jsonrpc: '2.0', id: nextId++, method: 'tools/list', params: cursor ? { cursor } : {} });
-    text = r.text;
-    const result = r.body.result as { tools?: unknown[]; nextCursor?: string } | undefined;
-    if (!result?.tools) throw new Error(`tools/list failed: ${text.slice(0, 300)}`);
-    count += result.tools.length;
-    cursor = result.nextCursor;
-  } while (cursor);
-  return { count, text };
-};
-
-const timeAsync = async (n: number, fn: (i: number) => Promise<unknown>): Promise<number[]> => {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = process.hrtime.bigint();
-    await fn(i);
-    out.push(Number(process.hrtime.bigint() - t0) / 1000);
-  }
-  return out;
-};
-
-/** `total` calls with `CONCURRENCY` in flight; returns calls per second. */
-const throughput = async (s: Session, total: number): Promise<number> => {
-  let next = 0;
-  const t0 = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < total) await callOnce(s, next++);
-    }),
-  );
-  return total / (Number(process.hrtime.bigint() - t0) / 1e9);
-};
 
 interface Figures {
   listP50: number;
@@ -164,7 +53,7 @@ export const measure = async (url: string, open: (url: string) => Promise<Sessio
   const callRequest = JSON.stringify(callMessage(7));
   const callResponse = await callOnce(s, 7);
   const calls = await timeAsync(CALL_LATENCY_ITERATIONS, (i) => callOnce(s, i));
-  const callsPerSecond = await throughput(s, CALL_THROUGHPUT_REQUESTS);
+  const callsPerSecond = await throughput(s, CALL_THROUGHPUT_REQUESTS, CONCURRENCY);
   return {
     listP50: percentile(list, 50),
     listP99: percentile(list, 99),
@@ -177,58 +66,6 @@ export const measure = async (url: string, open: (url: string) => Promise<Sessio
     callResponse,
     listResponse: first.text,
   };
-};
-
-// ---------------------------------------------------------------------------------------------------------------
-// Processes.
-
-const waitForJsonLine = (child: ChildProcess, stream: 'stdout' | 'stderr', match: (v: Record<string, unknown>) => boolean, what: string): Promise<Record<string, unknown>> =>
-  new Promise((resolve, reject) => {
-    let buf = '';
-    const seen: string[] = [];
-    const timer = setTimeout(() => reject(new Error(`${what}: not ready in 120 s\n${seen.slice(-20).join('\n')}`)), 120_000);
-    child[stream]?.on('data', (c: Buffer) => {
-      buf += c.toString();
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        seen.push(line);
-        try {
-          const v = JSON.parse(line) as Record<string, unknown>;
-          if (match(v)) {
-            clearTimeout(timer);
-            resolve(v);
-          }
-        } catch {
-          // not JSON: keep it for the error message
-        }
-      }
-    });
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${what} exited (${String(code)}) before it was ready\n${seen.slice(-20).join('\n')}`));
-    });
-  });
-
-const stop = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
-    child.once('close', () => (clearTimeout(kill), resolve()));
-    child.kill('SIGTERM');
-  });
-
-const publishAll = async (store: string): Promise<void> => {
-  const { loadConfig } = await import('#config');
-  const { openEstate } = await import('#compose/estate');
-  const { validateDefinition } = await import('#domain/tool-definition');
-  const estate = await openEstate(loadConfig({ store }));
-  try {
-    for (let i = 0; i < TOOL_COUNT; i++) await estate.commands.publish(validateDefinition(definition(i), estate.compiler), 'bench');
-  } finally {
-    await estate.close();
-  }
 };
 
 const floor = (f: Figures): { list: number; call: number } => {
@@ -244,19 +81,6 @@ const floor = (f: Figures): { list: number; call: number } => {
   };
 };
 
-const startEstate = async (store: string, children: ChildProcess[]): Promise<string> => {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'estate.js'), 'serve', '--http', '--port', '0', '--store', store, '--handlers', HANDLERS], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ESTATE_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  children.push(child);
-  const ready = await waitForJsonLine(child, 'stderr', (v) => v.msg === 'estate serve ready', 'estate serve');
-  // Past the ready line only warnings matter; drain so the pipe never blocks the server.
-  child.stderr?.resume();
-  return String(ready.url);
-};
-
 /** tmpfs, where fsync costs nothing: the same server without the disk, to show what the durable call record costs. */
 const SHM = '/dev/shm';
 
@@ -268,7 +92,7 @@ export async function run(): Promise<BenchRow[]> {
   try {
     await publishAll(store);
     if (shmDir) for (const f of readdirSync(dir)) copyFileSync(join(dir, f), join(shmDir, f));
-    const estateUrl = await startEstate(store, children);
+    const estateUrl = (await startEstate(store, children)).url;
     const startSdk = async (sse: boolean): Promise<string> => {
       const child = spawn(process.execPath, ['--import', 'tsx', SDK_SERVER, ...(sse ? ['--sse'] : [])], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
       children.push(child);
@@ -280,7 +104,7 @@ export async function run(): Promise<BenchRow[]> {
     const estate = await measure(estateUrl);
     const sdk = await measure(String(sdkReady.url));
     const sdkSse = await measure(sdkSseUrl);
-    const shm = shmDir ? await measure(await startEstate(`sqlite:${join(shmDir, 'bench.db')}`, children)) : undefined;
+    const shm = shmDir ? await measure((await startEstate(`sqlite:${join(shmDir, 'bench.db')}`, children)).url) : undefined;
     const stateless = await measure(estateUrl, openStateless);
     const fl = floor(estate);
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
