@@ -8,7 +8,8 @@ import type { Principal } from '#domain/types';
 import { checkEnvelope, failure, isPlainObject, isRequest, parseFrame, PARSE_ERROR, type JsonRpcOutbound, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
 import { openListen, type Listen } from './listen.ts';
 import type { ServerCore } from './server-core.ts';
-import { StatefulSession, type BatchLimits } from './stateful-session.ts';
+import type { BatchLimits } from './batch-limits.ts';
+import { StatefulSession } from './stateful-session.ts';
 import { handleStateless, isStatelessMessage } from './stateless.ts';
 
 export const MAX_LINE_BYTES = 1024 * 1024;

@@ -14,8 +14,9 @@ import { isJsonContentType, readBody, refuseTooLarge } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
 import { httpStatusOf, notInitialized } from './error-map.ts';
-import { HttpSessions, KEEP_ALIVE_MS, type SessionCaps } from './http-sessions.ts';
-import { duplicateId, type BatchLimits } from './stateful-session.ts';
+import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
+import { answerAsJson } from './session-json.ts';
+import { duplicateId, type BatchLimits } from './batch-limits.ts';
 import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
 import { openListen } from './listen.ts';
 import { STATELESS_REVISION } from './revisions.ts';
@@ -57,6 +58,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
   const principalOf = (req: IncomingMessage): Principal => callers.get(req)?.principal ?? principal;
   const ownerOf = (req: IncomingMessage): string | undefined => callers.get(req)?.owner;
   const listenStreams = new Set<() => void>();
+  const jsonOptions = { revisions: SESSION_TRANSPORT_REVISIONS, onRefused: (why: string) => core.log.debug({ err: why }, 'transport error') };
 
   const stateless = async (req: IncomingMessage, res: ServerResponse, raw: unknown): Promise<void> => {
     if (Array.isArray(raw)) return sendJson(res, 400, failure(null, INVALID_REQUEST, 'Invalid Request: batches do not exist in 2026-07-28'));
@@ -162,6 +164,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       const id = env.message.id;
       if (!s.session.claim(id)) return sendJson(res, 400, duplicateId(id), { 'mcp-session-id': s.id });
       res.on('close', () => s.session.unclaim(id));
+      if (s.session.isInitialized && s.session.sendsOnlyItsAnswer(env.message)) return answerAsJson(req, res, s, env.message, raw, jsonOptions);
     }
     await s.transport.handleRequest(req, res, raw);
   };
