@@ -34,6 +34,8 @@ export interface WarmupStats {
 }
 
 export interface CompiledSchemaCache {
+  /** The version's validators if they are compiled already, else undefined; never compiles (the warm call's path). */
+  compiled(v: CatalogueVersion): VersionSchemas | undefined;
   /** The version's validators: at once when warmed, else compiled now in slices, ahead of every queued version. */
   ready(v: CatalogueVersion): Promise<VersionSchemas>;
   /** Queue the version to be compiled in the background (no-op when known). */
@@ -57,6 +59,8 @@ interface Entry {
   v: CatalogueVersion;
   schemas?: VersionSchemas;
   compiling?: Promise<VersionSchemas>;
+  /** Forgotten (its version was retired): a record still holding it finds nothing. */
+  dropped?: boolean;
 }
 
 const DEFAULT_SLICE_MS = 5;
@@ -84,6 +88,8 @@ const refusing = (v: CatalogueVersion, reason: string): VersionSchemas => {
 export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: CompiledSchemaCacheOptions = {}): CompiledSchemaCache => {
   // Keyed by name@version, not by record: a deprecation replaces the record but never the schemas.
   const entries = new Map<string, Entry>();
+  // The same entries by record, so a warm call finds its validators without building the name@version key.
+  const byRecord = new WeakMap<CatalogueVersion, Entry>();
   const queue: string[] = [];
   const sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
   let pumping = false;
@@ -166,16 +172,23 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
   };
 
   const entryOf = (v: CatalogueVersion): Entry => {
+    const known = byRecord.get(v);
+    if (known !== undefined && !known.dropped) return known;
     const key = keyOf(v);
     let e = entries.get(key);
     if (e === undefined) {
       e = { v };
       entries.set(key, e);
     }
+    byRecord.set(v, e);
     return e;
   };
 
   return {
+    compiled(v) {
+      const e = byRecord.get(v);
+      return e !== undefined && !e.dropped ? e.schemas : entries.get(keyOf(v))?.schemas;
+    },
     ready: (v) => start(entryOf(v)),
     warm(v) {
       if (closed || entries.has(keyOf(v))) return;
@@ -187,6 +200,8 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
       }
     },
     forget(v) {
+      const e = entries.get(keyOf(v));
+      if (e !== undefined) e.dropped = true;
       entries.delete(keyOf(v));
     },
     stats() {

@@ -117,8 +117,9 @@ export const MAX_FRAME_DEPTH = 512;
  * than MAX_FRAME_DEPTH is refused (-32600) before it is parsed, with its id when a linear scan can read it.
  */
 export const parseFrame = (text: string): { ok: true; value: unknown } | { ok: false; response: JsonRpcFailure } => {
-  const scan = scanJsonDepth(text, MAX_FRAME_DEPTH);
-  if (scan.tooDeep) {
+  // Each level takes a character: a text no longer than the limit cannot nest deeper (most frames: no scan).
+  const scan = text.length > MAX_FRAME_DEPTH ? scanJsonDepth(text, MAX_FRAME_DEPTH) : undefined;
+  if (scan?.tooDeep) {
     let id: unknown = null;
     try {
       if (scan.idText !== undefined) id = JSON.parse(scan.idText) as unknown;

@@ -112,7 +112,15 @@ export class ServerCore {
     await this.recorder.flush();
   }
 
+  /** Built on the handler's first line: most calls log nothing, and a child logger costs more than the rest of the wiring. */
   private handlerLog(fields: Record<string, unknown>): HandlerLog {
-    return handlerLogOver(this.log.child({ ...fields, component: 'handler' }));
+    let log: HandlerLog | undefined;
+    const of = (): HandlerLog => (log ??= handlerLogOver(this.log.child({ ...fields, component: 'handler' })));
+    return {
+      debug: (msg, f) => of().debug(msg, f),
+      info: (msg, f) => of().info(msg, f),
+      warn: (msg, f) => of().warn(msg, f),
+      error: (msg, f) => of().error(msg, f),
+    };
   }
 }

@@ -12,6 +12,7 @@
  * other envelope without a method still fails gate 1 as before.
  */
 import type { Principal } from '#domain/types';
+import { Cancellation } from './cancellation.ts';
 import type { ViewWatcher } from './change-notifier.ts';
 import type { CallToolResult } from '#handlers/types';
 import { askDeclared, CAPABILITY_OF, ClientRequests, type ClientSender } from './client-requests.ts';
@@ -61,7 +62,7 @@ export class StatefulSession {
   /** name → version, from the last tools/list (all its pages): unpinned calls use it. */
   private listed = new Map<string, string>();
   private listing: { includeDeprecated: boolean; revision: number } | null = null;
-  private readonly inFlight = new Map<RequestId, AbortController>();
+  private readonly inFlight = new Map<RequestId, Cancellation>();
   /** Ids of requests being handled, and ids an edge has claimed for requests on their way here (see `claim`). */
   private readonly active = new Set<RequestId>();
   private readonly claimed = new Set<RequestId>();
@@ -261,7 +262,7 @@ export class StatefulSession {
   }
 
   private async callTool(id: RequestId, params: Record<string, unknown>): Promise<CallToolResult | InputRequiredResult> {
-    const ac = new AbortController();
+    const ac = new Cancellation();
     this.inFlight.set(id, ac);
     try {
       const result = await this.core.callTool({
@@ -271,7 +272,7 @@ export class StatefulSession {
         protocolVersion: this.revision as string,
         client: this.client,
         listed: this.listed,
-        cancel: ac.signal,
+        cancel: ac,
         notify: (n) => (this.options.notifyRequest ? this.options.notifyRequest(n, id) : this.options.notify(n)),
         ...(this.logLevel !== undefined ? { logLevel: this.logLevel } : {}),
         ask: (method, p, signal) => askDeclared(this.clientRequests, this.clientCapabilities, { callId: id, method, params: p, signal }),

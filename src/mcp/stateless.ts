@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '#domain/types';
 import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
+import type { Cancel } from './cancellation.ts';
 import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
 import { isPlainObject, isRequest, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { isInputRequiredResult } from './input-required.ts';
@@ -24,7 +25,7 @@ export interface StatelessContext {
   /** HTTP request headers (lower-case names); absent on stdio, where there are none to match. */
   headers?: (name: string) => string | undefined;
   /** Aborted when the client gives up on the request (HTTP disconnect, `notifications/cancelled` on stdio). */
-  cancel?: AbortSignal;
+  cancel?: Cancel;
   /** The request's channel for progress and log notifications, where the transport can carry them. */
   notify?: (n: JsonRpcNotification) => void;
 }
@@ -97,7 +98,7 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
   const refused = checkStatelessRequest(message, ctx);
   if (refused) return fail(message.id, refused);
   const params = message.params ?? {};
-  core.log.info({ protocolVersion: STATELESS_REVISION, method: message.method, id: message.id }, 'stateless request');
+  core.log.debug({ protocolVersion: STATELESS_REVISION, method: message.method, id: message.id }, 'stateless request');
   const row = findMethod(message.method, 'stateless');
   // ping and logging/setLevel do not exist in this revision: the table says which methods do.
   if (!row) return fail(message.id, methodNotFound(message.method));

@@ -16,6 +16,7 @@ import { sendJson } from '#http/send-json';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
 import { answerAsJson } from './session-json.ts';
+import { Cancellation } from './cancellation.ts';
 import { duplicateId, type BatchLimits } from './batch-limits.ts';
 import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
 import { openListen } from './listen.ts';
@@ -65,11 +66,11 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
     const env = checkEnvelope(raw);
     if (!env.ok) return sendJson(res, 400, env.response);
     // A client that hangs up has given up: its handler's signal is aborted (recorded `cancelled`).
-    const gaveUp = new AbortController();
+    const gaveUp = new Cancellation();
     res.on('close', () => {
       if (!res.writableFinished) gaveUp.abort();
     });
-    const ctx: StatelessContext = { principal: principalOf(req), headers: (n) => header(req, n), cancel: gaveUp.signal };
+    const ctx: StatelessContext = { principal: principalOf(req), headers: (n) => header(req, n), cancel: gaveUp };
     if (isRequest(env.message) && mayNotify(env.message) && checkStatelessRequest(env.message, ctx) === null) {
       return streamStateless(req, res, raw, ctx);
     }

@@ -7,11 +7,11 @@
  * Invalid arguments are an `isError` result with the sorted error lines; nothing runs and nothing is recorded
  * (invariant 2). A round that ends in input_required is not a finished call: nothing is recorded either.
  */
-import { canonicalHash } from '#domain/hash';
+import { argsHashOf } from './tool-call/args-hash.ts';
 import { progressReporter, teeLog, type ClientChannel } from './client-channel.ts';
 import { clientAskers } from './client-requests.ts';
 import { missingCapability } from './error-map.ts';
-import { admitArguments } from './tool-call/admit.ts';
+import { admitArguments, argumentLimitRefusal } from './tool-call/admit.ts';
 import { answer, inputRequiredAnswer } from './tool-call/answer.ts';
 import { checkOutput } from './tool-call/check-output.ts';
 import { executeCall } from './tool-call/execute.ts';
@@ -44,16 +44,18 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
       const p = readCallParams(req);
       const { v, executor } = resolveCall(deps, p, req.principal, req.listed);
       const facts = { v, runId: p.runId, protocolVersion: req.protocolVersion };
-      const schemas = () => deps.schemas.ready(v);
-
-      const admitted = await admitArguments(v, schemas, p.received);
+      const tooBig = argumentLimitRefusal(p.received);
+      if (tooBig) return answer(facts, tooBig);
+      // Warm: the validators are there and nothing is awaited; a version's first call may wait for its own compile.
+      const schemas = deps.schemas.compiled(v) ?? (await deps.schemas.ready(v));
+      const admitted = admitArguments(v, schemas, p.received);
       if (!admitted.ok) return answer(facts, admitted.refusal);
-      const rounds = openInputRounds(p, v, executor, deps.stateKey);
+      const argsHash = argsHashOf(p.received);
+      const rounds = openInputRounds(p, v, executor, deps.stateKey, argsHash);
 
       const observe = (outcome: string, since: number): void =>
         deps.observe?.({ tool: v.name, version: v.version, outcome, seconds: Math.max(0, now() - since) / 1000 });
       const channel = channelOf(req, p.meta);
-      const argsHash = canonicalHash(p.received);
       const { callId, started, run } = await executeCall(
         { ...executeDeps, observe },
         {
@@ -83,7 +85,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
         if (run.refusal?.reason === 'capability' && run.refusal.capability) throw missingCapability(run.refusal.capability);
       }
 
-      const { result, outcome } = checkOutput((await schemas()).output, run.result, run.outcome);
+      const { result, outcome } = checkOutput(schemas.output, run.result, run.outcome);
       try {
         await recordCall(deps.recorder, {
           v,

@@ -17,7 +17,7 @@ import {
   type Subscription,
 } from '#app/ports';
 import { checkExpectedRevision } from './expected-revision.ts';
-import { releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
+import { checkExternalCommits, releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
 export interface SqliteEventStoreOptions {
@@ -119,6 +119,13 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
   // Other connections' commits move it; this connection's own do not (they are told by wakeLocal instead).
   const dataVersionStmt = db.prepare<[], number>('PRAGMA data_version').pluck();
+  let seenVersion = dataVersionStmt.get() as number;
+  const stopChecking = checkExternalCommits(file, () => {
+    const v = dataVersionStmt.get() as number;
+    if (v === seenVersion) return false;
+    seenVersion = v;
+    return true;
+  });
   // Probed once: where no watch can be set (some network file systems), the poll is the only way and stays short.
   const watchable = watchWal(file);
   releaseWakes(file);
@@ -227,6 +234,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       closed = true;
       await subscriptions.closeAll();
       for (const wake of ownWakes) wakesOf(file).delete(wake);
+      stopChecking();
       releaseWakes(file);
       db.close();
     },

@@ -11,8 +11,9 @@
  * anyone tails. The write that fires the watch comes BEFORE the commit is visible (the writer then fsyncs the WAL and
  * updates the shared-memory index, which raises no file event), so a reader woken at once may find nothing yet: each
  * burst of WAL writes also schedules re-reads shortly after its last write, spaced out to outlast a slow fsync. This
- * process's own commits fire the watch too: the tail's `data_version` check (sqlite-event-store.ts) makes those
- * wake-ups cost one PRAGMA instead of a read.
+ * process's own commits fire the watch too: each store on the file registers a check that another connection has
+ * committed (PRAGMA data_version, sqlite-event-store.ts), and an event that none of them confirms wakes nobody; the
+ * settle re-reads still check, so a commit that becomes visible late is found then.
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -25,6 +26,28 @@ const localWakes = new Map<string, Set<Wake>>();
 
 const SETTLE_MS = [5, 25, 100, 400];
 const walWatchers = new Map<string, { watcher: FSWatcher; timers: NodeJS.Timeout[] }>();
+/** Per file: whether another connection committed since the check last looked (one per store instance). */
+const externalChecks = new Map<string, Set<() => boolean>>();
+
+/** Register a store's check for other connections' commits; returns its removal. */
+export const checkExternalCommits = (file: string, changed: () => boolean): (() => void) => {
+  let set = externalChecks.get(file);
+  if (!set) externalChecks.set(file, (set = new Set()));
+  set.add(changed);
+  return () => {
+    set.delete(changed);
+    if (set.size === 0) externalChecks.delete(file);
+  };
+};
+
+/** No check registered: assume anything may have changed. Every check runs (each moves its own baseline). */
+const committedElsewhere = (file: string): boolean => {
+  const checks = externalChecks.get(file);
+  if (!checks || checks.size === 0) return true;
+  let changed = false;
+  for (const check of checks) if (check()) changed = true;
+  return changed;
+};
 
 export const wakesOf = (file: string): Set<Wake> => {
   let set = localWakes.get(file);
@@ -51,6 +74,7 @@ export const watchWal = (file: string): boolean => {
   if (walWatchers.has(file)) return true;
   const wal = `${basename(file)}-wal`;
   const wakeAll = (): void => {
+    if (!committedElsewhere(file)) return;
     for (const wake of localWakes.get(file) ?? []) wake(null);
   };
   try {
