@@ -13,10 +13,9 @@
  * size, JSON, envelope, session, duplicate id) ran before this.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { JSONRPCMessageSchema } from '@modelcontextprotocol/core';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
-import type { JsonRpcRequest } from './jsonrpc.ts';
+import { isPlainObject, type JsonRpcRequest } from './jsonrpc.ts';
 import type { StatefulSession } from './stateful-session.ts';
 
 /** What the session transports speak (http-sessions.ts hands the same list to the SDK transport). */
@@ -31,13 +30,37 @@ interface Refusal {
   message: string;
 }
 
+const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
+const isId = (v: unknown): boolean => typeof v === 'string' || (typeof v === 'number' && Number.isSafeInteger(v));
+const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
+
+/**
+ * Whether the SDK's JSONRPCMessageSchema (@modelcontextprotocol/core) accepts a request: no member beyond the four of
+ * JSON-RPC, a string or safe-integer id, a string method, and params (if any) an object whose `_meta` (if any) is an
+ * object with a string or safe-integer progressToken and a related-task `{taskId: string}` when present. Written out
+ * because the zod parse cost more than the rest of the check; test/unit/mcp-session-json.test.ts holds it equal to the
+ * schema on generated messages.
+ */
+export const isSdkRequestShape = (raw: unknown): boolean => {
+  if (!isPlainObject(raw) || raw.jsonrpc !== '2.0' || !isId(raw.id) || typeof raw.method !== 'string') return false;
+  for (const key of Object.keys(raw)) if (!REQUEST_KEYS.has(key)) return false;
+  if (raw.params === undefined) return true;
+  if (!isPlainObject(raw.params)) return false;
+  const meta = raw.params._meta;
+  if (meta === undefined) return true;
+  if (!isPlainObject(meta)) return false;
+  if (meta.progressToken !== undefined && !isId(meta.progressToken)) return false;
+  const task = meta[RELATED_TASK_META];
+  return task === undefined || (isPlainObject(task) && typeof task.taskId === 'string');
+};
+
 /** The SDK transport's refusal of this POST, or null; its order: Accept, message shape, protocol version header. */
 export const sdkRefusal = (req: IncomingMessage, raw: unknown, revisions: readonly string[]): Refusal | null => {
   const accept = header(req, 'accept');
   if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
     return { status: 406, code: -32000, message: 'Not Acceptable: Client must accept both application/json and text/event-stream' };
   }
-  if (!JSONRPCMessageSchema.safeParse(raw).success) return { status: 400, code: -32700, message: 'Parse error: Invalid JSON-RPC message' };
+  if (!isSdkRequestShape(raw)) return { status: 400, code: -32700, message: 'Parse error: Invalid JSON-RPC message' };
   const version = header(req, 'mcp-protocol-version');
   if (version !== undefined && !revisions.includes(version)) {
     return { status: 400, code: -32000, message: `Bad Request: Unsupported protocol version: ${version} (supported versions: ${revisions.join(', ')})` };

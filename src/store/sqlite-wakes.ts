@@ -79,11 +79,18 @@ export const watchWal = (file: string): boolean => {
   };
   try {
     const timers: NodeJS.Timeout[] = [];
-    const watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
-      if (name !== wal) return;
+    // One commit raises several events (one per WAL write): they are handled once per turn of the event loop.
+    let queued = false;
+    const onBurst = (): void => {
+      queued = false;
       wakeAll();
       for (const t of timers.splice(0)) clearTimeout(t);
       for (const ms of SETTLE_MS) timers.push(setTimeout(wakeAll, ms).unref());
+    };
+    const watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
+      if (name !== wal || queued) return;
+      queued = true;
+      setImmediate(onBurst);
     });
     watcher.on('error', () => unwatchWal(file));
     walWatchers.set(file, { watcher, timers });

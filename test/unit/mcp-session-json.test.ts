@@ -6,8 +6,11 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { JSONRPCMessageSchema } from '@modelcontextprotocol/core';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
+import { isSdkRequestShape } from '#mcp/session-json';
 import { createStreamableHttp, type StreamableHttp } from '#mcp/streamable-http';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness, type Harness } from '../fixtures/handlers/harness.ts';
@@ -105,4 +108,27 @@ describe('the JSON path refuses what the SDK transport refuses, with its answer'
       expect(await h.calls(plain['mcp-session-id'] as string)).toHaveLength(0);
     });
   }
+});
+
+describe("the JSON path's message-shape check", () => {
+  it("accepts exactly the requests the SDK's JSONRPCMessageSchema accepts", () => {
+    const scalar = fc.oneof(fc.string({ maxLength: 3 }), fc.integer(), fc.double(), fc.constantFrom(2 ** 53, -(2 ** 53), 1e21, -0), fc.boolean(), fc.constant(null));
+    const value = fc.oneof(scalar, fc.dictionary(fc.constantFrom('taskId', 'x'), scalar, { maxKeys: 2 }), fc.array(scalar, { maxLength: 2 }));
+    const meta = fc.oneof(
+      value,
+      fc.record({ progressToken: value, 'io.modelcontextprotocol/related-task': value, other: value }, { requiredKeys: [] }),
+    );
+    const params = fc.oneof(value, fc.record({ _meta: meta, name: value }, { requiredKeys: [] }));
+    const message = fc.record(
+      { jsonrpc: fc.constantFrom('2.0', '1.0'), id: value, method: fc.oneof(fc.constant('tools/call'), value), params, extra: value },
+      { requiredKeys: ['jsonrpc', 'method', 'id'] },
+    );
+    fc.assert(
+      fc.property(message, (m) => isSdkRequestShape(m) === JSONRPCMessageSchema.safeParse(m).success),
+      { numRuns: 5000 },
+    );
+    // A member named __proto__ (JSON.parse makes it an own key): both refuse it at the top level.
+    const proto = JSON.parse('{"jsonrpc":"2.0","id":1,"method":"a","__proto__":{}}') as unknown;
+    expect([isSdkRequestShape(proto), JSONRPCMessageSchema.safeParse(proto).success]).toEqual([false, false]);
+  });
 });
