@@ -61,6 +61,25 @@ export const STORE_UNAVAILABLE = -32050;
 
 export const success = (id: RequestId, result: Record<string, unknown>): JsonRpcSuccess => ({ jsonrpc: '2.0', id, result });
 
+const JSON_TEXT = Symbol('estate.jsonText');
+
+/**
+ * A result whose JSON text is already known (a tools/list page, serialized once per view revision: list-cache.ts): the
+ * same object, frozen, carrying its text under a symbol that spreads and JSON.stringify skip. `responseText` writes the
+ * text as it is; anything else (stdio, batches, the SDK transport, tests) reads and serializes the object as usual.
+ */
+export const withJsonText = <T extends Record<string, unknown>>(value: T): T =>
+  Object.freeze(Object.defineProperty(value, JSON_TEXT, { value: JSON.stringify(value) }));
+
+export const jsonTextOf = (value: unknown): string | undefined =>
+  typeof value === 'object' && value !== null ? ((value as Record<symbol, string | undefined>)[JSON_TEXT] ?? undefined) : undefined;
+
+/** A response's JSON text; a result made by withJsonText is spliced in without serializing it again. */
+export const responseText = (r: JsonRpcResponse): string => {
+  const text = 'result' in r ? jsonTextOf(r.result) : undefined;
+  return text === undefined ? JSON.stringify(r) : `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${text}}`;
+};
+
 export const failure = (id: RequestId | null, code: number, message: string, data?: unknown): JsonRpcFailure => ({
   jsonrpc: '2.0',
   id,

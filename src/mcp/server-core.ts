@@ -17,7 +17,7 @@ import { ChangeNotifier } from './change-notifier.ts';
 import { isPlainObject } from './jsonrpc.ts';
 import { createSchemaWarmup, type SchemaWarmup } from './schema-warmup.ts';
 import { INCLUDE_DEPRECATED_META } from './tool-projection.ts';
-import { listToolsPage, type ListPage } from './tools-list.ts';
+import { ListPageCache, type CachedPage } from './list-cache.ts';
 import { createToolCallPipeline, type ToolCallPipeline, type ToolCallRequest } from './tools-call.ts';
 import { executorsFrom } from './tool-call/executor.ts';
 
@@ -58,6 +58,7 @@ export class ServerCore {
   private readonly warmup: SchemaWarmup;
   private readonly recorder: CallRecorder;
   private readonly metrics: ServerCoreOptions['metrics'];
+  private readonly pages = new ListPageCache();
   /** Built once from the dependencies above: a call only brings its own request. */
   private readonly pipeline: ToolCallPipeline;
 
@@ -90,11 +91,12 @@ export class ServerCore {
     return { tools: { listChanged: true } };
   }
 
-  listTools(principal: Principal, params: Record<string, unknown>, revision: string): ListPage & { includeDeprecated: boolean } {
+  /** A page of the caller's view, serialized once per view revision (list-cache.ts). */
+  listTools(principal: Principal, params: Record<string, unknown>, revision: string): CachedPage & { includeDeprecated: boolean } {
     const meta = isPlainObject(params._meta) ? params._meta : {};
     const includeDeprecated = meta[INCLUDE_DEPRECATED_META] === true;
     const view = this.reader.discovery.view(principal, includeDeprecated);
-    return { ...listToolsPage(view, { revision, cursor: params.cursor, pageSize: this.pageSize }), includeDeprecated };
+    return { ...this.pages.page(view, { revision, cursor: params.cursor, pageSize: this.pageSize }), includeDeprecated };
   }
 
   /** Count one answered request: outcome `ok` or the JSON-RPC error code. `method`: the table's label (countedMethod). */

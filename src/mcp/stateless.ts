@@ -9,7 +9,7 @@ import type { Principal } from '#domain/types';
 import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
 import type { Cancel } from './cancellation.ts';
 import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
-import { isPlainObject, isRequest, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
+import { isPlainObject, isRequest, jsonTextOf, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { isInputRequiredResult } from './input-required.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
 import { findMethod, type RequestHost } from './method-table.ts';
@@ -47,11 +47,15 @@ export type StatelessOutcome =
  * Every 2026-07-28 result says what it is (the revision's `resultType` discriminator: `complete`, or `input_required`
  * when a tool asks the client for input, SEP-2322) and names the server in `_meta`, as the revision asks of every response.
  */
-const complete = (result: Record<string, unknown>): Record<string, unknown> => ({
-  ...result,
-  resultType: isInputRequiredResult(result) ? result.resultType : 'complete',
-  _meta: { ...(isPlainObject(result._meta) ? result._meta : {}), [SERVER_INFO_META]: { ...SERVER_INFO } },
-});
+const complete = (result: Record<string, unknown>): Record<string, unknown> => {
+  // A cached page is complete already (list-cache.ts builds its 2026-07-28 form).
+  if (jsonTextOf(result) !== undefined) return result;
+  return {
+    ...result,
+    resultType: isInputRequiredResult(result) ? result.resultType : 'complete',
+    _meta: { ...(isPlainObject(result._meta) ? result._meta : {}), [SERVER_INFO_META]: { ...SERVER_INFO } },
+  };
+};
 
 const fail = (id: JsonRpcRequest['id'], e: McpError): StatelessOutcome => ({
   kind: 'response',
