@@ -90,6 +90,16 @@ export const checkStatelessRequest = (req: JsonRpcRequest, ctx: StatelessContext
   return null;
 };
 
+/**
+ * A stateless request's own run id: a time-ordered UUID (version 7: 48 bits of milliseconds, then 74 random bits). Its
+ * record opens a new `run-<id>` stream, and ids that grow with time put each one at the end of the store's stream
+ * index instead of at a random page of it: fewer pages written per commit (issue 15).
+ */
+export const newRunId = (now: number = Date.now()): string => {
+  const ts = now.toString(16).padStart(12, '0');
+  return `${ts.slice(0, 8)}-${ts.slice(8, 12)}-7${randomUUID().slice(15)}`;
+};
+
 const clientOf = (req: JsonRpcRequest): { name: string; version: string } | null => {
   const meta = isPlainObject(req.params?._meta) ? req.params._meta : {};
   const info = meta[CLIENT_INFO_META];
@@ -113,7 +123,7 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
       return core.callTool({
         params: p,
         principal: ctx.principal,
-        defaultRunId: randomUUID(),
+        defaultRunId: newRunId(),
         protocolVersion: STATELESS_REVISION,
         client: clientOf(message),
         ...(ctx.cancel ? { cancel: ctx.cancel } : {}),

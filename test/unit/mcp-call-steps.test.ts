@@ -6,13 +6,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
+import { RUN_ID_PATTERN } from '#domain/events';
 import { createSchemaCompiler } from '#domain/schema-compiler';
 import type { SideEffect } from '#domain/types';
 import type { HandlerMap } from '#handlers/types';
 import { createCompiledSchemaCache } from '#mcp/compiled-schemas';
 import type { JsonRpcResponse } from '#mcp/jsonrpc';
 import { countedMethod, findMethod } from '#mcp/method-table';
-import { handleStateless } from '#mcp/stateless';
+import { handleStateless, newRunId } from '#mcp/stateless';
 import fc from 'fast-check';
 import { canonicalHash } from '#domain/hash';
 import { admitArguments, argumentLimitRefusal } from '#mcp/tool-call/admit';
@@ -161,5 +162,15 @@ describe('the pipeline, in process: 2026-07-28 questions from a proxied executor
     expect([ro.rounds, sent.ask_ro, textOf(ro.r)]).toEqual([1, 2, 'answered: Alice']);
     const local = await answering('fx.local_ask', 'steps-local');
     expect([local.rounds, sent.local_ask, textOf(local.r), local.records.map((c) => c.outcome)]).toEqual([1, 2, 'answered: Alice', ['ok']]);
+  });
+});
+
+describe("a stateless request's run id", () => {
+  it('is a version-7 UUID whose order follows time', () => {
+    const ids = [newRunId(1_700_000_000_000), newRunId(1_700_000_000_001), newRunId(1_800_000_000_000)];
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect([...ids].sort()).toEqual(ids);
+    expect(newRunId(1_700_000_000_000)).not.toBe(newRunId(1_700_000_000_000));
+    expect(newRunId()).toMatch(RUN_ID_PATTERN);
   });
 });
