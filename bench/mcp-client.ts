@@ -121,20 +121,20 @@ export const invalidCallOnce = async (s: Session, i: number, args: Record<string
   return text;
 };
 
-/** Every page of tools/list; returns the tools seen and the last response text. */
-export const listAll = async (s: Session): Promise<{ count: number; text: string }> => {
+/** Every page of tools/list; returns the tools seen and each page's response text. */
+export const listAll = async (s: Session): Promise<{ count: number; text: string; pages: string[] }> => {
   let cursor: string | undefined;
   let count = 0;
-  let text = '';
+  const pages: string[] = [];
   do {
     const r = await s.post({ jsonrpc: '2.0', id: nextId++, method: 'tools/list', params: cursor ? { cursor } : {} });
-    text = r.text;
+    pages.push(r.text);
     const result = r.body.result as { tools?: unknown[]; nextCursor?: string } | undefined;
-    if (!result?.tools) throw new Error(`tools/list failed: ${text.slice(0, 300)}`);
+    if (!result?.tools) throw new Error(`tools/list failed: ${r.text.slice(0, 300)}`);
     count += result.tools.length;
     cursor = result.nextCursor;
   } while (cursor);
-  return { count, text };
+  return { count, text: pages[pages.length - 1] ?? '', pages };
 };
 
 export const timeAsync = async (n: number, fn: (i: number) => Promise<unknown>): Promise<number[]> => {

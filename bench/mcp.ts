@@ -2,10 +2,12 @@
  * MCP serving: Estate (`estate serve --http`, a real process on a temp SQLite store) vs the official SDK v2
  * `McpServer` (its own process, NodeStreamableHTTPServerTransport), each serving the SAME 1,000 tools (Estate: JSON
  * Schema 2020-12 definitions published through the command handler; SDK: the same shapes as Zod schemas) with the same
- * in-process handler. Both are driven identically from this process over Streamable HTTP on loopback, as one
- * 2025-11-25 session each (initialize, then POSTs carrying Mcp-Session-Id). The floor is JSON.parse + JSON.stringify of
- * the same request and response messages: what any JSON-RPC server pays at least. Two Estate-side variants show where
- * its time goes: the store on tmpfs (no fsync for the call record) and the 2026-07-28 stateless path (no session).
+ * in-process handler. Both are driven identically from this process over Streamable HTTP on loopback (node:http, keep-
+ * alive), as one 2025-11-25 session each (initialize, then POSTs carrying Mcp-Session-Id). The floors: JSON.parse +
+ * JSON.stringify of the same messages (what any JSON-RPC server pays at least), and the store's disk (one fsync, one
+ * SQLite commit: bench/mcp-floors.ts). Estate-side variants show where its time goes: the store on tmpfs (no fsync for
+ * the call record), the 2026-07-28 stateless path (no session), a client that can be asked things (event streams).
+ * The issue-15 targets are named in the notes of the rows that judge them.
  *
  * Runnable alone: `node --import tsx bench/mcp.ts`. Estate loads the handler from bench/mcp-handlers.ts; the SDK peer
  * is bench/mcp-sdk-server.ts; both serve the tools of bench/mcp-fixture.ts.
@@ -16,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { percentile, sample, type BenchRow } from './lib.ts';
+import { diskFloors } from './mcp-floors.ts';
 import { callMessage, callOnce, listAll, openSession, openStateless, PROTOCOL, publishAll, REPO_ROOT, startEstate, stop, throughput, timeAsync, waitForJsonLine, type Session } from './mcp-client.ts';
 import { TOOL_COUNT } from './mcp-fixture.ts';
 
@@ -28,19 +31,32 @@ const WARMUP = 150;
 const THIS_FILE = fileURLToPath(import.meta.url);
 const SDK_SERVER = fileURLToPath(new URL('./mcp-sdk-server.ts', import.meta.url));
 
-interface Figures {
-  listP50: number;
-  listP99: number;
-  listTools: number;
+interface CallFigures {
   callP50: number;
   callP99: number;
   callsPerSecond: number;
-  /** The first call of each tool: Estate compiles a version's validator on its first call. */
+}
+
+interface Figures extends CallFigures {
+  listP50: number;
+  listP99: number;
+  listTools: number;
+  /** The first call of each tool: a version's first call, its validators compiled ahead (or not). */
   coldP50: number;
   callRequest: string;
   callResponse: string;
   listResponse: string;
+  /** Every page of one full list, as answered. */
+  listPages: string[];
 }
+
+/** Warm calls only: latency then throughput. */
+const measureCalls = async (s: Session): Promise<CallFigures> => {
+  for (let i = 0; i < WARMUP; i++) await callOnce(s, i);
+  const calls = await timeAsync(CALL_LATENCY_ITERATIONS, (i) => callOnce(s, i));
+  const callsPerSecond = await throughput(s, CALL_THROUGHPUT_REQUESTS, CONCURRENCY);
+  return { callP50: percentile(calls, 50), callP99: percentile(calls, 99), callsPerSecond };
+};
 
 export const measure = async (url: string, open: (url: string) => Promise<Session> = openSession): Promise<Figures> => {
   const s = await open(url);
@@ -49,35 +65,35 @@ export const measure = async (url: string, open: (url: string) => Promise<Sessio
   const list = await timeAsync(LIST_ITERATIONS, () => listAll(s));
   // One call per tool first, timed apart: after it every tool is warm, so the loops below measure the steady state.
   const cold = await timeAsync(TOOL_COUNT, (i) => callOnce(s, i));
-  for (let i = 0; i < WARMUP; i++) await callOnce(s, i);
   const callRequest = JSON.stringify(callMessage(7));
   const callResponse = await callOnce(s, 7);
-  const calls = await timeAsync(CALL_LATENCY_ITERATIONS, (i) => callOnce(s, i));
-  const callsPerSecond = await throughput(s, CALL_THROUGHPUT_REQUESTS, CONCURRENCY);
   return {
     listP50: percentile(list, 50),
     listP99: percentile(list, 99),
     listTools: first.count,
-    callP50: percentile(calls, 50),
-    callP99: percentile(calls, 99),
-    callsPerSecond,
     coldP50: percentile(cold, 50),
     callRequest,
     callResponse,
     listResponse: first.text,
+    listPages: first.pages,
+    ...(await measureCalls(s)),
   };
 };
 
-const floor = (f: Figures): { list: number; call: number } => {
+const floor = (f: Figures): { list: number; call: number; allPages: number } => {
   // Both directions of one exchange: the client writes the request and reads the response, the server the reverse.
   const roundTrip = (request: string, response: string) => () => {
     JSON.stringify(JSON.parse(request));
     JSON.stringify(JSON.parse(response));
   };
   const listRequest = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+  const allPages = () => {
+    for (const page of f.listPages) roundTrip(listRequest, page)();
+  };
   return {
     list: percentile(sample(roundTrip(listRequest, f.listResponse), 200, 20), 50),
     call: percentile(sample(roundTrip(f.callRequest, f.callResponse), 20_000), 50),
+    allPages: percentile(sample(allPages, 100, 10), 50),
   };
 };
 
@@ -106,6 +122,9 @@ export async function run(): Promise<BenchRow[]> {
     const sdkSse = await measure(sdkSseUrl);
     const shm = shmDir ? await measure((await startEstate(`sqlite:${join(shmDir, 'bench.db')}`, children)).url) : undefined;
     const stateless = await measure(estateUrl, openStateless);
+    // A client that declared elicitation may be asked things mid-call: Estate answers its calls as event streams.
+    const estateSse = await measureCalls(await openSession(estateUrl, { elicitation: {} }));
+    const disk = diskFloors(dir);
     const fl = floor(estate);
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
     const peerName = 'SDK v2 McpServer (Zod, same transport, JSON responses)';
@@ -115,18 +134,18 @@ export async function run(): Promise<BenchRow[]> {
       { bench: 'mcp', case: 'tools/list, full list (all pages), p99', unit: 'µs', estate: estate.listP99, peerName, peer: sdk.listP99, notes: `${LIST_ITERATIONS} sequential lists; Estate/SDK ${ratio(estate.listP99, sdk.listP99)}` },
       { bench: 'mcp', case: 'tools/call, valid arguments, p50', unit: 'µs', estate: estate.callP50, peerName, peer: sdk.callP50, notes: `${CALL_LATENCY_ITERATIONS} sequential calls, every tool warm; Estate validates with Ajv and commits a call record (SQLite, synchronous=FULL) before answering, the SDK records nothing; Estate/SDK ${ratio(estate.callP50, sdk.callP50)}` },
       { bench: 'mcp', case: 'tools/call, valid arguments, p99', unit: 'µs', estate: estate.callP99, peerName, peer: sdk.callP99, notes: `Estate/SDK ${ratio(estate.callP99, sdk.callP99)}` },
-      { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight`, unit: 'calls/s', estate: estate.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `${CALL_THROUGHPUT_REQUESTS} calls; Estate/SDK ${ratio(estate.callsPerSecond, sdk.callsPerSecond)}` },
+      { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight`, unit: 'calls/s', estate: estate.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `${CALL_THROUGHPUT_REQUESTS} calls; durable records, group commit; Estate/SDK ${ratio(estate.callsPerSecond, sdk.callsPerSecond)} (issue 15 target: ≥ 1.5x)` },
       { bench: 'mcp', case: 'tools/call, first call of each tool (cold), p50', unit: 'µs', estate: estate.coldP50, peerName, peer: sdk.coldP50, notes: `${TOOL_COUNT} calls, one per tool, before the loops above; Estate compiles a validator on a version's first call; Estate/SDK ${ratio(estate.coldP50, sdk.coldP50)}` },
     ];
     const ssePeer = 'SDK v2 McpServer answering as event streams (Estate\'s response mode)';
     rows.push(
-      { bench: 'mcp', case: 'tools/call, valid arguments, p50, both answering as event streams', unit: 'µs', estate: estate.callP50, peerName: ssePeer, peer: sdkSse.callP50, notes: `the SDK peer with enableJsonResponse false; Estate/SDK ${ratio(estate.callP50, sdkSse.callP50)}` },
-      { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight, both answering as event streams`, unit: 'calls/s', estate: estate.callsPerSecond, peerName: ssePeer, peer: sdkSse.callsPerSecond, notes: `Estate/SDK ${ratio(estate.callsPerSecond, sdkSse.callsPerSecond)}` },
+      { bench: 'mcp', case: 'tools/call, valid arguments, p50, both answering as event streams', unit: 'µs', estate: estateSse.callP50, peerName: ssePeer, peer: sdkSse.callP50, notes: `the SDK peer with enableJsonResponse false; Estate for a client that declared elicitation (a call that may ask it something streams; others answer as JSON); Estate/SDK ${ratio(estateSse.callP50, sdkSse.callP50)}` },
+      { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight, both answering as event streams`, unit: 'calls/s', estate: estateSse.callsPerSecond, peerName: ssePeer, peer: sdkSse.callsPerSecond, notes: `Estate/SDK ${ratio(estateSse.callsPerSecond, sdkSse.callsPerSecond)}` },
     );
     if (shm) {
       const note = 'Estate with its SQLite store on tmpfs (fsync free): the serving path without the durable write';
       rows.push(
-        { bench: 'mcp', case: 'tools/call p50, Estate store on tmpfs', unit: 'µs', estate: shm.callP50, peerName, peer: sdk.callP50, notes: `${note}; Estate/SDK ${ratio(shm.callP50, sdk.callP50)}` },
+        { bench: 'mcp', case: 'tools/call p50, Estate store on tmpfs', unit: 'µs', estate: shm.callP50, peerName, peer: sdk.callP50, notes: `${note}; Estate/SDK ${ratio(shm.callP50, sdk.callP50)} (issue 15 target: ≤ 1.00x)` },
         { bench: 'mcp', case: 'tools/call p99, Estate store on tmpfs', unit: 'µs', estate: shm.callP99, peerName, peer: sdk.callP99, notes: `Estate/SDK ${ratio(shm.callP99, sdk.callP99)}` },
         { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight, Estate store on tmpfs`, unit: 'calls/s', estate: shm.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `Estate/SDK ${ratio(shm.callsPerSecond, sdk.callsPerSecond)}` },
       );
@@ -141,6 +160,14 @@ export async function run(): Promise<BenchRow[]> {
     rows.push(
       { bench: 'mcp', case: 'floor: JSON.parse+stringify of one tools/call exchange, p50', unit: 'µs', estate: estate.callP50, peerName: 'JSON floor', peer: fl.call, notes: `request + response (${estate.callResponse.length} B), both directions, in-process` },
       { bench: 'mcp', case: 'floor: JSON.parse+stringify of one tools/list page, p50', unit: 'µs', estate: estate.listP50, peerName: 'JSON floor', peer: fl.list, notes: `one page of Estate's list (${Math.round(estate.listResponse.length / 1024)} KiB), both directions; Estate's figure is the full list (2 pages)` },
+    );
+    // Issue 15: each target against its own peer or floor, one row each.
+    rows.push(
+      { bench: 'mcp', case: 'tools/list full list p50 vs JSON floor of all its pages', unit: 'µs', estate: estate.listP50, peerName: 'JSON floor, every page', peer: fl.allPages, notes: `JSON.parse+stringify of each of the ${estate.listPages.length} pages, both directions; Estate/floor ${ratio(estate.listP50, fl.allPages)} (target: ≤ 3x)` },
+      { bench: 'mcp', case: 'tools/call, first call of each tool vs a warm call, p50', unit: 'µs', estate: estate.coldP50, peerName: "Estate's own warm call, p50", peer: estate.callP50, notes: `cold/warm ${ratio(estate.coldP50, estate.callP50)} (target: ≤ 2x); validators compiled ahead, one per distinct schema` },
+      { bench: 'mcp', case: 'tools/call p50, durable record on disk vs one fsync of the disk', unit: 'µs', estate: estate.callP50, peerName: "floor: fsync of a 4 KiB write on the store's disk", peer: disk.fsyncP50, notes: `Estate/SDK ${ratio(estate.callP50, sdk.callP50)} (target: ≤ 1.3x); the disk's own floors: fsync ${disk.fsyncP50.toFixed(0)} µs, one SQLite commit (WAL, synchronous=FULL) ${disk.commitP50.toFixed(0)} µs` },
+      { bench: 'mcp', case: 'floor: one SQLite commit of a call-sized row (WAL, synchronous=FULL), p50', unit: 'µs', estate: estate.callP50, peerName: "floor: SQLite commit on the store's disk", peer: disk.commitP50, notes: 'what a durable record costs at least on this disk, before any MCP work; Estate figure: its durable tools/call p50' },
+      { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight, Estate 2026-07-28 stateless vs McpServer 2025 session`, unit: 'calls/s', estate: stateless.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `disk store, a record per call (group commit); Estate/SDK ${ratio(stateless.callsPerSecond, sdk.callsPerSecond)} (target: ≥ 2x)` },
     );
     return rows;
   } finally {

@@ -25,6 +25,7 @@ export type Wake = (streams: readonly string[] | null) => void;
 const localWakes = new Map<string, Set<Wake>>();
 
 const SETTLE_MS = [5, 25, 100, 400];
+const BURST_MS = 2;
 const walWatchers = new Map<string, { watcher: FSWatcher; timers: NodeJS.Timeout[] }>();
 /** Per file: whether another connection committed since the check last looked (one per store instance). */
 const externalChecks = new Map<string, Set<() => boolean>>();
@@ -79,10 +80,14 @@ export const watchWal = (file: string): boolean => {
   };
   try {
     const timers: NodeJS.Timeout[] = [];
-    // One commit raises several events (one per WAL write): they are handled once per turn of the event loop.
+    // One commit raises several events (one per WAL write), and a busy server commits every millisecond: events are
+    // handled at most once per BURST_MS, the last one of a burst always (a trailing turn), so another process's commit
+    // is still looked for within that time and the settle re-reads still follow the last write.
     let queued = false;
+    let lastRun = 0;
     const onBurst = (): void => {
       queued = false;
+      lastRun = performance.now();
       wakeAll();
       for (const t of timers.splice(0)) clearTimeout(t);
       for (const ms of SETTLE_MS) timers.push(setTimeout(wakeAll, ms).unref());
@@ -90,7 +95,9 @@ export const watchWal = (file: string): boolean => {
     const watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
       if (name !== wal || queued) return;
       queued = true;
-      setImmediate(onBurst);
+      const wait = lastRun + BURST_MS - performance.now();
+      if (wait > 0) setTimeout(onBurst, wait).unref();
+      else setImmediate(onBurst);
     });
     watcher.on('error', () => unwatchWal(file));
     walWatchers.set(file, { watcher, timers });
