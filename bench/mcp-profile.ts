@@ -9,7 +9,7 @@
  *
  * Comparing two checkouts on a shared machine: read the proportions, not the wall times.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -49,6 +49,8 @@ try {
   // The main thread's profile (thread 0); a worker's would be `.1.`.
   const file = readdirSync(out).find((f) => /\.0\.\d+\.cpuprofile$/.test(f));
   if (!file) throw new Error(`no .cpuprofile in ${out}: did the server exit on SIGTERM?`);
+  // The window beside the profile, for other readings of it (times on the monotonic clock, µs).
+  writeFileSync(join(out, 'window.json'), JSON.stringify({ from, to, calls: Number(values.calls) }));
   process.stdout.write(`${join(out, file)}\n${summarise(join(out, file), Number(values.top), { from, to })}`);
 } finally {
   await Promise.all(children.map(stop));

@@ -120,7 +120,10 @@ export async function run(): Promise<BenchRow[]> {
     const estate = await measure(estateUrl);
     const sdk = await measure(String(sdkReady.url));
     const sdkSse = await measure(sdkSseUrl);
-    const shm = shmDir ? await measure((await startEstate(`sqlite:${join(shmDir, 'bench.db')}`, children)).url) : undefined;
+    const shmUrl = shmDir ? (await startEstate(`sqlite:${join(shmDir, 'bench.db')}`, children)).url : undefined;
+    const shm = shmUrl ? await measure(shmUrl) : undefined;
+    // The stateless path without the disk: what it costs on its own (the disk's share varies with its other users).
+    const shmStateless = shmUrl ? await measureCalls(await openStateless(shmUrl)) : undefined;
     const stateless = await measure(estateUrl, openStateless);
     // A client that declared elicitation may be asked things mid-call: Estate answers its calls as event streams.
     const estateSse = await measureCalls(await openSession(estateUrl, { elicitation: {} }));
@@ -148,6 +151,12 @@ export async function run(): Promise<BenchRow[]> {
         { bench: 'mcp', case: 'tools/call p50, Estate store on tmpfs', unit: 'µs', estate: shm.callP50, peerName, peer: sdk.callP50, notes: `${note}; Estate/SDK ${ratio(shm.callP50, sdk.callP50)} (issue 15 target: ≤ 1.00x)` },
         { bench: 'mcp', case: 'tools/call p99, Estate store on tmpfs', unit: 'µs', estate: shm.callP99, peerName, peer: sdk.callP99, notes: `Estate/SDK ${ratio(shm.callP99, sdk.callP99)}` },
         { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight, Estate store on tmpfs`, unit: 'calls/s', estate: shm.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `Estate/SDK ${ratio(shm.callsPerSecond, sdk.callsPerSecond)}` },
+      );
+    }
+    if (shmStateless) {
+      rows.push(
+        { bench: 'mcp', case: 'tools/call p50, Estate 2026-07-28 stateless, store on tmpfs', unit: 'µs', estate: shmStateless.callP50, peerName, peer: sdk.callP50, notes: `the stateless path without fsync; Estate/SDK ${ratio(shmStateless.callP50, sdk.callP50)}` },
+        { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight, Estate 2026-07-28 stateless, store on tmpfs`, unit: 'calls/s', estate: shmStateless.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `Estate/SDK ${ratio(shmStateless.callsPerSecond, sdk.callsPerSecond)}` },
       );
     }
     const peerless = 'Estate only: the SDK McpServer has no equivalent stateless server to compare with on this transport';
