@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, type BenchRow } from './lib.ts';
-import { openSession, type Session } from './mcp.ts';
+import { openSession, type Session } from './mcp-client.ts';
 import { VALID_ARGS, definition, toolName } from './mcp-fixture.ts';
 
 const TOOLS = 50;

@@ -10,13 +10,13 @@
  * (when repair changed something), handler, recorded.
  */
 import { traceToolCall, type Span } from '#app/tracing';
-import { canonicalHash } from '#domain/hash';
 import type { CallToolResult } from '#handlers/types';
+import { argsHashOf } from './tool-call/args-hash.ts';
 import { progressReporter, teeLog, type ClientChannel } from './client-channel.ts';
 import { clientAskers } from './client-requests.ts';
 import { missingCapability } from './error-map.ts';
 import type { InputRequiredResult } from './input-required.ts';
-import { admitArguments } from './tool-call/admit.ts';
+import { admitArguments, argumentLimitRefusal } from './tool-call/admit.ts';
 import { answer, inputRequiredAnswer } from './tool-call/answer.ts';
 import { checkOutput } from './tool-call/check-output.ts';
 import { executeCall } from './tool-call/execute.ts';
@@ -54,21 +54,26 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
       span.addEvent('resolved', { 'estate.tool.version': v.version, 'estate.pinned': p.pinned !== undefined });
     }
     const facts = { v, runId: p.runId, protocolVersion: req.protocolVersion };
-    const schemas = () => deps.schemas.ready(v);
-
-    const admitted = await admitArguments(v, schemas, p.received);
+    const tooBig = argumentLimitRefusal(p.received);
+    if (tooBig) {
+      span?.setAttribute('estate.outcome', 'invalid_arguments');
+      return answer(facts, tooBig);
+    }
+    // Warm: the validators are there and nothing is awaited; a version's first call may wait for its own compile.
+    const schemas = deps.schemas.compiled(v) ?? (await deps.schemas.ready(v));
+    const admitted = admitArguments(v, schemas, p.received);
     span?.addEvent('validated', { 'estate.admitted': admitted.ok });
     if (!admitted.ok) {
       span?.setAttribute('estate.outcome', 'invalid_arguments');
       return answer(facts, admitted.refusal);
     }
     if (admitted.repairs.length > 0) span?.addEvent('repaired', { 'estate.repairs': admitted.repairs.length });
-    const rounds = openInputRounds(p, v, executor, deps.stateKey);
+    const argsHash = argsHashOf(p.received);
+    const rounds = openInputRounds(p, v, executor, deps.stateKey, argsHash);
 
     const observe = (outcome: string, since: number): void =>
       deps.observe?.({ tool: v.name, version: v.version, outcome, seconds: Math.max(0, now() - since) / 1000 });
     const channel = channelOf(req, p.meta);
-    const argsHash = canonicalHash(p.received);
     const { callId, started, run } = await executeCall(
       { ...executeDeps, observe },
       {
@@ -103,7 +108,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
       if (run.refusal?.reason === 'capability' && run.refusal.capability) throw missingCapability(run.refusal.capability);
     }
 
-    const { result, outcome } = checkOutput((await schemas()).output, run.result, run.outcome);
+    const { result, outcome } = checkOutput(schemas.output, run.result, run.outcome);
     try {
       await recordCall(deps.recorder, {
         v,

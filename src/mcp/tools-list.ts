@@ -34,13 +34,17 @@ export interface ListPage {
   shown: readonly CatalogueVersion[];
 }
 
-export const listToolsPage = (view: DiscoveryView, options: { revision: string; cursor?: unknown; pageSize: number }): ListPage => {
-  let offset = 0;
-  if (options.cursor !== undefined) {
-    const c = decodeCursor(options.cursor);
-    if (c.r !== view.revision) throw cursorExpired();
-    offset = c.o;
-  }
+/** Where the page a cursor names starts: 0 without one; a cursor that is not ours, or of another revision, is refused. */
+export const pageOffset = (view: DiscoveryView, cursor: unknown): number => {
+  if (cursor === undefined) return 0;
+  const c = decodeCursor(cursor);
+  if (c.r !== view.revision) throw cursorExpired();
+  return c.o;
+};
+
+/** The page at `offset` (from pageOffset). */
+export const listToolsPage = (view: DiscoveryView, options: { revision: string; offset: number; pageSize: number }): ListPage => {
+  const offset = options.offset;
   const shown = view.entries.slice(offset, offset + options.pageSize);
   const end = offset + shown.length;
   const result: Record<string, unknown> = { tools: shown.map((v) => toMcpTool(v, options.revision)) };

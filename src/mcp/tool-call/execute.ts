@@ -10,6 +10,7 @@ import type { Principal } from '#domain/types';
 import type { HandlerContext } from '#handlers/types';
 import type { CatalogueVersion } from '#projections/catalogue';
 import { storeUnavailable } from '../error-map.ts';
+import type { Cancel } from '../cancellation.ts';
 import type { HandlerRun } from '../run-handler.ts';
 import type { ToolExecutor } from './executor.ts';
 
@@ -35,8 +36,8 @@ export interface ExecuteCall {
   runId: string;
   argsHash: string;
   context: Omit<HandlerContext, 'signal'>;
-  withSignal: (signal: AbortSignal) => Partial<Omit<HandlerContext, 'signal'>>;
-  cancel?: AbortSignal;
+  withSignal: (signal: () => AbortSignal) => Partial<Omit<HandlerContext, 'signal'>>;
+  cancel?: Cancel;
 }
 
 /** A short, bounded reason from a store failure (no stack, no connection string). */

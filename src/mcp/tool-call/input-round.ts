@@ -7,7 +7,6 @@
  * a call gets no rounds: its questions are refused at once (the upstream decides what a refusal means, as for a
  * client that declared no capability) and the call ends with its one execution.
  */
-import { canonicalHash } from '#domain/hash';
 import type { CatalogueVersion } from '#projections/catalogue';
 import type { HandlerContext } from '#handlers/types';
 import { CAPABILITY_OF, ClientRequestError, ELICIT_METHOD, ROOTS_METHOD, SAMPLE_METHOD, type ClientMethod } from '../client-requests.ts';
@@ -47,10 +46,11 @@ const refusingAskers = (capabilities: Readonly<Record<string, unknown>>): Askers
   listRoots: () => refuse(ROOTS_METHOD, capabilities),
 });
 
-export const openInputRounds = (p: CallParams, v: CatalogueVersion, executor: ToolExecutor, stateKey: Buffer | undefined): InputRounds | undefined => {
+/** `argsHash`: the canonical hash of the arguments as sent (the pipeline's, computed once per call). */
+export const openInputRounds = (p: CallParams, v: CatalogueVersion, executor: ToolExecutor, stateKey: Buffer | undefined, argsHash: string): InputRounds | undefined => {
   if (!p.input) return undefined;
   if (!mayRunAgain(executor, v.definition.sideEffect)) return { kind: 'once', askers: refusingAskers(p.input.capabilities) };
-  const identity: CallIdentity = { tool: v.name, version: v.version, argsHash: canonicalHash(p.received) };
+  const identity: CallIdentity = { tool: v.name, version: v.version, argsHash };
   // Answers from the state win over a re-sent one: the run that follows must see what the earlier runs saw.
   const answers = { ...p.input.responses, ...(p.input.state !== undefined ? openState(p.input.state, identity, stateKey) : {}) };
   return { kind: 'rounds', round: new InputRound(answers, p.input.capabilities), identity };
