@@ -37,7 +37,7 @@ export interface PositionedEvent {
   event: CatalogueEvent;
 }
 
-const parseTriple = (v: string): [number, number, number] => {
+export const parseTriple = (v: string): [number, number, number] => {
   const [a, b, c] = v.split('.');
   return [Number(a), Number(b), Number(c)];
 };
@@ -45,8 +45,22 @@ const parseTriple = (v: string): [number, number, number] => {
 export const compareTriples = (a: readonly number[], b: readonly number[]): number =>
   (a[0] as number) - (b[0] as number) || (a[1] as number) - (b[1] as number) || (a[2] as number) - (b[2] as number);
 
+/**
+ * The fold's version. Bump it whenever what `apply` makes of an event, or what a record holds, changes: a snapshot
+ * written under another version is then not loaded (src/app/catalogue-snapshot.ts), and the catalogue is rebuilt
+ * from the events instead.
+ */
+export const CATALOGUE_PROJECTION_VERSION = 1;
+
+/** The state at one position, for a snapshot; see `CatalogueProjection.cut`. */
+export interface CatalogueCut {
+  position: string | null;
+  eventCount: number;
+  tools: CatalogueTool[];
+}
+
 export class CatalogueProjection {
-  private readonly tools = new Map<string, CatalogueTool>();
+  private tools = new Map<string, CatalogueTool>();
   private sortedNames: string[] | null = [];
   /** Position of the last event applied; null before any. */
   position: string | null = null;
@@ -103,6 +117,30 @@ export class CatalogueProjection {
         return d.name;
       }
     }
+  }
+
+  /**
+   * Every tool with a copy of its version list. Records are immutable and only the lists change, so this is a
+   * consistent state at `position` that a snapshot can serialise a piece at a time while events keep being applied.
+   */
+  cut(): CatalogueCut {
+    const tools: CatalogueTool[] = [];
+    for (const t of this.tools.values()) tools.push({ name: t.name, versions: t.versions.slice() });
+    return { position: this.position, eventCount: this.eventCount, tools };
+  }
+
+  /** Add a tool as a snapshot held it (its versions in ascending semver order); for a projection being restored. */
+  restoreTool(tool: CatalogueTool): void {
+    this.tools.set(tool.name, tool);
+    this.sortedNames = null;
+  }
+
+  /** Take over a restored projection's state (this one's views and readers keep their reference to it). */
+  adopt(restored: CatalogueProjection): void {
+    this.tools = restored.tools;
+    this.sortedNames = null;
+    this.position = restored.position;
+    this.eventCount = restored.eventCount;
   }
 
   tool(name: string): CatalogueTool | undefined {

@@ -126,6 +126,8 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
   }
 
   const reader = estate.reader({ isOffered: isOfferedBy(handlers) });
+  // From the store's snapshot, when it has one: the catch-up below then reads only the events after it.
+  const keepSnapshots = await estate.restoreReader(reader, log);
   // --bus local: catch up and tail the store; --bus kafka://...: relay candidate + topic consumer (./estate.ts).
   const following = await estate.followChanges(reader, log);
   const upstreams = (await pool?.start()) ?? 0;
@@ -180,6 +182,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
       );
     },
   };
+  const snapshots = keepSnapshots();
   try {
     if (writeFrame) await runStdio(served, writeFrame);
     else await runHttp(served, edge);
@@ -187,6 +190,8 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     await core.close();
     await pool?.close();
     await following.close();
+    // A clean shutdown leaves a snapshot at the last position this process read: the next start reads no tail.
+    await snapshots?.close();
     await storeHealth.close();
   }
 };

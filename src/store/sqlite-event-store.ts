@@ -17,6 +17,7 @@ import {
   type Subscription,
 } from '#app/ports';
 import { checkExpectedRevision } from './expected-revision.ts';
+import { createSqliteSnapshots } from './sqlite-snapshots.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
 export interface SqliteEventStoreOptions {
@@ -169,6 +170,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   const pollIntervalMs = options.pollIntervalMs ?? (watchable ? 1000 : 50);
   const ownListeners = new Set<() => void>();
   const subscriptions = new OpenSubscriptions();
+  const snapshots = createSqliteSnapshots(file, options.busyTimeoutMs ?? 30_000);
   let closed = false;
 
   function appendAll(requests: AppendRequest[]): AppendResult[] {
@@ -210,6 +212,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       settle(() => readStreamStmt.all(streamId, Math.max(0, options.fromRevision ?? 0)).map(toStored)),
 
     readAll: (options) => settle(() => readAll(options)),
+    snapshots,
 
     subscribe(options: SubscribeOptions): Subscription {
       // A filtered tail must not rescan what it already found nothing in: a server's catalogue subscription would
@@ -253,6 +256,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         localAppendListeners.delete(file);
         unwatchWal(file);
       }
+      snapshots.close();
       db.close();
     },
   };
