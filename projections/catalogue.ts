@@ -4,25 +4,48 @@
  * holding one (a discovery view, a session's last listing) can compare by identity.
  */
 import type { CatalogueEvent } from '#domain/events';
-import type { LifecycleMark, Reason, ToolDefinition, VersionStatus } from '#domain/types';
+import type { LifecycleMark, Reason, SideEffect, ToolAccess, ToolDefinition, VersionStatus } from '#domain/types';
 
+/**
+ * What a version's record does not hold resident when the projection drops details (a serving process over a large
+ * catalogue): the schemas and annotations, the hashes, the classification's reasons. Loaded from the version's
+ * publishing event on demand (src/app/version-details.ts) and cached.
+ */
+export interface VersionDetails {
+  readonly definition: ToolDefinition;
+  readonly schemaHash: string;
+  readonly definitionHash: string;
+  readonly reasons: readonly Reason[];
+}
+
+/**
+ * One published version: what discovery, listing filters and serving decide on, always resident; the rest in
+ * `details` (present when the projection keeps them, else loaded on demand).
+ */
 export interface CatalogueVersion {
   readonly name: string;
   readonly version: string;
   /** [major, minor, patch], for cheap ordering. */
   readonly semver: readonly [number, number, number];
-  readonly definition: ToolDefinition;
   readonly status: VersionStatus;
-  readonly schemaHash: string;
-  readonly definitionHash: string;
+  /** Who may see it (shared between records with equal access). */
+  readonly access: ToolAccess;
+  readonly handler: string;
+  readonly sideEffect: SideEffect;
+  readonly timeoutMs: number;
+  readonly title?: string;
+  readonly description: string;
   readonly level: string;
-  readonly reasons: readonly Reason[];
   readonly publishedAt: string;
   readonly publishedBy: string;
   /** Position of the publishing event. */
   readonly position: string;
+  /** Revision of the publishing event in its tool's stream: where the details are read from. */
+  readonly revision: number;
   readonly deprecated?: LifecycleMark;
   readonly retired?: LifecycleMark;
+  /** Present when the projection keeps details (see CatalogueProjection's options). */
+  readonly details?: VersionDetails;
 }
 
 export interface CatalogueTool {
@@ -34,7 +57,14 @@ export interface CatalogueTool {
 /** A catalogue event with where the store put it. */
 export interface PositionedEvent {
   position: string;
+  /** Its revision in its stream (-1 when unknown: then only a projection that keeps details can show them). */
+  revision?: number;
   event: CatalogueEvent;
+}
+
+export interface CatalogueOptions {
+  /** Keep each version's details resident (default). false: a record holds only what serving decides on. */
+  keepDetails?: boolean;
 }
 
 export const parseTriple = (v: string): [number, number, number] => {
@@ -50,7 +80,7 @@ export const compareTriples = (a: readonly number[], b: readonly number[]): numb
  * written under another version is then not loaded (src/app/catalogue-snapshot.ts), and the catalogue is rebuilt
  * from the events instead.
  */
-export const CATALOGUE_PROJECTION_VERSION = 1;
+export const CATALOGUE_PROJECTION_VERSION = 2;
 
 /** The state at one position, for a snapshot; see `CatalogueProjection.cut`. */
 export interface CatalogueCut {
@@ -65,9 +95,34 @@ export class CatalogueProjection {
   /** Position of the last event applied; null before any. */
   position: string | null = null;
   eventCount = 0;
+  readonly keepsDetails: boolean;
+  /** Low-cardinality values shared by many records (handlers, actors, levels, access rules): held once. */
+  private strings = new Map<string, string>();
+  private accesses = new Map<string, ToolAccess>();
+
+  constructor(options: CatalogueOptions = {}) {
+    this.keepsDetails = options.keepDetails ?? true;
+  }
+
+  /** The one string equal to `s` this projection holds. */
+  shared(s: string): string {
+    const held = this.strings.get(s);
+    if (held !== undefined) return held;
+    this.strings.set(s, s);
+    return s;
+  }
+
+  /** The one access rule equal to `a` this projection holds (records never change it). */
+  sharedAccess(a: ToolAccess): ToolAccess {
+    const key = JSON.stringify([a.classification, a.tenants, a.requiredScopes]);
+    const held = this.accesses.get(key);
+    if (held !== undefined) return held;
+    this.accesses.set(key, a);
+    return a;
+  }
 
   /** Apply one event; returns the name of the tool that changed (every catalogue event changes exactly one). */
-  apply({ position, event }: PositionedEvent): string {
+  apply({ position, revision = -1, event }: PositionedEvent): string {
     this.position = position;
     this.eventCount++;
     switch (event.type) {
@@ -80,22 +135,26 @@ export class CatalogueProjection {
           this.tools.set(def.name, tool);
           this.sortedNames = null;
         }
-        const record: CatalogueVersion = {
-          name: def.name,
-          version: def.version,
-          semver: parseTriple(def.version),
-          definition: def,
-          status: 'active',
-          schemaHash: d.schemaHash,
-          definitionHash: d.definitionHash,
-          level: d.level,
-          reasons: d.reasons,
-          publishedAt: d.at,
-          publishedBy: d.by,
-          position,
-        };
         const vs = tool.versions;
         if (vs.some((v) => v.version === def.version)) return def.name; // at-least-once delivery: already applied
+        const record: CatalogueVersion = {
+          name: tool.name,
+          version: def.version,
+          semver: parseTriple(def.version),
+          status: 'active',
+          access: this.sharedAccess(def.access),
+          handler: this.shared(def.handler),
+          sideEffect: def.sideEffect,
+          timeoutMs: def.timeoutMs,
+          ...(def.title !== undefined ? { title: def.title } : {}),
+          description: def.description,
+          level: this.shared(d.level),
+          publishedAt: d.at,
+          publishedBy: this.shared(d.by),
+          position,
+          revision,
+          ...(this.keepsDetails ? { details: { definition: def, schemaHash: d.schemaHash, definitionHash: d.definitionHash, reasons: d.reasons } } : {}),
+        };
         let i = vs.length;
         while (i > 0 && compareTriples((vs[i - 1] as CatalogueVersion).semver, record.semver) > 0) i--;
         vs.splice(i, 0, record);
@@ -138,6 +197,8 @@ export class CatalogueProjection {
   /** Take over a restored projection's state (this one's views and readers keep their reference to it). */
   adopt(restored: CatalogueProjection): void {
     this.tools = restored.tools;
+    this.strings = restored.strings;
+    this.accesses = restored.accesses;
     this.sortedNames = null;
     this.position = restored.position;
     this.eventCount = restored.eventCount;

@@ -7,12 +7,12 @@
 import { createHash } from 'node:crypto';
 import { CATALOGUE_PROJECTION_VERSION, CatalogueProjection, type CatalogueCut } from '#projections/catalogue';
 import type { SnapshotStore } from './ports.ts';
-import { decodeTool, encodeTool } from './catalogue-snapshot-records.ts';
+import { ChunkEncoder, decodeChunk } from './catalogue-snapshot-records.ts';
 
 export const CATALOGUE_SNAPSHOT = 'catalogue';
 
 /** How records are laid out in a chunk (catalogue-snapshot-records.ts); bumped with any change there. */
-const LAYOUT = 1;
+const LAYOUT = 2;
 
 /** The tag a snapshot must carry to be loaded: the projection's version and the layout's. */
 export const CATALOGUE_SNAPSHOT_VERSION = `catalogue-${CATALOGUE_PROJECTION_VERSION}/layout-${LAYOUT}`;
@@ -46,35 +46,26 @@ export async function writeCatalogueSnapshot(store: SnapshotStore, catalogue: Ca
   let chars = 0;
 
   async function* encode(): AsyncGenerator<string> {
-    let parts: string[] = [];
-    let size = 0;
+    let encoder = new ChunkEncoder();
     let stepStart = performance.now();
     const flush = (): string => {
-      const chunk = `[${parts.join(',')}]`;
-      parts = [];
-      size = 0;
+      const chunk = encoder.text();
+      encoder = new ChunkEncoder();
       hash.update(chunk);
       chunks++;
       chars += chunk.length;
+      longestStepMs = Math.max(longestStepMs, performance.now() - stepStart);
       return chunk;
     };
     for (const tool of cut.tools) {
-      const text = JSON.stringify(encodeTool(tool));
-      parts.push(text);
-      size += text.length + 1;
-      if (size >= CHUNK_CHARS) {
-        const chunk = flush();
-        longestStepMs = Math.max(longestStepMs, performance.now() - stepStart);
-        yield chunk;
+      encoder.add(tool);
+      if (encoder.size >= CHUNK_CHARS) {
+        yield flush();
         await yieldToLoop();
         stepStart = performance.now();
       }
     }
-    if (parts.length > 0 || chunks === 0) {
-      const chunk = flush();
-      longestStepMs = Math.max(longestStepMs, performance.now() - stepStart);
-      yield chunk;
-    }
+    if (!encoder.empty || chunks === 0) yield flush();
   }
 
   await store.write(encode(), () => ({
@@ -115,16 +106,11 @@ export async function readCatalogueSnapshot(store: SnapshotStore): Promise<Snaps
     for await (const chunk of store.chunks(head)) {
       hash.update(chunk);
       chunks++;
-      let parsed: unknown;
       try {
-        parsed = JSON.parse(chunk);
+        tools += decodeChunk(chunk, catalogue);
       } catch (e) {
-        throw new Corrupt(`chunk ${chunks - 1} is not JSON (${(e as Error).message})`);
-      }
-      if (!Array.isArray(parsed)) throw new Corrupt(`chunk ${chunks - 1} is not a list of tools`);
-      for (const entry of parsed) {
-        catalogue.restoreTool(decodeTool(entry));
-        tools++;
+        if (e instanceof SyntaxError) throw new Corrupt(`chunk ${chunks - 1} is not JSON (${e.message})`);
+        throw e;
       }
       await yieldToLoop();
     }

@@ -125,7 +125,9 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     log.info(seeded, 'demo estate published');
   }
 
-  const reader = estate.reader({ isOffered: isOfferedBy(handlers) });
+  // Records hold what discovery and serving decide on; schemas and the rest are read on demand and cached (a large
+  // catalogue does not have to fit in memory whole).
+  const reader = estate.reader({ isOffered: isOfferedBy(handlers), keepDetails: false });
   // From the store's snapshot, when it has one: the catch-up below then reads only the events after it.
   const keepSnapshots = await estate.restoreReader(reader, log);
   // --bus local: catch up and tail the store; --bus kafka://...: relay candidate + topic consumer (./estate.ts).

@@ -17,6 +17,7 @@ import { covers, LIFECYCLE_SCOPE, scopeNeededFor } from '#auth/api-scopes';
 import { DomainError } from '#domain/errors';
 import { RUN_ID_PATTERN } from '#domain/events';
 import { callRecords } from '#projections/calls';
+import type { VersionDetails } from '#projections/catalogue';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
 import { html, page, type Html } from './html.ts';
 import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, runPage, runsPage, toolPage, upstreamsPage, versionPage, type RunSummary } from './pages.ts';
@@ -161,20 +162,21 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
       const name = decodeSegment(parts[1] as string);
       const tool = name === null ? undefined : catalogue.tool(name);
       if (!tool || name === null) return notFound(res, `There is no tool '${name ?? parts[1]}' in the catalogue.`);
-      if (parts.length === 2) return sendHtml(res, 200, name, toolPage(tool), who);
+      if (parts.length === 2) return sendHtml(res, 200, name, toolPage(tool, await o.reader.details.ofMany(tool.versions)), who);
       if (parts.length === 3 && parts[2] === 'diff') {
         const a = (params.get('a') ?? '').slice(0, 128);
         const b = (params.get('b') ?? '').slice(0, 128);
         const va = catalogue.find(name, a);
         const vb = catalogue.find(name, b);
         if (!va || !vb) return notFound(res, `${name} has no version '${!va ? a : b}'.`);
-        return sendHtml(res, 200, `${name} ${a} → ${b}`, diffPage(va, vb), who);
+        const [da, db] = (await o.reader.details.ofMany([va, vb])) as [VersionDetails, VersionDetails];
+        return sendHtml(res, 200, `${name} ${a} → ${b}`, diffPage(va, da, vb, db), who);
       }
       if (parts.length === 4 && parts[2] === 'versions') {
         const version = decodeSegment(parts[3] as string);
         const v = version === null ? undefined : catalogue.find(name, version);
         if (!v) return notFound(res, `${name} has no version '${version ?? parts[3]}'.`);
-        return sendHtml(res, 200, `${name}@${v.version}`, versionPage(catalogue, v, parsePrincipal(params), canActOn(name)), who);
+        return sendHtml(res, 200, `${name}@${v.version}`, versionPage(catalogue, v, await o.reader.details.of(v), parsePrincipal(params), canActOn(name)), who);
       }
     }
     return notFound(res, `The console has no page at ${path}.`);

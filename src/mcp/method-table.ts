@@ -75,8 +75,8 @@ const METHODS: Readonly<Record<string, MethodRow>> = {
   },
   'tools/list': {
     families: ['stateful', 'stateless'],
-    run: (ctx) => {
-      const page = ctx.core.listTools(ctx.principal, ctx.params, ctx.revision);
+    run: async (ctx) => {
+      const page = await ctx.core.listTools(ctx.principal, ctx.params, ctx.revision);
       if (ctx.host.family === 'stateful') {
         ctx.host.listed(page, ctx.params);
         return { result: page.result };

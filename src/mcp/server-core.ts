@@ -47,7 +47,7 @@ export interface ServerCoreOptions {
 export const isOfferedBy =
   (handlers: HandlerMap) =>
   (v: CatalogueVersion): boolean =>
-    Object.prototype.hasOwnProperty.call(handlers, v.definition.handler) && handlerOutsideNamespace(v.name, v.definition.handler) === null;
+    Object.prototype.hasOwnProperty.call(handlers, v.handler) && handlerOutsideNamespace(v.name, v.handler) === null;
 
 export class ServerCore {
   readonly reader: CatalogueReader;
@@ -90,11 +90,12 @@ export class ServerCore {
     return { tools: { listChanged: true } };
   }
 
-  listTools(principal: Principal, params: Record<string, unknown>, revision: string): ListPage & { includeDeprecated: boolean } {
+  async listTools(principal: Principal, params: Record<string, unknown>, revision: string): Promise<ListPage & { includeDeprecated: boolean }> {
     const meta = isPlainObject(params._meta) ? params._meta : {};
     const includeDeprecated = meta[INCLUDE_DEPRECATED_META] === true;
     const view = this.reader.discovery.view(principal, includeDeprecated);
-    return { ...listToolsPage(view, { revision, cursor: params.cursor, pageSize: this.pageSize }), includeDeprecated };
+    const page = await listToolsPage(view, { revision, cursor: params.cursor, pageSize: this.pageSize, details: (vs) => this.reader.details.ofMany(vs) });
+    return { ...page, includeDeprecated };
   }
 
   /** Count one answered request: outcome `ok` or the JSON-RPC error code. `method`: the table's label (countedMethod). */

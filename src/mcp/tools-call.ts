@@ -48,6 +48,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
 
       const admitted = await admitArguments(v, schemas, p.received);
       if (!admitted.ok) return answer(facts, admitted.refusal);
+      const { schemaHash } = await schemas();
       const rounds = openInputRounds(p, v, executor, deps.stateKey);
 
       const observe = (outcome: string, since: number): void =>
@@ -66,7 +67,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
           context: {
             principal: req.principal,
             runId: p.runId,
-            tool: { name: v.name, version: v.version, schemaHash: v.schemaHash },
+            tool: { name: v.name, version: v.version, schemaHash },
             log: teeLog(deps.handlerLog({ runId: p.runId, tool: v.name, version: v.version }), channel, v.name),
             progress: progressReporter(channel),
           },
@@ -87,6 +88,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
       try {
         await recordCall(deps.recorder, {
           v,
+          schemaHash,
           principal: req.principal,
           runId: p.runId,
           client: req.client,

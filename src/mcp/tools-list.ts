@@ -4,7 +4,7 @@
  * or repeat a tool: it is refused (`cursor expired`) and the client lists again.
  */
 import type { DiscoveryView } from '#projections/discovery';
-import type { CatalogueVersion } from '#projections/catalogue';
+import type { CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { cursorExpired, invalidCursor } from './error-map.ts';
 import { toMcpTool } from './tool-projection.ts';
 
@@ -34,7 +34,16 @@ export interface ListPage {
   shown: readonly CatalogueVersion[];
 }
 
-export const listToolsPage = (view: DiscoveryView, options: { revision: string; cursor?: unknown; pageSize: number }): ListPage => {
+export interface ListOptions {
+  revision: string;
+  cursor?: unknown;
+  pageSize: number;
+  /** The shown versions' details, in order (the reader's: held, cached or read from the store). */
+  details: (vs: readonly CatalogueVersion[]) => Promise<VersionDetails[]>;
+}
+
+/** The page is cut from the view at once (a change while the details are read cannot shift it). */
+export const listToolsPage = async (view: DiscoveryView, options: ListOptions): Promise<ListPage> => {
   let offset = 0;
   if (options.cursor !== undefined) {
     const c = decodeCursor(options.cursor);
@@ -43,7 +52,10 @@ export const listToolsPage = (view: DiscoveryView, options: { revision: string; 
   }
   const shown = view.entries.slice(offset, offset + options.pageSize);
   const end = offset + shown.length;
-  const result: Record<string, unknown> = { tools: shown.map((v) => toMcpTool(v, options.revision)) };
-  if (end < view.entries.length) result.nextCursor = encodeCursor({ r: view.revision, o: end });
+  const more = end < view.entries.length;
+  const revision = view.revision;
+  const details = await options.details(shown);
+  const result: Record<string, unknown> = { tools: shown.map((v, i) => toMcpTool(v, details[i] as VersionDetails, options.revision)) };
+  if (more) result.nextCursor = encodeCursor({ r: revision, o: end });
   return { result, shown };
 };

@@ -54,17 +54,18 @@ const foldRun = (run: RunFold, e: StoredEvent): void => {
   }
 };
 
+/** `c` keeps its details (the default): every record holds its definition, hashes and reasons. */
 const catalogueView = (c: CatalogueProjection): unknown =>
   c.names().map((name) =>
     c.versions(name).map((v) => ({
       name: v.name,
       version: v.version,
       status: v.status,
-      definition: v.definition,
-      schemaHash: v.schemaHash,
-      definitionHash: v.definitionHash,
+      definition: v.details?.definition,
+      schemaHash: v.details?.schemaHash,
+      definitionHash: v.details?.definitionHash,
       level: v.level,
-      reasons: v.reasons,
+      reasons: v.details?.reasons,
       publishedAt: v.publishedAt,
       publishedBy: v.publishedBy,
       deprecated: v.deprecated ?? null,

@@ -118,7 +118,7 @@ for (const backend of [sqlite, postgres]) {
             const restored = new CatalogueReader(o.store);
             await restoreCatalogue(restored, o.snapshots, quiet);
             await restored.catchUp();
-            expect(stateOf(restored)).toEqual(stateOf(await fullReplay(o.store)));
+            expect(await stateOf(restored)).toEqual(await stateOf(await fullReplay(o.store)));
           } finally {
             await o.close();
           }
@@ -139,18 +139,18 @@ for (const backend of [sqlite, postgres]) {
       const o = await open();
       await appendLog(o.store, published(6));
       await writeCatalogueSnapshot(o.snapshots, (await fullReplay(o.store)).catalogue, now);
-      const replayed = stateOf(await fullReplay(o.store));
+      const replayed = await stateOf(await fullReplay(o.store));
 
       const fromSnapshot = new CatalogueReader(o.store);
       expect((await restoreCatalogue(fromSnapshot, o.snapshots, quiet)).kind).toBe('restored');
       expect(await fromSnapshot.catchUp()).toBe(0);
-      expect(stateOf(fromSnapshot)).toEqual(replayed);
+      expect(await stateOf(fromSnapshot)).toEqual(replayed);
 
       await o.sql("UPDATE projection_snapshots SET version = 'catalogue-0/layout-1'");
       const stale = new CatalogueReader(o.store);
       expect((await restoreCatalogue(stale, o.snapshots, quiet)).kind).toBe('stale');
       expect(await stale.catchUp()).toBe(6);
-      expect(stateOf(stale)).toEqual(replayed);
+      expect(await stateOf(stale)).toEqual(replayed);
 
       await writeCatalogueSnapshot(o.snapshots, (await fullReplay(o.store)).catalogue, now);
       await o.sql("UPDATE projection_snapshot_chunks SET data = replace(data, '\"t.tool1\"', '\"t.tool7\"')");
@@ -159,7 +159,7 @@ for (const backend of [sqlite, postgres]) {
       expect((await restoreCatalogue(corrupt, o.snapshots, { ...quiet, warn: (f: object) => void warnings.push((f as { reason: string }).reason) })).kind).toBe('corrupt');
       expect(warnings).toEqual(['checksum mismatch']);
       await corrupt.catchUp();
-      expect(stateOf(corrupt)).toEqual(replayed);
+      expect(await stateOf(corrupt)).toEqual(replayed);
     });
 
     it('a write that fails half-way leaves the previous snapshot in place, and its chunks are removed', async () => {

@@ -50,7 +50,7 @@ describe('catalogue snapshots (memory store)', () => {
         const store = createMemoryEventStore();
         const { restored, outcome } = await snapshotThenTail(store, createMemorySnapshots(), log, cut);
         expect(outcome.kind).toBe(log.slice(0, cut).some((e) => e.streamId.startsWith('tool-')) ? 'restored' : 'none');
-        expect(stateOf(restored)).toEqual(stateOf(await fullReplay(store)));
+        expect(await stateOf(restored)).toEqual(await stateOf(await fullReplay(store)));
       }),
       { numRuns: 150 },
     );
@@ -62,17 +62,17 @@ describe('catalogue snapshots (memory store)', () => {
     await snapshotThenTail(store, snapshots, published(5), 3);
     const stored = snapshots.stored(CATALOGUE_SNAPSHOT);
     if (!stored) throw new Error('no snapshot written');
-    stored.head.version = 'catalogue-0/layout-1';
+    stored.head.version = 'catalogue-1/layout-1';
     // Content that would differ from the log if it were loaded: a projection version change must not be trusted.
-    stored.chunks[0] = '[]';
+    stored.chunks[0] = '{"s":[],"a":[],"t":[]}';
     const log = recordingLog();
     const reader = new CatalogueReader(store);
     expect((await restoreCatalogue(reader, snapshots, log)).kind).toBe('stale');
     expect(reader.position).toBeNull();
     await reader.catchUp();
-    expect(stateOf(reader)).toEqual(stateOf(await fullReplay(store)));
+    expect(await stateOf(reader)).toEqual(await stateOf(await fullReplay(store)));
     expect(log.lines).toEqual([
-      { level: 'info', msg: 'the catalogue snapshot was written by another projection version: ignored, rebuilding from the events', fields: { snapshotVersion: 'catalogue-0/layout-1' } },
+      { level: 'info', msg: 'the catalogue snapshot was written by another projection version: ignored, rebuilding from the events', fields: { snapshotVersion: 'catalogue-1/layout-1' } },
     ]);
   });
 
@@ -80,7 +80,7 @@ describe('catalogue snapshots (memory store)', () => {
     ['bad JSON', (s) => void (s.chunks[0] = `${s.chunks[0]?.slice(0, -5)}`), /^chunk 0 is not JSON/],
     ['a checksum mismatch', (s) => void (s.chunks[0] = (s.chunks[0] as string).replaceAll('"t.tool1"', '"t.tool9"')), /^checksum mismatch$/],
     ['a truncated snapshot', (s) => void s.chunks.pop(), /^truncated: 1 of 2 chunks$/],
-    ['a record of the wrong shape', (s) => void (s.chunks[0] = '[["t.tool0", [["1.0.0"]]]]'), /^snapshot record: a version of t\.tool0 is not a record$/],
+    ['a record of the wrong shape', (s) => void (s.chunks[0] = '{"s":[],"a":[],"t":[["t.tool0",[["1.0.0"]]]]}'), /^snapshot record: a version of t\.tool0 is not a record$/],
   ];
 
   it.each(corruptions)('ignores %s with a warning and rebuilds from the events', async (_what, damage, reason) => {
@@ -90,8 +90,8 @@ describe('catalogue snapshots (memory store)', () => {
     const stored = snapshots.stored(CATALOGUE_SNAPSHOT);
     if (!stored) throw new Error('no snapshot written');
     expect(stored.head.version).toBe(CATALOGUE_SNAPSHOT_VERSION);
-    // Two chunks, so truncation can drop one: the second holds a bare list, which is a valid chunk on its own.
-    stored.chunks.push('[]');
+    // Two chunks, so truncation can drop one: the second holds an empty chunk, valid on its own.
+    stored.chunks.push('{"s":[],"a":[],"t":[]}');
     stored.head.chunkCount = 2;
     stored.head.checksum = (await import('node:crypto')).createHash('sha256').update(stored.chunks.join('')).digest('hex');
     damage(stored);
@@ -100,7 +100,7 @@ describe('catalogue snapshots (memory store)', () => {
     expect((await restoreCatalogue(reader, snapshots, log)).kind).toBe('corrupt');
     expect(reader.position).toBeNull();
     await reader.catchUp();
-    expect(stateOf(reader)).toEqual(stateOf(await fullReplay(store)));
+    expect(await stateOf(reader)).toEqual(await stateOf(await fullReplay(store)));
     expect(log.lines).toHaveLength(1);
     expect(log.lines[0]).toMatchObject({ level: 'warn', msg: 'the catalogue snapshot is unreadable: ignored, rebuilding from the events' });
     expect((log.lines[0]?.fields as { reason: string }).reason).toMatch(reason);

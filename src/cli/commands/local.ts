@@ -2,6 +2,7 @@
  * The local adapter of `CatalogueCommands`: the catalogue of a store opened in this process (src/main.ts), through the
  * command handler for writes and the projections for reads.
  */
+import type { CatalogueReader } from '#app/catalogue-reader';
 import { decodeToolCallStarted, decodeToolCalled } from '#app/event-codec';
 import { readRunStreams } from '#app/call-recorder';
 import { verdictJson } from '#app/results-json';
@@ -13,7 +14,7 @@ import type { ToolDefinition } from '#domain/types';
 import { loadZodToolModule } from '#lib/zod-tools';
 import type { Estate } from '#compose/estate';
 import { runCalls } from '#projections/calls';
-import type { CatalogueProjection, CatalogueVersion } from '#projections/catalogue';
+import type { CatalogueProjection, CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { discoverNaive } from '#projections/discovery';
 import { looksLikeFile, readDefinitionSource, validateSource } from '../definition-file.ts';
 import { parseRef } from '../ref.ts';
@@ -23,7 +24,7 @@ import { definitionRefusal, type CatalogueCommands, type DefinitionSource, type 
 const statusOf = (v: CatalogueVersion): ToolStatus => ({
   name: v.name,
   version: v.version,
-  title: v.definition.title ?? null,
+  title: v.title ?? null,
   status: v.status,
   ...(v.deprecated ? { deprecated: { reason: v.deprecated.reason, at: v.deprecated.at } } : {}),
 });
@@ -48,7 +49,7 @@ const decodeCall = (s: Parameters<typeof decodeToolCalled>[0]): (ToolCalled | To
   s.type === 'ToolCalled' ? [decodeToolCalled(s)] : s.type === 'ToolCallStarted' ? [decodeToolCallStarted(s)] : [];
 
 const notServed = (v: CatalogueVersion): { notServed?: string } => {
-  const why = handlerOutsideNamespace(v.name, v.definition.handler);
+  const why = handlerOutsideNamespace(v.name, v.handler);
   return why ? { notServed: `never served: ${why}` } : {};
 };
 
@@ -58,11 +59,12 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
   // gets from the publishing API (and a hostile file a clear refusal, not minutes of compiling).
   const check = (raw: unknown): Promise<ToolDefinition> => estate.definitions.check(raw);
   const inWorker = { classify: (before: ToolDefinition, after: ToolDefinition) => estate.definitions.classify(before, after) };
-  const caughtUp = async () => {
+  const caughtUpReader = async () => {
     const reader = estate.reader();
     await reader.catchUp();
-    return reader.catalogue;
+    return reader;
   };
+  const caughtUp = async () => (await caughtUpReader()).catalogue;
   /** Validate, or answer the refusal as a verdict (the definition never reaches the guard). */
   const judge = async (source: DefinitionSource, decide: (def: ToolDefinition) => Promise<VerdictOutcome>): Promise<VerdictOutcome> => {
     let def: ToolDefinition;
@@ -116,15 +118,17 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     },
 
     async show({ name, version }) {
-      const c = await caughtUp();
+      const reader = await caughtUpReader();
+      const c = reader.catalogue;
       if (!c.tool(name)) throw new DomainError('not-found', 'unknown-tool', `unknown tool '${name}'`);
       const v = version ? c.find(name, version) : c.latest(name);
       if (!v) throw new DomainError('not-found', version ? 'unknown-version' : 'no-active-version', version ? `unknown version ${name}@${version}` : `${name} has no active version`);
+      const d = await reader.details.of(v);
       return {
-        ...v.definition,
+        ...d.definition,
         status: v.status,
-        schemaHash: v.schemaHash,
-        definitionHash: v.definitionHash,
+        schemaHash: d.schemaHash,
+        definitionHash: d.definitionHash,
         publishedAt: v.publishedAt,
         publishedBy: v.publishedBy,
         ...(v.deprecated ? { deprecated: v.deprecated } : {}),
@@ -135,13 +139,15 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     },
 
     async history(name) {
-      const vs = (await caughtUp()).versions(name);
+      const reader = await caughtUpReader();
+      const vs = reader.catalogue.versions(name);
       if (vs.length === 0) throw new DomainError('not-found', 'unknown-tool', `unknown tool '${name}'`);
-      return vs.map((v) => ({
+      const details = await reader.details.ofMany(vs);
+      return vs.map((v, i) => ({
         version: v.version,
         status: v.status,
         level: v.level,
-        reasons: v.reasons,
+        reasons: (details[i] as VersionDetails).reasons,
         publishedAt: v.publishedAt,
         publishedBy: v.publishedBy,
         ...(v.deprecated ? { deprecatedAt: v.deprecated.at, deprecatedReason: v.deprecated.reason } : {}),
@@ -150,15 +156,15 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     },
 
     async diff(a, b) {
-      let catalogue: CatalogueProjection | undefined;
+      let reader: CatalogueReader | undefined;
       // The store is read only if a side names a published version (diff of two files runs on no store at all).
       const load = async (arg: string): Promise<ToolDefinition> => {
         if (looksLikeFile(arg)) return validateSource(await readDefinitionSource(arg), check);
         const { name, version } = parseRef(arg, true);
-        catalogue ??= await caughtUp();
-        const v = catalogue.find(name, version);
+        reader ??= await caughtUpReader();
+        const v = reader.catalogue.find(name, version);
         if (!v) throw new DomainError('not-found', 'unknown-version', `'${arg}' is neither a readable file nor a published version`);
-        return v.definition;
+        return (await reader.details.of(v)).definition;
       };
       const left = await load(a);
       return estate.definitions.classify(left, await load(b));

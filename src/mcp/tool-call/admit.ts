@@ -21,7 +21,7 @@ export const admitArguments = async (v: CatalogueVersion, schemas: () => Promise
   const tooBig = checkArgumentLimits(received);
   if (tooBig) return refused([tooBig]);
   const input = (await schemas()).input;
-  if (v.definition.sideEffect === 'non_idempotent') {
+  if (v.sideEffect === 'non_idempotent') {
     const errors = input.validate(received);
     return errors.length > 0 ? refused(errors) : { ok: true, args: received as Record<string, unknown>, repairs: [] };
   }

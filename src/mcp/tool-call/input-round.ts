@@ -39,7 +39,7 @@ const refusingAskers: Askers = {
 
 export const openInputRounds = (p: CallParams, v: CatalogueVersion, executor: ToolExecutor, stateKey: Buffer | undefined): InputRounds | undefined => {
   if (!p.input) return undefined;
-  if (!mayRunAgain(executor, v.definition.sideEffect)) return { kind: 'once', askers: refusingAskers };
+  if (!mayRunAgain(executor, v.sideEffect)) return { kind: 'once', askers: refusingAskers };
   const identity: CallIdentity = { tool: v.name, version: v.version, argsHash: canonicalHash(p.received) };
   // Answers from the state win over a re-sent one: the run that follows must see what the earlier runs saw.
   const answers = { ...p.input.responses, ...(p.input.state !== undefined ? openState(p.input.state, identity, stateKey) : {}) };
