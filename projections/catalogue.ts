@@ -25,16 +25,12 @@ export interface VersionDetails {
 export interface CatalogueVersion {
   readonly name: string;
   readonly version: string;
-  /** [major, minor, patch], for cheap ordering. */
-  readonly semver: readonly [number, number, number];
   readonly status: VersionStatus;
   /** Who may see it (shared between records with equal access). */
   readonly access: ToolAccess;
   readonly handler: string;
   readonly sideEffect: SideEffect;
   readonly timeoutMs: number;
-  readonly title?: string;
-  readonly description: string;
   readonly level: string;
   readonly publishedAt: string;
   readonly publishedBy: string;
@@ -52,6 +48,9 @@ export interface CatalogueTool {
   readonly name: string;
   /** Ascending semver order. */
   readonly versions: CatalogueVersion[];
+  /** The title and description of its newest version, whatever its status (what the console searches). */
+  title?: string;
+  description: string;
 }
 
 /** A catalogue event with where the store put it. */
@@ -80,7 +79,7 @@ export const compareTriples = (a: readonly number[], b: readonly number[]): numb
  * written under another version is then not loaded (src/app/catalogue-snapshot.ts), and the catalogue is rebuilt
  * from the events instead.
  */
-export const CATALOGUE_PROJECTION_VERSION = 2;
+export const CATALOGUE_PROJECTION_VERSION = 3;
 
 /** The state at one position, for a snapshot; see `CatalogueProjection.cut`. */
 export interface CatalogueCut {
@@ -114,7 +113,8 @@ export class CatalogueProjection {
 
   /** The one access rule equal to `a` this projection holds (records never change it). */
   sharedAccess(a: ToolAccess): ToolAccess {
-    const key = JSON.stringify([a.classification, a.tenants, a.requiredScopes]);
+    // Most rules name no tenant and no scope: their key is the classification alone (a JSON text is never one).
+    const key = a.tenants.length === 0 && a.requiredScopes.length === 0 ? a.classification : JSON.stringify([a.classification, a.tenants, a.requiredScopes]);
     const held = this.accesses.get(key);
     if (held !== undefined) return held;
     this.accesses.set(key, a);
@@ -131,33 +131,38 @@ export class CatalogueProjection {
         const def = d.definition;
         let tool = this.tools.get(def.name);
         if (!tool) {
-          tool = { name: def.name, versions: [] };
+          tool = { name: def.name, versions: [], description: def.description };
           this.tools.set(def.name, tool);
           this.sortedNames = null;
         }
         const vs = tool.versions;
         if (vs.some((v) => v.version === def.version)) return def.name; // at-least-once delivery: already applied
-        const record: CatalogueVersion = {
+        const record: { -readonly [K in keyof CatalogueVersion]: CatalogueVersion[K] } = {
           name: tool.name,
           version: def.version,
-          semver: parseTriple(def.version),
           status: 'active',
           access: this.sharedAccess(def.access),
           handler: this.shared(def.handler),
           sideEffect: def.sideEffect,
           timeoutMs: def.timeoutMs,
-          ...(def.title !== undefined ? { title: def.title } : {}),
-          description: def.description,
           level: this.shared(d.level),
           publishedAt: d.at,
           publishedBy: this.shared(d.by),
           position,
           revision,
-          ...(this.keepsDetails ? { details: { definition: def, schemaHash: d.schemaHash, definitionHash: d.definitionHash, reasons: d.reasons } } : {}),
         };
+        if (this.keepsDetails) record.details = { definition: def, schemaHash: d.schemaHash, definitionHash: d.definitionHash, reasons: d.reasons };
         let i = vs.length;
-        while (i > 0 && compareTriples((vs[i - 1] as CatalogueVersion).semver, record.semver) > 0) i--;
+        if (i > 0) {
+          const semver = parseTriple(def.version);
+          while (i > 0 && compareTriples(parseTriple((vs[i - 1] as CatalogueVersion).version), semver) > 0) i--;
+        }
         vs.splice(i, 0, record);
+        if (i === vs.length - 1) {
+          tool.description = def.description;
+          if (def.title !== undefined) tool.title = def.title;
+          else delete tool.title;
+        }
         return def.name;
       }
       case 'ToolVersionDeprecated':
@@ -184,7 +189,7 @@ export class CatalogueProjection {
    */
   cut(): CatalogueCut {
     const tools: CatalogueTool[] = [];
-    for (const t of this.tools.values()) tools.push({ name: t.name, versions: t.versions.slice() });
+    for (const t of this.tools.values()) tools.push({ ...t, versions: t.versions.slice() });
     return { position: this.position, eventCount: this.eventCount, tools };
   }
 

@@ -50,7 +50,7 @@ export class CatalogueReader {
     this.catalogue = new CatalogueProjection({ keepDetails: options.keepDetails ?? true });
     this.details = createDetailsSource(store, options.detailsCache);
     this.discovery = new DiscoveryIndex(this.catalogue, options.isOffered ? { isOffered: options.isOffered } : {});
-    this.pageSize = options.pageSize ?? 2000;
+    this.pageSize = options.pageSize ?? 1000;
   }
 
   get position(): string | null {

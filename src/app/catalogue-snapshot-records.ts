@@ -1,6 +1,6 @@
 /**
  * How the catalogue is laid out in a snapshot chunk: `{"s": [strings], "a": [access rules], "t": [tools]}`, a tool
- * being `[name, [record, ...]]` and a record an array whose repeated values (handler, actor, level, access rule) are
+ * being `[name, title, description, [record, ...]]` and a record an array whose repeated values (handler, actor, level, access rule) are
  * indexes into the chunk's own tables: no repeated keys or values, so a chunk is small and quick to parse. Details
  * are not in it (a restored record reads them from its publishing event on demand).
  *
@@ -9,7 +9,7 @@
  */
 import type { LifecycleMark, SideEffect, ToolAccess, VersionStatus } from '#domain/types';
 import { CLASSIFICATIONS, SIDE_EFFECTS } from '#domain/types';
-import { parseTriple, type CatalogueProjection, type CatalogueTool, type CatalogueVersion } from '#projections/catalogue';
+import { type CatalogueProjection, type CatalogueTool, type CatalogueVersion } from '#projections/catalogue';
 
 const STATUSES: readonly VersionStatus[] = ['active', 'deprecated', 'retired'];
 
@@ -54,8 +54,6 @@ export class ChunkEncoder {
       this.str(v.handler),
       SIDE_EFFECTS.indexOf(v.sideEffect),
       v.timeoutMs,
-      v.title ?? null,
-      v.description,
       this.str(v.level),
       v.publishedAt,
       this.str(v.publishedBy),
@@ -64,7 +62,7 @@ export class ChunkEncoder {
       markOut(v.deprecated),
       markOut(v.retired),
     ]);
-    const text = JSON.stringify([tool.name, records]);
+    const text = JSON.stringify([tool.name, tool.title ?? null, tool.description, records]);
     this.tools.push(text);
     this.size += text.length + 1;
   }
@@ -108,35 +106,33 @@ export const decodeChunk = (text: string, catalogue: CatalogueProjection): numbe
     return catalogue.sharedAccess({ requiredScopes: strings(a[2], 'scopes'), tenants: strings(a[1], 'tenants'), classification: a[0] as ToolAccess['classification'] });
   });
   for (const entry of chunk.t as unknown[]) {
-    if (!Array.isArray(entry) || entry.length !== 2 || !Array.isArray(entry[1])) return fail('a tool entry is not [name, versions]');
+    if (!Array.isArray(entry) || entry.length !== 4 || !Array.isArray(entry[3])) return fail('a tool entry is not [name, title, description, versions]');
     const name = str(entry[0], 'tool name');
-    const versions = (entry[1] as unknown[]).map((x): CatalogueVersion => {
-      if (!Array.isArray(x) || x.length !== 15) return fail(`a version of ${name} is not a record`);
+    const title = entry[1] === null ? undefined : str(entry[1], 'title');
+    const description = str(entry[2], 'description');
+    const versions = (entry[3] as unknown[]).map((x): CatalogueVersion => {
+      if (!Array.isArray(x) || x.length !== 13) return fail(`a version of ${name} is not a record`);
       const version = str(x[0], 'version');
-      const title = x[6] === null ? undefined : str(x[6], 'title');
-      const deprecated = markIn(x[13], 'deprecated');
-      const retired = markIn(x[14], 'retired');
+      const deprecated = markIn(x[11], 'deprecated');
+      const retired = markIn(x[12], 'retired');
       return {
         name,
         version,
-        semver: parseTriple(version),
         status: from(STATUSES, x[1], 'status'),
         access: from(accesses, x[2], 'access'),
         handler: from(table, x[3], 'handler'),
         sideEffect: from<SideEffect>(SIDE_EFFECTS, x[4], 'sideEffect'),
         timeoutMs: num(x[5], 'timeoutMs'),
-        ...(title !== undefined ? { title } : {}),
-        description: str(x[7], 'description'),
-        level: from(table, x[8], 'level'),
-        publishedAt: str(x[9], 'publishedAt'),
-        publishedBy: from(table, x[10], 'publishedBy'),
-        position: str(x[11], 'position'),
-        revision: int(x[12], 'revision'),
+        level: from(table, x[6], 'level'),
+        publishedAt: str(x[7], 'publishedAt'),
+        publishedBy: from(table, x[8], 'publishedBy'),
+        position: str(x[9], 'position'),
+        revision: int(x[10], 'revision'),
         ...(deprecated ? { deprecated } : {}),
         ...(retired ? { retired } : {}),
       };
     });
-    catalogue.restoreTool({ name, versions });
+    catalogue.restoreTool({ name, versions, ...(title !== undefined ? { title } : {}), description });
   }
   return chunk.t.length;
 };

@@ -50,14 +50,14 @@ export const searchCatalogue = (catalogue: CatalogueProjection, q: CatalogueQuer
   for (const name of catalogue.names()) {
     namespaces.add(namespaceOf(name));
     // The newest version whatever its status, so a deprecated or retired tool is still found (and filterable).
-    const vs = catalogue.versions(name);
-    const v = vs[vs.length - 1];
-    if (!v) continue;
+    const tool = catalogue.tool(name);
+    const v = tool?.versions[tool.versions.length - 1];
+    if (!tool || !v) continue;
     if (q.namespace && namespaceOf(name) !== q.namespace) continue;
     if (q.classification && v.access.classification !== q.classification) continue;
     if (q.status && v.status !== q.status) continue;
     if (q.upstream && isUpstream(v) !== (q.upstream === 'yes')) continue;
-    if (needle && !name.toLowerCase().includes(needle) && !(v.title ?? '').toLowerCase().includes(needle) && !v.description.toLowerCase().includes(needle)) continue;
+    if (needle && !name.toLowerCase().includes(needle) && !(tool.title ?? '').toLowerCase().includes(needle) && !tool.description.toLowerCase().includes(needle)) continue;
     hits.push(v);
   }
   // names() is sorted, so hits are too.
@@ -92,7 +92,7 @@ export const cataloguePage = (catalogue: CatalogueProjection, q: CatalogueQuery)
 <table class="catalogue">
 <thead><tr><th scope="col">Tool</th><th scope="col">Newest version</th><th scope="col">Title</th><th scope="col">Classification</th><th scope="col">Status</th><th scope="col">Published</th></tr></thead>
 <tbody>${rows.map(
-    (v) => html`<tr><td><a href="${toolHref(v.name)}">${v.name}</a></td><td><a href="${versionHref(v.name, v.version)}">${v.version}</a></td><td>${v.title ?? ''}</td><td>${v.access.classification}</td><td><span class="status ${v.status}">${v.status}</span></td><td><time datetime="${v.publishedAt}">${v.publishedAt}</time></td></tr>`,
+    (v) => html`<tr><td><a href="${toolHref(v.name)}">${v.name}</a></td><td><a href="${versionHref(v.name, v.version)}">${v.version}</a></td><td>${catalogue.tool(v.name)?.title ?? ''}</td><td>${v.access.classification}</td><td><span class="status ${v.status}">${v.status}</span></td><td><time datetime="${v.publishedAt}">${v.publishedAt}</time></td></tr>`,
   )}</tbody>
 </table>
 <nav class="pager" aria-label="Pages">${q.page > 1 ? html`<a rel="prev" href="${link(q.page - 1)}">Previous page</a>` : ''} ${q.page < pages ? html`<a rel="next" href="${link(q.page + 1)}">Next page</a>` : ''}</nav>`;
@@ -177,7 +177,7 @@ export const versionPage = (catalogue: CatalogueProjection, v: CatalogueVersion,
     : '';
   return html`<h1>${v.name}@${v.version}</h1>
 <p><a href="${toolHref(v.name)}">All versions of ${v.name}</a> · <span class="status ${v.status}">${v.status}</span> · <span class="level ${v.level}">${v.level}</span></p>
-<p>${v.description}</p>
+<p>${details.definition.description}</p>
 <h2>Who can see this version</h2>
 <ul class="access">
 <li>Tenants: ${a.tenants.length === 0 ? 'every tenant' : a.tenants.join(', ')}</li>

@@ -80,7 +80,7 @@ describe('catalogue snapshots (memory store)', () => {
     ['bad JSON', (s) => void (s.chunks[0] = `${s.chunks[0]?.slice(0, -5)}`), /^chunk 0 is not JSON/],
     ['a checksum mismatch', (s) => void (s.chunks[0] = (s.chunks[0] as string).replaceAll('"t.tool1"', '"t.tool9"')), /^checksum mismatch$/],
     ['a truncated snapshot', (s) => void s.chunks.pop(), /^truncated: 1 of 2 chunks$/],
-    ['a record of the wrong shape', (s) => void (s.chunks[0] = '{"s":[],"a":[],"t":[["t.tool0",[["1.0.0"]]]]}'), /^snapshot record: a version of t\.tool0 is not a record$/],
+    ['a record of the wrong shape', (s) => void (s.chunks[0] = '{"s":[],"a":[],"t":[["t.tool0",null,"d",[["1.0.0"]]]]}'), /^snapshot record: a version of t\.tool0 is not a record$/],
   ];
 
   it.each(corruptions)('ignores %s with a warning and rebuilds from the events', async (_what, damage, reason) => {

@@ -21,10 +21,11 @@ import { parseRef } from '../ref.ts';
 import { listRuns } from '../runs-listing.ts';
 import { definitionRefusal, type CatalogueCommands, type DefinitionSource, type OwnedRun, type ToolStatus, type VerdictOutcome } from './port.ts';
 
+/** `v` from a catalogue that keeps its details (every verb's reader does). */
 const statusOf = (v: CatalogueVersion): ToolStatus => ({
   name: v.name,
   version: v.version,
-  title: v.title ?? null,
+  title: v.details?.definition.title ?? null,
   status: v.status,
   ...(v.deprecated ? { deprecated: { reason: v.deprecated.reason, at: v.deprecated.at } } : {}),
 });
