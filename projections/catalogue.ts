@@ -8,14 +8,19 @@ import type { LifecycleMark, Reason, SideEffect, ToolAccess, ToolDefinition, Ver
 
 /**
  * What a version's record does not hold resident when the projection drops details (a serving process over a large
- * catalogue): the schemas and annotations, the hashes, the classification's reasons. Loaded from the version's
- * publishing event on demand (src/app/version-details.ts) and cached.
+ * catalogue): the schemas and annotations, the hashes, the classification, who published it when and where. Loaded
+ * from the version's publishing event on demand (src/app/version-details.ts) and cached.
  */
 export interface VersionDetails {
   readonly definition: ToolDefinition;
   readonly schemaHash: string;
   readonly definitionHash: string;
+  readonly level: string;
   readonly reasons: readonly Reason[];
+  readonly publishedAt: string;
+  readonly publishedBy: string;
+  /** Position of the publishing event. */
+  readonly position: string;
 }
 
 /**
@@ -31,11 +36,6 @@ export interface CatalogueVersion {
   readonly handler: string;
   readonly sideEffect: SideEffect;
   readonly timeoutMs: number;
-  readonly level: string;
-  readonly publishedAt: string;
-  readonly publishedBy: string;
-  /** Position of the publishing event. */
-  readonly position: string;
   /** Revision of the publishing event in its tool's stream: where the details are read from. */
   readonly revision: number;
   readonly deprecated?: LifecycleMark;
@@ -79,7 +79,7 @@ export const compareTriples = (a: readonly number[], b: readonly number[]): numb
  * written under another version is then not loaded (src/app/catalogue-snapshot.ts), and the catalogue is rebuilt
  * from the events instead.
  */
-export const CATALOGUE_PROJECTION_VERSION = 3;
+export const CATALOGUE_PROJECTION_VERSION = 4;
 
 /** The state at one position, for a snapshot; see `CatalogueProjection.cut`. */
 export interface CatalogueCut {
@@ -95,7 +95,7 @@ export class CatalogueProjection {
   position: string | null = null;
   eventCount = 0;
   readonly keepsDetails: boolean;
-  /** Low-cardinality values shared by many records (handlers, actors, levels, access rules): held once. */
+  /** Values shared by many records (handlers, actors and reasons of lifecycle marks, access rules): each held once. */
   private strings = new Map<string, string>();
   private accesses = new Map<string, ToolAccess>();
 
@@ -145,13 +145,11 @@ export class CatalogueProjection {
           handler: this.shared(def.handler),
           sideEffect: def.sideEffect,
           timeoutMs: def.timeoutMs,
-          level: this.shared(d.level),
-          publishedAt: d.at,
-          publishedBy: this.shared(d.by),
-          position,
           revision,
         };
-        if (this.keepsDetails) record.details = { definition: def, schemaHash: d.schemaHash, definitionHash: d.definitionHash, reasons: d.reasons };
+        if (this.keepsDetails) {
+          record.details = { definition: def, schemaHash: d.schemaHash, definitionHash: d.definitionHash, level: d.level, reasons: d.reasons, publishedAt: d.at, publishedBy: d.by, position };
+        }
         let i = vs.length;
         if (i > 0) {
           const semver = parseTriple(def.version);
@@ -175,7 +173,7 @@ export class CatalogueProjection {
         const target = event.type === 'ToolVersionDeprecated' ? 'deprecated' : 'retired';
         // Redelivered or out-of-order lifecycle events change nothing: never back, never twice.
         if (old.status === target || old.status === 'retired') return d.name;
-        const mark: LifecycleMark = { reason: d.reason, at: d.at, by: d.by };
+        const mark: LifecycleMark = { reason: this.shared(d.reason), at: d.at, by: this.shared(d.by) };
         tool.versions[idx] =
           target === 'deprecated' ? { ...old, status: 'deprecated', deprecated: mark } : { ...old, status: 'retired', retired: mark };
         return d.name;

@@ -1,6 +1,6 @@
 /**
  * How the catalogue is laid out in a snapshot chunk: `{"s": [strings], "a": [access rules], "t": [tools]}`, a tool
- * being `[name, title, description, [record, ...]]` and a record an array whose repeated values (handler, actor, level, access rule) are
+ * being `[name, title, description, [record, ...]]` and a record an array whose repeated values (handler, access rule) are
  * indexes into the chunk's own tables: no repeated keys or values, so a chunk is small and quick to parse. Details
  * are not in it (a restored record reads them from its publishing event on demand).
  *
@@ -54,10 +54,6 @@ export class ChunkEncoder {
       this.str(v.handler),
       SIDE_EFFECTS.indexOf(v.sideEffect),
       v.timeoutMs,
-      this.str(v.level),
-      v.publishedAt,
-      this.str(v.publishedBy),
-      v.position,
       v.revision,
       markOut(v.deprecated),
       markOut(v.retired),
@@ -89,10 +85,10 @@ const from = <T>(table: readonly T[], x: unknown, what: string): T => {
   return v === undefined ? fail(`${what} is not in its table`) : v;
 };
 
-const markIn = (x: unknown, what: string): LifecycleMark | undefined => {
+const markIn = (x: unknown, what: string, c: CatalogueProjection): LifecycleMark | undefined => {
   if (x === null) return undefined;
   if (!Array.isArray(x) || x.length !== 3) return fail(`${what} is not a lifecycle mark`);
-  return { reason: str(x[0], what), at: str(x[1], what), by: str(x[2], what) };
+  return { reason: c.shared(str(x[0], what)), at: str(x[1], what), by: c.shared(str(x[2], what)) };
 };
 
 /** Read one chunk into `catalogue` (its shared strings and access rules too); returns the number of tools. */
@@ -111,10 +107,10 @@ export const decodeChunk = (text: string, catalogue: CatalogueProjection): numbe
     const title = entry[1] === null ? undefined : str(entry[1], 'title');
     const description = str(entry[2], 'description');
     const versions = (entry[3] as unknown[]).map((x): CatalogueVersion => {
-      if (!Array.isArray(x) || x.length !== 13) return fail(`a version of ${name} is not a record`);
+      if (!Array.isArray(x) || x.length !== 9) return fail(`a version of ${name} is not a record`);
       const version = str(x[0], 'version');
-      const deprecated = markIn(x[11], 'deprecated');
-      const retired = markIn(x[12], 'retired');
+      const deprecated = markIn(x[7], 'deprecated', catalogue);
+      const retired = markIn(x[8], 'retired', catalogue);
       return {
         name,
         version,
@@ -123,11 +119,7 @@ export const decodeChunk = (text: string, catalogue: CatalogueProjection): numbe
         handler: from(table, x[3], 'handler'),
         sideEffect: from<SideEffect>(SIDE_EFFECTS, x[4], 'sideEffect'),
         timeoutMs: num(x[5], 'timeoutMs'),
-        level: from(table, x[6], 'level'),
-        publishedAt: str(x[7], 'publishedAt'),
-        publishedBy: from(table, x[8], 'publishedBy'),
-        position: str(x[9], 'position'),
-        revision: int(x[10], 'revision'),
+        revision: int(x[6], 'revision'),
         ...(deprecated ? { deprecated } : {}),
         ...(retired ? { retired } : {}),
       };

@@ -12,7 +12,7 @@ import { ChunkEncoder, decodeChunk } from './catalogue-snapshot-records.ts';
 export const CATALOGUE_SNAPSHOT = 'catalogue';
 
 /** How records are laid out in a chunk (catalogue-snapshot-records.ts); bumped with any change there. */
-const LAYOUT = 3;
+const LAYOUT = 4;
 
 /** The tag a snapshot must carry to be loaded: the projection's version and the layout's. */
 export const CATALOGUE_SNAPSHOT_VERSION = `catalogue-${CATALOGUE_PROJECTION_VERSION}/layout-${LAYOUT}`;

@@ -21,7 +21,11 @@ export class MissingDetailsError extends Error {
 export interface DetailsSource {
   /** The version's details: its own when the record holds them, else cached, else read now. */
   of(v: CatalogueVersion): Promise<VersionDetails>;
-  /** Several at once, in order (a listing page). */
+  /**
+   * Several at once, in order (a listing page). What is read for them is cached only while the cache has room: a
+   * client walking every page of a large catalogue must not push out what calls use, nor turn the whole catalogue
+   * into long-lived garbage one evicted page at a time.
+   */
   ofMany(vs: readonly CatalogueVersion[]): Promise<VersionDetails[]>;
   /** Versions whose details are cached (not counting those records hold). */
   readonly cached: number;
@@ -36,21 +40,22 @@ export function createDetailsSource(store: EventStore, capacity = DEFAULT_DETAIL
   const read = async (v: CatalogueVersion): Promise<VersionDetails> => {
     if (v.revision < 0) throw new MissingDetailsError(v, 'its record does not say where they are');
     const [stored] = await store.readStream(toolStream(v.name), { fromRevision: v.revision });
-    if (!stored || stored.revision !== v.revision || stored.position !== v.position) throw new MissingDetailsError(v, `no event at ${v.position}`);
+    if (!stored || stored.revision !== v.revision) throw new MissingDetailsError(v, `no event at revision ${v.revision} of its stream`);
     const event = decodeCatalogueEvent(stored);
     if (event?.type !== 'ToolVersionPublished' || event.data.definition.version !== v.version) {
-      throw new MissingDetailsError(v, `the event at ${v.position} does not publish it`);
+      throw new MissingDetailsError(v, `the event at revision ${v.revision} of its stream does not publish it`);
     }
     const d = event.data;
-    return { definition: d.definition, schemaHash: d.schemaHash, definitionHash: d.definitionHash, reasons: d.reasons };
+    return { definition: d.definition, schemaHash: d.schemaHash, definitionHash: d.definitionHash, level: d.level, reasons: d.reasons, publishedAt: d.at, publishedBy: d.by, position: stored.position };
   };
 
-  const remember = (key: string, details: VersionDetails): void => {
+  const remember = (key: string, details: VersionDetails, evict: boolean): void => {
+    if (!evict && cache.size >= capacity) return;
     cache.set(key, details);
     if (cache.size > capacity) cache.delete(cache.keys().next().value as string);
   };
 
-  const of = (v: CatalogueVersion): Promise<VersionDetails> => {
+  const get = (v: CatalogueVersion, evict: boolean): Promise<VersionDetails> => {
     if (v.details) return Promise.resolve(v.details);
     const key = keyOf(v);
     const hit = cache.get(key);
@@ -63,7 +68,7 @@ export function createDetailsSource(store: EventStore, capacity = DEFAULT_DETAIL
     if (!pending) {
       pending = read(v)
         .then((details) => {
-          remember(key, details);
+          remember(key, details, evict);
           return details;
         })
         .finally(() => reading.delete(key));
@@ -73,8 +78,8 @@ export function createDetailsSource(store: EventStore, capacity = DEFAULT_DETAIL
   };
 
   return {
-    of,
-    ofMany: (vs) => Promise.all(vs.map(of)),
+    of: (v) => get(v, true),
+    ofMany: (vs) => Promise.all(vs.map((v) => get(v, false))),
     get cached() {
       return cache.size;
     },

@@ -20,7 +20,7 @@ import { callRecords } from '#projections/calls';
 import type { VersionDetails } from '#projections/catalogue';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
 import { html, page, type Html } from './html.ts';
-import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, runPage, runsPage, toolPage, upstreamsPage, versionPage, type RunSummary } from './pages.ts';
+import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, runPage, runsPage, searchCatalogue, toolPage, upstreamsPage, versionPage, type RunSummary } from './pages.ts';
 import { isJsonContentType, readBody, refuseTooLarge } from '#http/guards';
 import { sendJson as send } from '#http/send-json';
 import { noUpstreams, type UpstreamConsoleSource } from './upstreams.ts';
@@ -126,7 +126,13 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
 
   const get = async (req: IncomingMessage, res: ServerResponse, path: string, params: URLSearchParams): Promise<void> => {
     const catalogue = o.reader.catalogue;
-    if (path === '/console' || path === '/console/') return sendHtml(res, 200, 'Catalogue', cataloguePage(catalogue, parseCatalogueQuery(params)), who);
+    if (path === '/console' || path === '/console/') {
+      const q = parseCatalogueQuery(params);
+      const found = searchCatalogue(catalogue, q);
+      const details = new Map(found.rows.map((v, i) => [v, i]));
+      const read = await o.reader.details.ofMany(found.rows);
+      return sendHtml(res, 200, 'Catalogue', cataloguePage(catalogue, q, found, (v) => read[details.get(v) ?? -1]), who);
+    }
     if (path.startsWith('/console/assets/')) {
       const name = path.slice('/console/assets/'.length);
       const found = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;

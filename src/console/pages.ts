@@ -70,8 +70,17 @@ const versionHref = (name: string, version: string): string => `/console/tools/$
 
 const option = (value: string, label: string, selected: string): Html => html`<option value="${value}"${selected === value ? html` selected` : ''}>${label}</option>`;
 
-export const cataloguePage = (catalogue: CatalogueProjection, q: CatalogueQuery): Html => {
-  const { total, rows, namespaces } = searchCatalogue(catalogue, q);
+/**
+ * `found`: the search's result (the route searches first, to read the shown rows' details); `detailsOf`: a row's details
+ * (default: what its record holds).
+ */
+export const cataloguePage = (
+  catalogue: CatalogueProjection,
+  q: CatalogueQuery,
+  found: ReturnType<typeof searchCatalogue> = searchCatalogue(catalogue, q),
+  detailsOf: (v: CatalogueVersion) => VersionDetails | undefined = (v) => v.details,
+): Html => {
+  const { total, rows, namespaces } = found;
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   const link = (page: number): string => {
     const p = new URLSearchParams();
@@ -92,7 +101,7 @@ export const cataloguePage = (catalogue: CatalogueProjection, q: CatalogueQuery)
 <table class="catalogue">
 <thead><tr><th scope="col">Tool</th><th scope="col">Newest version</th><th scope="col">Title</th><th scope="col">Classification</th><th scope="col">Status</th><th scope="col">Published</th></tr></thead>
 <tbody>${rows.map(
-    (v) => html`<tr><td><a href="${toolHref(v.name)}">${v.name}</a></td><td><a href="${versionHref(v.name, v.version)}">${v.version}</a></td><td>${catalogue.tool(v.name)?.title ?? ''}</td><td>${v.access.classification}</td><td><span class="status ${v.status}">${v.status}</span></td><td><time datetime="${v.publishedAt}">${v.publishedAt}</time></td></tr>`,
+    (v) => html`<tr><td><a href="${toolHref(v.name)}">${v.name}</a></td><td><a href="${versionHref(v.name, v.version)}">${v.version}</a></td><td>${catalogue.tool(v.name)?.title ?? ''}</td><td>${v.access.classification}</td><td><span class="status ${v.status}">${v.status}</span></td><td><time datetime="${detailsOf(v)?.publishedAt ?? ''}">${detailsOf(v)?.publishedAt ?? ''}</time></td></tr>`,
   )}</tbody>
 </table>
 <nav class="pager" aria-label="Pages">${q.page > 1 ? html`<a rel="prev" href="${link(q.page - 1)}">Previous page</a>` : ''} ${q.page < pages ? html`<a rel="next" href="${link(q.page + 1)}">Next page</a>` : ''}</nav>`;
@@ -122,11 +131,11 @@ export const toolPage = (tool: CatalogueTool, details: readonly VersionDetails[]
 ${compare}
 <h2>Version timeline</h2>
 <ol class="timeline">${versions.map(
-    (v, i) => html`<li class="version"><h3><a href="${versionHref(v.name, v.version)}">${v.version}</a> <span class="level ${v.level}">${v.level}</span> <span class="status ${v.status}">${v.status}</span></h3>
-<p>Published by <strong>${v.publishedBy}</strong> at <time datetime="${v.publishedAt}">${v.publishedAt}</time>; schema <code>${(newestFirst[i] as VersionDetails).schemaHash.slice(0, 12)}</code></p>
+    (v, i, _all, d = newestFirst[i] as VersionDetails) => html`<li class="version"><h3><a href="${versionHref(v.name, v.version)}">${v.version}</a> <span class="level ${d.level}">${d.level}</span> <span class="status ${v.status}">${v.status}</span></h3>
+<p>Published by <strong>${d.publishedBy}</strong> at <time datetime="${d.publishedAt}">${d.publishedAt}</time>; schema <code>${d.schemaHash.slice(0, 12)}</code></p>
 ${v.deprecated ? html`<p>Deprecated by <strong>${v.deprecated.by}</strong> at ${v.deprecated.at}: ${v.deprecated.reason}</p>` : ''}
 ${v.retired ? html`<p>Retired by <strong>${v.retired.by}</strong> at ${v.retired.at}: ${v.retired.reason}</p>` : ''}
-${reasonsList((newestFirst[i] as VersionDetails).reasons)}</li>`,
+${reasonsList(d.reasons)}</li>`,
   )}</ol>`;
 };
 
@@ -176,7 +185,7 @@ export const versionPage = (catalogue: CatalogueProjection, v: CatalogueVersion,
     ? html`<p id="verdict" class="verdict">${isVisible(a, tried) ? html`<strong>Visible</strong> to this principal${v.status === 'active' ? '' : html` by access, but the version is ${v.status} and is not offered in discovery`}.` : html`<strong>Not visible</strong> to this principal.`}</p>${discoveryTable(catalogue, tried)}`
     : '';
   return html`<h1>${v.name}@${v.version}</h1>
-<p><a href="${toolHref(v.name)}">All versions of ${v.name}</a> · <span class="status ${v.status}">${v.status}</span> · <span class="level ${v.level}">${v.level}</span></p>
+<p><a href="${toolHref(v.name)}">All versions of ${v.name}</a> · <span class="status ${v.status}">${v.status}</span> · <span class="level ${details.level}">${details.level}</span></p>
 <p>${details.definition.description}</p>
 <h2>Who can see this version</h2>
 <ul class="access">

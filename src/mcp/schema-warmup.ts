@@ -27,6 +27,8 @@ export interface SchemaWarmupOptions {
 }
 
 export const DEFAULT_WARM_LIMIT = DEFAULT_SCHEMA_CACHE / 2;
+/** Tools looked through at start between two turns of the event loop. */
+const SCAN_SLICE = 2000;
 
 export const createSchemaWarmup = (o: SchemaWarmupOptions): SchemaWarmup => {
   const cache = createCompiledSchemaCache(o.compiler, {
@@ -64,29 +66,37 @@ export const createSchemaWarmup = (o: SchemaWarmupOptions): SchemaWarmup => {
   };
 
   // At start, a catalogue of any size: every served version up to the limit, each tool's newest first (what an
-  // unpinned call runs); past it, a version is compiled on its first call.
+  // unpinned call runs); past it, a version is compiled on its first call. Looked through a slice of tools at a time
+  // after the server is up (a hundred thousand tools take a noticeable while), yielding between slices.
   const limit = o.warmLimit ?? DEFAULT_WARM_LIMIT;
-  const later: CatalogueVersion[] = [];
-  let warmed = 0;
-  for (const name of o.reader.catalogue.names()) {
-    const [newest, ...older] = served(name);
-    if (newest && warmed < limit) {
-      cache.warm(newest);
+  let closed = false;
+  const initial = async (): Promise<void> => {
+    const names = o.reader.catalogue.names();
+    const later: CatalogueVersion[] = [];
+    let warmed = 0;
+    for (let i = 0; i < names.length && !closed; i++) {
+      const [newest, ...older] = served(names[i] as string);
+      if (newest && warmed < limit) {
+        cache.warm(newest);
+        warmed++;
+      }
+      if (later.length < limit) later.push(...older);
+      if (i % SCAN_SLICE === SCAN_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
+    }
+    for (const v of later) {
+      if (warmed >= limit || closed) break;
+      cache.warm(v);
       warmed++;
     }
-    if (later.length < limit) later.push(...older);
-  }
-  for (const v of later) {
-    if (warmed >= limit) break;
-    cache.warm(v);
-    warmed++;
-  }
+  };
+  void initial();
   const stop = o.reader.onUpdate((u) => {
     for (const name of new Set(u.tools)) consider(name);
   });
   return {
     cache,
     close() {
+      closed = true;
       stop();
       cache.close();
     },

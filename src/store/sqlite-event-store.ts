@@ -133,6 +133,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     )
     .raw(true);
 
+  // The first stream id at or after a prefix (the UNIQUE index's order): if it does not start with the prefix, no stream
+  // does, and a prefix read need not scan the log (a server's upstream registry on a store of only tools and runs).
+  const firstStreamFromStmt = db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE stream_id >= ? ORDER BY stream_id LIMIT 1');
+  const anyStreamWith = (prefix: string): boolean => firstStreamFromStmt.get(prefix)?.stream_id.startsWith(prefix) === true;
   const headPositionStmt = db.prepare<[], { head: number | null }>('SELECT MAX(position) AS head FROM events');
   const readPrefixUpToStmt = db
     .prepare<[number, number, number, string, number], RawRow>(
@@ -189,6 +193,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     const after = parsePosition(options.after);
     const limit = options.limit ?? DEFAULT_LIMIT;
     const prefix = options.streamPrefix;
+    if (prefix !== undefined && prefix !== '' && !anyStreamWith(prefix)) return [];
     const rows =
       prefix === undefined || prefix === ''
         ? readAllStmt.all(after, limit)
@@ -225,6 +230,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         if (prefix === undefined || prefix === '') return readAll({ after });
         const from = Math.max(parsePosition(after), skipTo);
         const head = headPositionStmt.get()?.head ?? 0;
+        if (!anyStreamWith(prefix)) {
+          skipTo = head;
+          return [];
+        }
         const rows = readPrefixUpToStmt.all(from, head, prefix.length, prefix, DEFAULT_LIMIT);
         if (rows.length === 0) skipTo = head;
         return rows.map(toStored);

@@ -54,11 +54,16 @@ describe('a catalogue that does not keep details', () => {
     expect(first).toBe(again);
     expect(reads).toEqual(['tool-a.one']);
     expect(first).toEqual(full.catalogue.find('a.one', '1.0.0')?.details);
+    // A listing page's details are cached only while there is room: it never pushes anything out.
     expect(await lean.details.ofMany(versions)).toEqual(['a.one', 'a.two'].flatMap((n) => full.catalogue.versions(n).map((v) => v.details)));
     expect(lean.details.cached).toBe(2);
     expect(reads).toHaveLength(3);
-    await lean.details.of(versions[0]!); // evicted (least recently used): read again
+    await lean.details.of(versions[1]!); // cached by the listing
+    expect(reads).toHaveLength(3);
+    await lean.details.of(versions[2]!); // not cached by the listing (no room); a call's read pushes out a.one@1.0.0
     expect(reads).toHaveLength(4);
+    await lean.details.of(versions[0]!);
+    expect(reads).toHaveLength(5);
   });
 
   it('shares access rules and handler names between records; a deprecation keeps where the details are', async () => {
@@ -81,7 +86,7 @@ describe('a catalogue that does not keep details', () => {
     const v = reader.catalogue.find('a.one', '1.0.0')!;
     const moved = { ...v, revision: 3 };
     await expect(reader.details.of(moved)).rejects.toThrow(MissingDetailsError);
-    await expect(reader.details.of(moved)).rejects.toThrow('the details of a.one@1.0.0 cannot be read from the store: no event at 1');
+    await expect(reader.details.of(moved)).rejects.toThrow('the details of a.one@1.0.0 cannot be read from the store: no event at revision 3 of its stream');
     expect(reader.details.cached).toBe(0);
   });
 });

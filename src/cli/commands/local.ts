@@ -130,8 +130,8 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
         status: v.status,
         schemaHash: d.schemaHash,
         definitionHash: d.definitionHash,
-        publishedAt: v.publishedAt,
-        publishedBy: v.publishedBy,
+        publishedAt: d.publishedAt,
+        publishedBy: d.publishedBy,
         ...(v.deprecated ? { deprecated: v.deprecated } : {}),
         ...(v.retired ? { retired: v.retired } : {}),
         // Published before the handler-namespace rule: in the store, never served (docs/security.md).
@@ -144,16 +144,19 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
       const vs = reader.catalogue.versions(name);
       if (vs.length === 0) throw new DomainError('not-found', 'unknown-tool', `unknown tool '${name}'`);
       const details = await reader.details.ofMany(vs);
-      return vs.map((v, i) => ({
-        version: v.version,
-        status: v.status,
-        level: v.level,
-        reasons: (details[i] as VersionDetails).reasons,
-        publishedAt: v.publishedAt,
-        publishedBy: v.publishedBy,
-        ...(v.deprecated ? { deprecatedAt: v.deprecated.at, deprecatedReason: v.deprecated.reason } : {}),
-        ...(v.retired ? { retiredAt: v.retired.at, retiredReason: v.retired.reason } : {}),
-      }));
+      return vs.map((v, i) => {
+        const d = details[i] as VersionDetails;
+        return {
+          version: v.version,
+          status: v.status,
+          level: d.level,
+          reasons: d.reasons,
+          publishedAt: d.publishedAt,
+          publishedBy: d.publishedBy,
+          ...(v.deprecated ? { deprecatedAt: v.deprecated.at, deprecatedReason: v.deprecated.reason } : {}),
+          ...(v.retired ? { retiredAt: v.retired.at, retiredReason: v.retired.reason } : {}),
+        };
+      });
     },
 
     async diff(a, b) {
