@@ -18,7 +18,7 @@ const LAYOUT = 4;
 export const CATALOGUE_SNAPSHOT_VERSION = `catalogue-${CATALOGUE_PROJECTION_VERSION}/layout-${LAYOUT}`;
 
 /** Characters per chunk: small enough that making one, or writing one, holds the event loop only briefly. */
-const CHUNK_CHARS = 512 * 1024;
+const CHUNK_CHARS = 256 * 1024;
 
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 

@@ -8,8 +8,8 @@ import type { CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore } from './ports.ts';
 
-/** Versions whose details stay cached: a tools/list page is at most 500, and a few pages are read in turn. */
-export const DEFAULT_DETAILS_CACHE = 4096;
+/** Versions whose details stay cached: two tools/list pages (500 each) and the versions calls keep using. */
+export const DEFAULT_DETAILS_CACHE = 1024;
 
 export class MissingDetailsError extends Error {
   constructor(v: CatalogueVersion, why: string) {

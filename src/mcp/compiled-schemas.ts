@@ -62,7 +62,7 @@ export interface CompiledSchemaCacheOptions {
   capacity?: number;
 }
 
-export const DEFAULT_SCHEMA_CACHE = 4096;
+export const DEFAULT_SCHEMA_CACHE = 1024;
 
 const ownDetails = (v: CatalogueVersion): Promise<VersionDetails> =>
   v.details ? Promise.resolve(v.details) : Promise.reject(new Error(`${v.name}@${v.version}: no details to compile`));

@@ -14,7 +14,10 @@ import { createSchemaCompiler, type SchemaCompiler } from '#domain/schema-compil
 import { createCompiledSchemaCache } from '#mcp/compiled-schemas';
 import { createSchemaWarmup } from '#mcp/schema-warmup';
 import { createMemoryEventStore } from '#store/memory-event-store';
-import { aDefinition, deprecatedEvent, publishedEvent } from '../fixtures/builders.ts';
+import { localCatalogueCommands } from '#cli/commands/local';
+import { openEstate } from '#compose/estate';
+import { loadConfig } from '#config';
+import { aDefinition, deprecatedEvent, publishedEvent, retiredEvent } from '../fixtures/builders.ts';
 
 const publish = async (store: EventStore, name: string, versions: string[]): Promise<void> => {
   for (const version of versions) {
@@ -88,6 +91,27 @@ describe('a catalogue that does not keep details', () => {
     await expect(reader.details.of(moved)).rejects.toThrow(MissingDetailsError);
     await expect(reader.details.of(moved)).rejects.toThrow('the details of a.one@1.0.0 cannot be read from the store: no event at revision 3 of its stream');
     expect(reader.details.cached).toBe(0);
+  });
+});
+
+describe('estate replay on records only', () => {
+  it('shows each listed version\'s own title: the tool\'s when it is the newest, read from its event when it is not', async () => {
+    const estate = await openEstate(loadConfig({ store: 'memory:', by: 'tester' }, {}));
+    try {
+      const one = aDefinition({ name: 'r.one', handler: 'r.one', title: 'First' });
+      await estate.store.append(toolStream('r.one'), [publishedEvent(one), publishedEvent({ ...one, version: '2.0.0', title: 'Second' })], { expectedRevision: 'any' });
+      await estate.store.append(toolStream('r.one'), [retiredEvent('r.one', '2.0.0')], { expectedRevision: 'any' });
+      const two = aDefinition({ name: 'r.two', handler: 'r.two', title: 'Only' });
+      await estate.store.append(toolStream('r.two'), [publishedEvent(two)], { expectedRevision: 'any' });
+      const commands = localCatalogueCommands(estate);
+      const replayed = await commands.replay('9999-01-01T00:00:00Z', false);
+      expect(replayed.tools).toEqual([
+        { name: 'r.one', version: '1.0.0', title: 'First', status: 'active' },
+        { name: 'r.two', version: '1.0.0', title: 'Only', status: 'active' },
+      ]);
+    } finally {
+      await estate.close();
+    }
   });
 });
 

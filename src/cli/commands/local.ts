@@ -7,6 +7,7 @@ import { decodeToolCallStarted, decodeToolCalled } from '#app/event-codec';
 import { readRunStreams } from '#app/call-recorder';
 import { verdictJson } from '#app/results-json';
 import { parseAsOf, replayAsOf } from '#app/replay';
+import { createDetailsSource } from '#app/version-details';
 import { DomainError } from '#domain/errors';
 import type { ToolCallStarted, ToolCalled } from '#domain/events';
 import { handlerOutsideNamespace } from '#domain/tool-definition';
@@ -21,11 +22,11 @@ import { parseRef } from '../ref.ts';
 import { listRuns } from '../runs-listing.ts';
 import { definitionRefusal, type CatalogueCommands, type DefinitionSource, type OwnedRun, type ToolStatus, type VerdictOutcome } from './port.ts';
 
-/** `v` from a catalogue that keeps its details (every verb's reader does). */
-const statusOf = (v: CatalogueVersion): ToolStatus => ({
+/** `title`: the version's (default: from the details its record holds; every verb's reader keeps them). */
+const statusOf = (v: CatalogueVersion, title = v.details?.definition.title): ToolStatus => ({
   name: v.name,
   version: v.version,
-  title: v.details?.definition.title ?? null,
+  title: title ?? null,
   status: v.status,
   ...(v.deprecated ? { deprecated: { reason: v.deprecated.reason, at: v.deprecated.at } } : {}),
 });
@@ -115,7 +116,7 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     async list({ principal, includeDeprecated }) {
       const catalogue = await caughtUp();
       const versions = principal ? discoverNaive(catalogue, principal, includeDeprecated) : listLatest(catalogue, includeDeprecated);
-      return versions.map(statusOf);
+      return versions.map((v) => statusOf(v));
     },
 
     async show({ name, version }) {
@@ -187,8 +188,17 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     },
 
     async replay(at, includeDeprecated) {
-      const catalogue = await replayAsOf(estate.store, parseAsOf(at));
-      return { tools: listLatest(catalogue, includeDeprecated).map(statusOf), position: catalogue.position, eventCount: catalogue.eventCount };
+      // Records only: a replay of the whole log must not hold every definition. A listed version that is its tool's
+      // newest shows the tool's title; an older one (its newer versions retired, say) reads its own.
+      const catalogue = await replayAsOf(estate.store, parseAsOf(at), { keepDetails: false });
+      const details = createDetailsSource(estate.store);
+      const tools: ToolStatus[] = [];
+      for (const v of listLatest(catalogue, includeDeprecated)) {
+        const tool = catalogue.tool(v.name);
+        const newest = tool !== undefined && tool.versions[tool.versions.length - 1] === v;
+        tools.push(statusOf(v, newest ? tool.title : (await details.of(v)).definition.title));
+      }
+      return { tools, position: catalogue.position, eventCount: catalogue.eventCount };
     },
 
     close: () => estate.close(),
