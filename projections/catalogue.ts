@@ -187,7 +187,11 @@ export class CatalogueProjection {
    */
   cut(): CatalogueCut {
     const tools: CatalogueTool[] = [];
-    for (const t of this.tools.values()) tools.push({ ...t, versions: t.versions.slice() });
+    for (const t of this.tools.values()) {
+      const copy: CatalogueTool = { name: t.name, versions: t.versions.slice(), description: t.description };
+      if (t.title !== undefined) copy.title = t.title;
+      tools.push(copy);
+    }
     return { position: this.position, eventCount: this.eventCount, tools };
   }
 

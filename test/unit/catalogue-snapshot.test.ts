@@ -10,6 +10,7 @@ import { CatalogueReader } from '#app/catalogue-reader';
 import { CATALOGUE_SNAPSHOT, CATALOGUE_SNAPSHOT_VERSION, writeCatalogueSnapshot } from '#app/catalogue-snapshot';
 import type { EventStore, SnapshotStore } from '#app/ports';
 import { keepSnapshots, restoreCatalogue } from '#app/snapshot-keeper';
+import { loadConfig } from '#config';
 import { createMemoryEventStore } from '#store/memory-event-store';
 import { createMemorySnapshots, type MemorySnapshots } from '#store/memory-snapshots';
 import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
@@ -42,6 +43,16 @@ const published = (n: number): LogEntry[] =>
     const e = publishedEvent(aDefinition({ name: `t.tool${i}`, handler: 't.h' }));
     return { streamId: `tool-t.tool${i}`, type: e.type, data: e.data };
   });
+
+describe('snapshot settings', () => {
+  it('are on by default, every 10,000 events or 5 minutes; a bad value is a clear usage error', () => {
+    expect(loadConfig({}, {})).toMatchObject({ snapshots: true, snapshotEveryEvents: 10_000, snapshotEveryMs: 300_000 });
+    expect(loadConfig({}, { ESTATE_SNAPSHOTS: 'off', ESTATE_SNAPSHOT_EVERY_EVENTS: '5', ESTATE_SNAPSHOT_EVERY_MS: '2000' })).toMatchObject({ snapshots: false, snapshotEveryEvents: 5, snapshotEveryMs: 2000 });
+    expect(() => loadConfig({}, { ESTATE_SNAPSHOTS: 'maybe' })).toThrow('configuration: snapshots: ESTATE_SNAPSHOTS must be on or off');
+    expect(() => loadConfig({}, { ESTATE_SNAPSHOT_EVERY_EVENTS: '0' })).toThrow('ESTATE_SNAPSHOT_EVERY_EVENTS must be positive');
+    expect(() => loadConfig({}, { ESTATE_SNAPSHOT_EVERY_MS: '10' })).toThrow('ESTATE_SNAPSHOT_EVERY_MS must be at least 1000');
+  });
+});
 
 describe('catalogue snapshots (memory store)', () => {
   it('property: the state after snapshot + tail equals the state after a full replay', async () => {
@@ -104,6 +115,35 @@ describe('catalogue snapshots (memory store)', () => {
     expect(log.lines).toHaveLength(1);
     expect(log.lines[0]).toMatchObject({ level: 'warn', msg: 'the catalogue snapshot is unreadable: ignored, rebuilding from the events' });
     expect((log.lines[0]?.fields as { reason: string }).reason).toMatch(reason);
+  });
+
+  it('a snapshot replaced by another process while it is read (its chunks gone) is read again, not called corrupt', async () => {
+    const store = createMemoryEventStore();
+    const snapshots = createMemorySnapshots();
+    const log = published(5);
+    await appendLog(store, log.slice(0, 3));
+    await writeCatalogueSnapshot(snapshots, (await fullReplay(store)).catalogue, now);
+    await appendLog(store, log.slice(3));
+    let replaced = false;
+    const racing: SnapshotStore = {
+      head: (name) => snapshots.head(name),
+      async *chunks(head) {
+        if (!replaced) {
+          replaced = true;
+          // Another replica writes a newer snapshot; the rows of the one being read are deleted under the reader.
+          await writeCatalogueSnapshot(snapshots, (await fullReplay(store)).catalogue, now);
+          return;
+        }
+        yield* snapshots.chunks(head);
+      },
+      write: (chunks, head) => snapshots.write(chunks, head),
+    };
+    const warned: unknown[] = [];
+    const reader = new CatalogueReader(store);
+    const outcome = await restoreCatalogue(reader, racing, { ...recordingLog(), warn: (f) => void warned.push(f) });
+    expect(outcome).toMatchObject({ kind: 'restored', eventCount: 5 });
+    expect(warned).toEqual([]);
+    expect(await reader.catchUp()).toBe(0);
   });
 
   it('a reader that started from a snapshot reads only the events after it', async () => {
