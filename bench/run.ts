@@ -17,6 +17,7 @@ const BENCHES: Record<string, () => Promise<{ run(): Promise<BenchRow[]> }>> = {
   upstream: () => import('./upstream.ts'),
   'client-cache': () => import('./client-cache.ts'),
   console: () => import('./console.ts'),
+  ops: () => import('./ops.ts'),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -115,6 +115,9 @@ export interface ServeFlags extends AuthFlags {
   upstreamSyncInterval?: string;
   /** false with --no-console. */
   console?: boolean;
+  /** The console's OAuth client at the issuer (with authorization). */
+  consoleClientId?: string;
+  consoleScope?: string;
   metricsPublic?: boolean;
   /** The principal flags: read here only to refuse them next to authorization. */
   tenant?: string;
@@ -137,12 +140,81 @@ export interface ServeConfig {
   upstreams?: string;
   upstreamSyncIntervalMs: number;
   console: boolean;
+  /** With authorization: how the console signs people in (OAuth 2.1 authorization code + PKCE at the issuer). */
+  consoleSignIn?: ConsoleSignInConfig;
   metricsPublic: boolean;
   /** HTTP authorization (src/auth/config.ts); absent: the flags' principal, loopback only. */
   auth?: AuthConfig;
   /** The environment upstream targets' `env:NAME` references read their secrets from (never stored). */
   secretsEnv: NodeJS.ProcessEnv;
+  /** OpenTelemetry tracing by OTLP (src/compose/tracing.ts); absent: off, nothing loaded. */
+  tracing?: TracingConfig;
 }
+
+/**
+ * Tracing is on when an OTLP endpoint is set by the standard variables (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
+ * OTEL_EXPORTER_OTLP_ENDPOINT), unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. Everything else (service
+ * name, resource, sampler, batching, headers, timeouts) is the SDK's own reading of the standard OTEL_* variables;
+ * what is checked here is what would otherwise fail silently: the endpoint, the protocol and the exporter.
+ */
+export interface TracingConfig {
+  endpoint: string;
+  protocol: 'http/protobuf' | 'http/json' | 'grpc';
+  /** OTEL_LOG_LEVEL: the SDK's own diagnostics that reach Estate's log (default warn). */
+  diagLevel: 'none' | 'error' | 'warn' | 'info' | 'debug' | 'verbose' | 'all';
+}
+
+const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
+const DIAG_LEVELS = ['none', 'error', 'warn', 'info', 'debug', 'verbose', 'all'] as const;
+
+export const loadTracingConfig = (env: NodeJS.ProcessEnv = process.env): TracingConfig | undefined => {
+  const endpoint = (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()) ?? '';
+  if (endpoint === '' || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
+  const bad = (what: string) => new DomainError('usage', 'bad-config', `configuration: ${what}`);
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+  if (exporters.includes('none')) return undefined;
+  if (exporters.some((x) => x !== 'otlp')) throw bad(`OTEL_TRACES_EXPORTER '${exporters.join(',').slice(0, 60)}': Estate exports traces by OTLP only (otlp, or none to turn tracing off)`);
+  let url: URL | undefined;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw bad(`the OTLP endpoint '${endpoint.slice(0, 80)}' is not an http:// or https:// URL`);
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim()) || 'http/protobuf';
+  if (!(OTLP_PROTOCOLS as readonly string[]).includes(protocol)) throw bad(`OTLP protocol '${protocol.slice(0, 40)}' is not one of ${OTLP_PROTOCOLS.join(', ')}`);
+  const diagLevel = env.OTEL_LOG_LEVEL?.trim().toLowerCase() || 'warn';
+  if (!(DIAG_LEVELS as readonly string[]).includes(diagLevel)) throw bad(`OTEL_LOG_LEVEL '${diagLevel.slice(0, 40)}' is not one of ${DIAG_LEVELS.join(', ')}`);
+  return { endpoint, protocol: protocol as TracingConfig['protocol'], diagLevel: diagLevel as TracingConfig['diagLevel'] };
+};
+
+export interface ConsoleSignInConfig {
+  /** The console's client id at the issuer: a public client (no secret), redirect URI `<console origin>/console/callback`. */
+  clientId: string;
+  /** The scopes the console asks for, space-separated. */
+  scope: string;
+}
+
+/** What the console asks for by default: reading it, and deprecate/retire/approve/reject. */
+export const DEFAULT_CONSOLE_SCOPE = 'estate:read estate:lifecycle';
+
+const consoleSignInSchema = z.object({
+  clientId: z.string().regex(/^[\x21-\x7e]{1,200}$/, '--console-client-id must be 1 to 200 printable ASCII characters without spaces'),
+  scope: z
+    .string()
+    .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+){0,19}$/, '--console-scope must be 1 to 20 scopes (RFC 6749 scope characters) separated by single spaces')
+    .max(1000, '--console-scope must be at most 1000 characters'),
+});
+
+const loadConsoleSignIn = (flags: ServeFlags, env: NodeJS.ProcessEnv, auth: AuthConfig | undefined): ConsoleSignInConfig | undefined => {
+  const clientId = flags.consoleClientId ?? env.ESTATE_CONSOLE_CLIENT_ID;
+  const scope = (flags.consoleScope ?? env.ESTATE_CONSOLE_SCOPE ?? DEFAULT_CONSOLE_SCOPE).trim();
+  if (clientId === undefined || clientId === '') return undefined;
+  if (!auth) throw new DomainError('usage', 'console-client-without-auth', 'serve: --console-client-id signs the console in at the issuer of --auth-issuer: configure authorization (--auth-issuer, --auth-jwks-url, --auth-audience) too');
+  const parsed = consoleSignInSchema.safeParse({ clientId, scope });
+  if (!parsed.success) throw new DomainError('usage', 'bad-config', `serve: ${firstIssue(parsed.error)}`);
+  return parsed.data;
+};
 
 /** `90`, `90s`, `10m`, `1h`, `500ms` → milliseconds; `0` = never. */
 export const parseInterval = (s: string): number => {
@@ -172,6 +244,8 @@ export const loadServeConfig = (flags: ServeFlags, env: NodeJS.ProcessEnv = proc
       throw new DomainError('usage', 'auth-principal-flags', `serve: with authorization configured each request's principal comes from its token; remove ${given.map((k) => `--${k}`).join(', ')}`);
     }
   }
+  const tracing = loadTracingConfig(env);
+  const consoleSignIn = flags.http && flags.console !== false ? loadConsoleSignIn(flags, env, auth) : undefined;
   if (flags.http && !auth && !LOOPBACK_HOSTS.has(flags.host)) {
     throw new DomainError('usage', 'serve-host', 'serve: without authorization (--auth-issuer, --auth-jwks-url, --auth-audience) --http binds loopback only (127.0.0.1, localhost or ::1)');
   }
@@ -186,9 +260,11 @@ export const loadServeConfig = (flags: ServeFlags, env: NodeJS.ProcessEnv = proc
     ...(flags.upstreams !== undefined ? { upstreams: flags.upstreams } : {}),
     upstreamSyncIntervalMs: parseInterval(flags.upstreamSyncInterval ?? '10m'),
     console: flags.console !== false,
+    ...(consoleSignIn ? { consoleSignIn } : {}),
     metricsPublic: Boolean(flags.metricsPublic),
     ...(auth ? { auth } : {}),
     secretsEnv: env,
+    ...(tracing ? { tracing } : {}),
   };
 };
 

@@ -6,6 +6,8 @@
  */
 export const PUBLISH_SCOPE = 'estate:publish';
 export const LIFECYCLE_SCOPE = 'estate:lifecycle';
+/** Reading the web console (every tool, run and upstream, whatever the discovery rule would show the holder). */
+export const READ_SCOPE = 'estate:read';
 export type ApiScope = typeof PUBLISH_SCOPE | typeof LIFECYCLE_SCOPE;
 
 /** `payments` covers `payments` and `payments.lookup`, never `paymentsx` or `cards.payments`. */
@@ -20,3 +22,9 @@ export const covers = (held: readonly string[], base: ApiScope, name: string): b
 
 /** The scope to name in a 403 for `name`: its top-level namespace, what a team's pipeline would be given. */
 export const scopeNeededFor = (base: ApiScope, name: string): string => `${base}:${name.split('.')[0] ?? name}`;
+
+/**
+ * Who may read the console: `estate:read`, or any publishing or lifecycle scope (whoever may change the catalogue may
+ * see it). A token carrying only tool scopes reads nothing there: it would otherwise see tools its discovery view hides.
+ */
+export const mayReadConsole = (held: readonly string[]): boolean => held.includes(READ_SCOPE) || holdsAny(held, PUBLISH_SCOPE) || holdsAny(held, LIFECYCLE_SCOPE);

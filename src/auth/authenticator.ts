@@ -11,6 +11,8 @@ import { metadataUrl, wwwAuthenticate } from './resource-metadata.ts';
 
 export interface Caller {
   principal: Principal & { subject: string };
+  /** The token's `exp`, in seconds since the epoch (a long-lived stream ends then: src/console/live.ts). */
+  expiresAt: number;
 }
 
 export interface AuthRefusal {
@@ -62,7 +64,7 @@ export const createAuthenticator = (config: AuthConfig, verifier: JwtVerifier): 
       }
       const mapped = principalFromClaims(verified.claims as Record<string, unknown>, config.claims);
       if (!mapped.ok) return refuse(mapped.reason);
-      return { ok: true, caller: { principal: mapped.principal } };
+      return { ok: true, caller: { principal: mapped.principal, expiresAt: verified.claims.exp as number } };
     },
   };
 };

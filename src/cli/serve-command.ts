@@ -23,7 +23,17 @@ export const registerServeCommand = (program: Command): void => {
       .option('--upstream-sync-interval <duration>', 'sync every served upstream this often, e.g. 30s, 10m (default 10m; 0 = only on list_changed)')
       .option('--allowed-origins <names>', 'Origin host names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
       .option('--no-console', 'HTTP: do not serve the web console at /console/')
-      .option('--metrics-public', 'with authorization on, answer GET /metrics from any address (default: loopback only)'),
+      .option('--console-client-id <id>', 'HTTP with --auth-*: the console signs people in at the issuer as this public OAuth client, redirect URI <console origin>/console/callback (env ESTATE_CONSOLE_CLIENT_ID)')
+      .option('--console-scope <scopes>', 'HTTP with --auth-*: the scopes the console asks for, space-separated (default "estate:read estate:lifecycle"; env ESTATE_CONSOLE_SCOPE)')
+      .option('--metrics-public', 'with authorization on, answer GET /metrics from any address (default: loopback only)')
+      .addHelpText(
+        'after',
+        `
+Tracing: set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://collector:4318) to export OpenTelemetry traces by OTLP — a span
+per request (parented on params._meta.traceparent), per tools/call with its gates as events, per call record and per
+upstream call. The other standard OTEL_* variables (protocol, headers, service name, sampler) are honoured;
+OTEL_SDK_DISABLED=true turns it off. Unset, nothing is started (docs/operations.md, "Tracing").`,
+      ),
   )).action(
     withEstate(async (estate, opts, flags: import('./serve.ts').ServeFlags) => (await import('./serve.ts')).serve(estate, opts, flags)),
   );

@@ -1,20 +1,20 @@
 /**
  * The composition root of `estate serve` (on top of ./estate.ts): the logger, authorization, handlers and upstreams,
- * the read side and its change feed, store health and metrics, the protocol core (src/mcp/server-core.ts), and one
+ * the read side and its change feed, store health, metrics and tracing (./tracing.ts, when an OTLP endpoint is set), the protocol core (src/mcp/server-core.ts), and one
  * transport — stdio, or the HTTP listener (./http-listener.ts) with the console and operations routes. It runs until
  * stdin closes (stdio) or a signal arrives, then closes everything it opened, in reverse.
  */
 import { randomUUID } from 'node:crypto';
 import { createCallRecorder } from '#app/call-recorder';
 import type { RootLog } from '#app/log';
-import { LIFECYCLE_SCOPE } from '#auth/api-scopes';
 import { startupBanner, type BannerFacts } from '#cli/banner';
 import type { ServeConfig } from '#config';
-import { consoleSignInUnavailable, createConsole } from '#console/console';
 import { DomainError } from '#domain/errors';
 import type { Principal } from '#domain/types';
 import { seedDemoEstate } from '#handlers/demo';
+import type { Authenticator } from '#auth/authenticator';
 import type { HttpEdge } from '#http/edge';
+import type { UpstreamPool } from '#upstream/pool';
 import { resolveStateKey } from '#mcp/input-required';
 import { isOfferedBy, ServerCore } from '#mcp/server-core';
 import { serveStdio } from '#mcp/stdio-transport';
@@ -25,10 +25,12 @@ import { createLagProbe } from '#ops/lag';
 import { createMetrics, type EstateMetrics } from '#ops/metrics';
 import { createStoreHealth, type StoreHealth } from '#ops/store-health';
 import { composeHttpEdge } from './auth-edge.ts';
+import { composeConsole } from './console.ts';
 import type { Estate } from './estate.ts';
 import { composeHandlers } from './handlers.ts';
 import { startHttpListener } from './http-listener.ts';
 import { createLogger } from './logger.ts';
+import { startTracing, type Tracing } from './tracing.ts';
 
 const untilSignal = (): Promise<string> =>
   new Promise((resolve) => {
@@ -51,6 +53,8 @@ interface Served {
   batchLimits: { messages: number; bytes: number };
   /** The /metrics sessions gauge reads this; HTTP points it at its sessions. */
   sessionCount: { of: () => number };
+  /** The upstream connections, for the console's upstreams page. */
+  pool?: UpstreamPool;
 }
 
 const runStdio = async (s: Served, writeFrame: (line: string) => void): Promise<void> => {
@@ -63,14 +67,11 @@ const runStdio = async (s: Served, writeFrame: (line: string) => void): Promise<
   await conn.closed;
 };
 
-const runHttp = async (s: Served, edge: HttpEdge | undefined): Promise<void> => {
+const runHttp = async (s: Served, auth: { edge: HttpEdge; authenticator: Authenticator } | undefined): Promise<void> => {
   const { estate, config, log } = s;
-  // The console: the local operator on loopback; with authorization, sign-in is not available yet (src/console).
-  const consoleRoutes = !config.console
-    ? undefined
-    : edge
-      ? consoleSignInUnavailable()
-      : createConsole({ reader: s.reader, commands: estate.commands, store: estate.store, actor: { by: estate.config.actor, scopes: [LIFECYCLE_SCOPE] } });
+  const edge = auth?.edge;
+  // The console: the local operator on loopback; with authorization, people sign in at the issuer (./console.ts).
+  const consoleRoutes = composeConsole({ estate, config, reader: s.reader, log, ...(auth ? { authenticator: auth.authenticator } : {}), ...(s.pool ? { pool: s.pool } : {}) });
   const mcp = createStreamableHttp({
     core: s.core,
     principal: s.principal,
@@ -169,6 +170,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     metrics,
     reader,
     sessionCount,
+    ...(pool ? { pool } : {}),
     batchLimits: { messages: estate.config.maxBatchMessages, bytes: estate.config.maxBatchBytes },
     banner: (f, perRequestPrincipal) => {
       process.stderr.write(
@@ -185,7 +187,10 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     },
   };
   const snapshots = keepSnapshots();
+  // OpenTelemetry only when an OTLP endpoint is configured (./tracing.ts); flushed last, after everything that traces.
+  let tracing: Tracing | null = null;
   try {
+    tracing = await startTracing(config.tracing, log);
     if (writeFrame) await runStdio(served, writeFrame);
     else await runHttp(served, edge);
   } finally {
@@ -195,5 +200,6 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     // A clean shutdown leaves a snapshot at the last position this process read: the next start reads no tail.
     await snapshots?.close();
     await storeHealth.close();
+    await tracing?.shutdown();
   }
 };

@@ -1,46 +1,38 @@
 /**
- * The web console at /console/ (SPEC §8): server-rendered pages over the read models, a change stream (SSE) from the
- * catalogue reader, and lifecycle actions through the same CommandHandler and scope rules as the publishing API.
- *
- * Actions are JSON POSTs carrying `X-Estate-Console: 1` (and, with authorization, the bearer token): a cross-site
- * HTML form can send neither a JSON content type nor a custom header without a CORS preflight, which is never
- * granted, so another site cannot act through a visitor's browser.
+ * The web console at /console/ (SPEC §8): pages rendered on the server over the same read models the CLI and MCP
+ * paths use, a change stream from the catalogue reader (./live.ts), and actions through the same commands and scope
+ * rule as the CLI and the publishing API (./actions.ts). Who may look is decided by ./access.ts: the local operator
+ * without authorization, a signed-in token holder with it (the page itself signs in: ./client-script.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CatalogueReader } from '#app/catalogue-reader';
-import { readRunStreams } from '#app/call-recorder';
 import type { CommandHandler } from '#app/command-handler';
-import { decodeToolCalled } from '#app/event-codec';
-import type { EventStore, StoredEvent } from '#app/ports';
-import { errorJson } from '#app/results-json';
-import { covers, LIFECYCLE_SCOPE, scopeNeededFor } from '#auth/api-scopes';
-import { DomainError } from '#domain/errors';
+import type { EventStore } from '#app/ports';
+import { listRuns, readRun } from '#app/runs';
+import { covers, LIFECYCLE_SCOPE } from '#auth/api-scopes';
 import { RUN_ID_PATTERN } from '#domain/events';
-import { callRecords } from '#projections/calls';
 import type { VersionDetails } from '#projections/catalogue';
-import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
-import { html, page, type Html } from './html.ts';
-import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, runPage, runsPage, searchCatalogue, toolPage, upstreamsPage, versionPage, type RunSummary } from './pages.ts';
-import { isJsonContentType, readBody, refuseTooLarge } from '#http/guards';
 import { sendJson as send } from '#http/send-json';
+import type { Admission, ConsoleAccess, ConsoleViewer } from './access.ts';
+import { runAction } from './actions.ts';
+import { CONSOLE_ASSETS } from './assets.ts';
+import { decodeSegment, html, page, type Chrome, type Html } from './html.ts';
+import { createLiveStreams } from './live.ts';
+import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, searchCatalogue, toolPage, versionPage } from './pages.ts';
+import { runPage, runsPage } from './run-pages.ts';
+import { cannotSignInPage, signedOutPage, signInPage, whoOperator, whoSignedIn, whoSignedOut } from './signin-pages.ts';
+import { upstreamsPage } from './upstream-page.ts';
 import { noUpstreams, type UpstreamConsoleSource } from './upstreams.ts';
 
 export const CONSOLE_PREFIX = '/console';
-export const ACTION_HEADER = 'x-estate-console';
-
-/** Who acts through the console: the local operator (no authorization), or a signed-in subject. */
-export interface ConsoleActor {
-  by: string;
-  /** Publishing-API scopes held: lifecycle actions need `estate:lifecycle[:<namespace>]` (src/auth/api-scopes.ts). */
-  scopes: readonly string[];
-}
+export { ACTION_HEADER } from './actions.ts';
 
 export interface ConsoleOptions {
   reader: CatalogueReader;
   commands: CommandHandler;
   store: EventStore;
-  /** The actor of every request (loopback, no authorization). */
-  actor: ConsoleActor;
+  /** Who is looking: `operatorAccess` (no authorization) or `tokenAccess` (./access.ts). */
+  access: ConsoleAccess;
   upstreams?: UpstreamConsoleSource;
   /** How many runs "recent runs" lists. */
   recentRuns?: number;
@@ -54,208 +46,133 @@ export interface ConsoleRoutes {
   close(): void;
 }
 
-const ASSETS: Record<string, { type: string; text: string }> = {
-  'console.js': { type: 'text/javascript; charset=utf-8', text: CONSOLE_JS },
-  'console.css': { type: 'text/css; charset=utf-8', text: CONSOLE_CSS },
-};
-
-/** Pages are framed by nobody, run only our own script, and load nothing from elsewhere. */
-const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+/** Pages are framed by nobody, run only our own script, and load nothing from elsewhere; `connect` adds the issuer's token endpoint. */
+const securityHeaders = (connect: string): Record<string, string> => ({
+  'content-security-policy': `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'${connect}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
-};
+  vary: 'authorization',
+});
 
-const sendHtml = (res: ServerResponse, status: number, title: string, body: Html, who: string): void => {
-  const text = page(title, body, who);
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...SECURITY_HEADERS });
-  res.end(text);
-};
-
-const sendJson = (res: ServerResponse, status: number, body: unknown): void => send(res, status, body, SECURITY_HEADERS);
-
-/** A decoded path segment: printable, bounded; anything else is simply not found. */
-const decodeSegment = (s: string): string | null => {
-  try {
-    const d = decodeURIComponent(s);
-    return /^[\x21-\x7e]{1,128}$/.test(d) ? d : null;
-  } catch {
-    return null;
-  }
-};
-
-const LIFECYCLE_ACTION = /^\/console\/api\/tools\/([^/]+)\/versions\/([^/]+)\/lifecycle$/;
+const serves = (path: string): boolean => path === CONSOLE_PREFIX || path.startsWith(`${CONSOLE_PREFIX}/`);
 
 export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
   const upstreams = o.upstreams ?? noUpstreams;
-  const streams = new Set<ServerResponse>();
-  const unsubscribe = o.reader.onUpdate((u) => {
-    const data = JSON.stringify({ tools: [...new Set(u.tools)].slice(0, 50), position: u.position });
-    for (const res of streams) res.write(`event: catalogue\ndata: ${data}\n\n`);
-  });
-  const keepAlive = setInterval(() => {
-    for (const res of streams) res.write(': keep-alive\n\n');
-  }, 15_000);
-  keepAlive.unref();
-
-  const who = `local operator: ${o.actor.by}`;
-  const canActOn = (name: string): boolean => covers(o.actor.scopes, LIFECYCLE_SCOPE, name);
-
-  const recentRuns = async (): Promise<RunSummary[]> => {
-    const byRun = new Map<string, RunSummary>();
-    let after: string | null = null;
-    for (;;) {
-      const batch: StoredEvent[] = await o.store.readAll({ after, streamPrefix: 'run-', limit: 2000 });
-      if (batch.length === 0) break;
-      for (const e of batch) {
-        if (e.type !== 'ToolCalled') continue;
-        const c = decodeToolCalled(e).data;
-        const r = byRun.get(c.runId);
-        if (r) {
-          r.calls++;
-          if (c.at > r.last) r.last = c.at;
-        } else byRun.set(c.runId, { runId: c.runId, calls: 1, last: c.at, tenant: c.tenant, subject: c.subject });
-      }
-      after = (batch[batch.length - 1] as StoredEvent).position;
-    }
-    return [...byRun.values()].sort((a, b) => (a.last < b.last ? 1 : a.last > b.last ? -1 : 0)).slice(0, o.recentRuns ?? 50);
+  const live = createLiveStreams(o.reader, o.maxStreams);
+  /** The issuer's token endpoint origin, once its metadata has been read (the page posts the code there). */
+  let connect = '';
+  const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => send(res, status, body, { ...securityHeaders(connect), ...headers });
+  const sendHtml = (res: ServerResponse, status: number, title: string, main: Html, chrome: Chrome, headers: Record<string, string> = {}): void => {
+    const text = page(title, main, chrome);
+    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...securityHeaders(connect), ...headers });
+    res.end(text);
   };
 
-  const notFound = (res: ServerResponse, what: string): void => sendHtml(res, 404, 'Not found', notFoundPage(what), who);
+  /** The sign-in page, for any console page asked for without a credential: the issuer and client, no catalogue. */
+  const shell = async (res: ServerResponse): Promise<void> => {
+    const signIn = o.access.signIn;
+    if (!signIn) return sendHtml(res, 401, 'Signed out', signedOutPage('This console needs a credential.'), { who: whoSignedOut });
+    const found = await signIn.issuer.get();
+    if (!found.ok) return sendHtml(res, 503, 'Sign-in unavailable', cannotSignInPage(found.reason), { who: whoSignedOut }, { 'retry-after': '5' });
+    const e = found.endpoints;
+    connect = ` ${new URL(e.tokenEndpoint).origin}`;
+    const body = { auth: 'oauth', issuer: e.issuer, 'client-id': signIn.clientId, 'authorization-endpoint': e.authorizationEndpoint, 'token-endpoint': e.tokenEndpoint, resource: signIn.resource, scope: signIn.scope };
+    return sendHtml(res, 200, 'Sign in', signInPage(e.issuer), { who: whoSignedOut, body });
+  };
 
-  const get = async (req: IncomingMessage, res: ServerResponse, path: string, params: URLSearchParams): Promise<void> => {
+  const pages = async (res: ServerResponse, path: string, params: URLSearchParams, viewer: ConsoleViewer): Promise<void> => {
+    const chrome: Chrome = { who: viewer.signedIn ? whoSignedIn(viewer.by) : whoOperator(viewer.by) };
+    const ok = (title: string, main: Html): void => sendHtml(res, 200, title, main, chrome);
+    const notFound = (what: string): void => sendHtml(res, 404, 'Not found', notFoundPage(what), chrome);
+    const canActOn = (name: string): boolean => covers(viewer.scopes, LIFECYCLE_SCOPE, name);
     const catalogue = o.reader.catalogue;
     if (path === '/console' || path === '/console/') {
+      // The shown rows' details (when they were published) are read before the page is made.
       const q = parseCatalogueQuery(params);
       const found = searchCatalogue(catalogue, q);
-      const details = new Map(found.rows.map((v, i) => [v, i]));
       const read = await o.reader.details.ofMany(found.rows);
-      return sendHtml(res, 200, 'Catalogue', cataloguePage(catalogue, q, found, (v) => read[details.get(v) ?? -1]), who);
+      const at = new Map(found.rows.map((v, i) => [v, read[i]]));
+      return ok('Catalogue', cataloguePage(catalogue, q, found, (v) => at.get(v)));
     }
-    if (path.startsWith('/console/assets/')) {
-      const name = path.slice('/console/assets/'.length);
-      const found = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
-      if (!found) return notFound(res, `There is no console asset '${name}'.`);
-      const { type, text } = found;
-      res.writeHead(200, { 'content-type': type, 'content-length': String(Buffer.byteLength(text)), 'x-content-type-options': 'nosniff', 'cache-control': 'no-cache' });
-      res.end(text);
-      return;
-    }
-    if (path === '/console/events') {
-      if (streams.size >= (o.maxStreams ?? 256)) {
-        res.writeHead(503, { 'retry-after': '30', 'content-type': 'text/plain', 'cache-control': 'no-store' }).end('Service Unavailable: too many open console change streams');
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-content-type-options': 'nosniff' });
-      res.write(`event: hello\ndata: ${JSON.stringify({ position: o.reader.position })}\n\n`);
-      streams.add(res);
-      req.on('close', () => streams.delete(res));
-      return;
-    }
-    if (path === '/console/principal') return sendHtml(res, 200, 'Try a principal', principalPage(catalogue, parsePrincipal(params)), who);
-    if (path === '/console/runs') return sendHtml(res, 200, 'Runs', runsPage(await recentRuns()), who);
-    if (path === '/console/upstreams') return sendHtml(res, 200, 'Upstreams', upstreamsPage(await upstreams.list(), o.actor.scopes.length > 0), who);
+    if (path === '/console/principal') return ok('Try a principal', principalPage(catalogue, parsePrincipal(params)));
+    if (path === '/console/runs') return ok('Runs', runsPage(await listRuns(o.store, { limit: o.recentRuns ?? 50 })));
+    if (path === '/console/upstreams') return ok('Upstreams', upstreamsPage(await upstreams.list(), canActOn));
     const parts = path.split('/').slice(2); // ['tools', name, ...]
     if (parts[0] === 'runs' && parts.length === 2) {
       const runId = decodeSegment(parts[1] as string);
-      if (runId === null || !RUN_ID_PATTERN.test(runId)) return notFound(res, 'That is not a run id: 1 to 128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit.');
-      const calls = (await readRunStreams(o.store, runId)).flatMap((stored) => callRecords(stored.filter((s) => s.type === 'ToolCalled').map(decodeToolCalled)));
-      if (calls.length === 0) return notFound(res, `No calls are recorded for run '${runId}'.`);
-      return sendHtml(res, 200, `Run ${runId}`, runPage(runId, calls), who);
+      if (runId === null || !RUN_ID_PATTERN.test(runId)) return notFound('That is not a run id: 1 to 128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit.');
+      const runs = await readRun(o.store, runId);
+      if (runs.length === 0) return notFound(`No calls are recorded for run '${runId}'.`);
+      return ok(`Run ${runId}`, runPage(runId, runs));
     }
     if (parts[0] === 'tools' && parts.length >= 2) {
       const name = decodeSegment(parts[1] as string);
       const tool = name === null ? undefined : catalogue.tool(name);
-      if (!tool || name === null) return notFound(res, `There is no tool '${name ?? parts[1]}' in the catalogue.`);
-      if (parts.length === 2) return sendHtml(res, 200, name, toolPage(tool, await o.reader.details.ofMany(tool.versions)), who);
+      if (!tool || name === null) return notFound(`There is no tool '${name ?? parts[1]}' in the catalogue.`);
+      if (parts.length === 2) return ok(name, toolPage(tool, await o.reader.details.ofMany(tool.versions)));
       if (parts.length === 3 && parts[2] === 'diff') {
         const a = (params.get('a') ?? '').slice(0, 128);
         const b = (params.get('b') ?? '').slice(0, 128);
         const va = catalogue.find(name, a);
         const vb = catalogue.find(name, b);
-        if (!va || !vb) return notFound(res, `${name} has no version '${!va ? a : b}'.`);
+        if (!va || !vb) return notFound(`${name} has no version '${!va ? a : b}'.`);
         const [da, db] = (await o.reader.details.ofMany([va, vb])) as [VersionDetails, VersionDetails];
-        return sendHtml(res, 200, `${name} ${a} → ${b}`, diffPage(va, da, vb, db), who);
+        return ok(`${name} ${a} → ${b}`, diffPage(va, da, vb, db));
       }
       if (parts.length === 4 && parts[2] === 'versions') {
         const version = decodeSegment(parts[3] as string);
         const v = version === null ? undefined : catalogue.find(name, version);
-        if (!v) return notFound(res, `${name} has no version '${version ?? parts[3]}'.`);
-        return sendHtml(res, 200, `${name}@${v.version}`, versionPage(catalogue, v, await o.reader.details.of(v), parsePrincipal(params), canActOn(name)), who);
+        if (!v) return notFound(`${name} has no version '${version ?? parts[3]}'.`);
+        return ok(`${name}@${v.version}`, versionPage(catalogue, v, await o.reader.details.of(v), parsePrincipal(params), canActOn(name)));
       }
     }
-    return notFound(res, `The console has no page at ${path}.`);
+    return notFound(`The console has no page at ${path.slice(0, 300)}.`);
   };
 
-  /** POST /console/api/tools/{name}/versions/{version}/lifecycle {action, reason}: deprecate or retire. */
-  const act = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
-    if (req.headers[ACTION_HEADER] !== '1' || !isJsonContentType(req.headers['content-type'])) {
-      req.resume();
-      return sendJson(res, 403, { error: { code: 'csrf', message: `Forbidden: console actions are JSON requests with the ${ACTION_HEADER} header, sent by the console itself` } });
+  const refusedJson = (res: ServerResponse, a: Exclude<Admission, { kind: 'viewer' }>): void =>
+    a.kind === 'signed-out' ? sendJson(res, 401, { error: { code: 'unauthorized', message: 'Unauthorized: sign in first' } }) : sendJson(res, a.status, { error: { code: a.status === 403 ? 'insufficient_scope' : 'invalid_token', message: a.reason } }, a.headers);
+
+  const get = async (req: IncomingMessage, res: ServerResponse, path: string, params: URLSearchParams): Promise<void> => {
+    const asset = path.startsWith('/console/assets/') ? path.slice('/console/assets/'.length) : undefined;
+    if (asset !== undefined) {
+      const found = Object.hasOwn(CONSOLE_ASSETS, asset) ? CONSOLE_ASSETS[asset] : undefined;
+      if (!found) return sendHtml(res, 404, 'Not found', notFoundPage(`There is no console asset '${asset.slice(0, 100)}'.`), { who: html`` });
+      res.writeHead(200, { 'content-type': found.type, 'content-length': String(Buffer.byteLength(found.text)), 'x-content-type-options': 'nosniff', 'cache-control': 'no-cache' });
+      res.end(found.text);
+      return;
     }
-    const m = LIFECYCLE_ACTION.exec(path);
-    const name = m ? decodeSegment(m[1] as string) : null;
-    const version = m ? decodeSegment(m[2] as string) : null;
-    if (!m || name === null || version === null) {
-      req.resume();
-      return sendJson(res, 404, { error: { code: 'not-found', message: `The console has no action at ${path}` } });
+    const admission = await o.access.admit(req);
+    if (path === '/console/events') return admission.kind === 'viewer' ? live.open(req, res, admission.viewer.expiresAt) : refusedJson(res, admission);
+    if (admission.kind === 'signed-out') return shell(res);
+    if (admission.kind === 'refused') {
+      const title = admission.status === 401 ? 'Signed out' : admission.status === 403 ? 'Not allowed' : 'Cannot check the token';
+      return sendHtml(res, admission.status, title, admission.status === 503 ? cannotSignInPage(admission.reason) : signedOutPage(admission.reason, title), { who: whoSignedOut }, admission.headers);
     }
-    // Scope before body: a caller without the scope learns nothing and changes nothing.
-    if (!canActOn(name)) {
-      req.resume();
-      const scope = scopeNeededFor(LIFECYCLE_SCOPE, name);
-      return sendJson(res, 403, { error: { code: 'insufficient_scope', message: `Forbidden: deprecate or retire of ${name} needs the scope ${scope}` } });
-    }
-    const body = await readBody(req, 16 * 1024);
-    if (!body.ok) return refuseTooLarge(req, res, { error: { code: 'payload-too-large', message: 'Payload Too Large: the body exceeds 16 KiB' } });
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body.text);
-    } catch {
-      return sendJson(res, 400, { error: { code: 'bad-json', message: 'Bad Request: the body is not JSON' } });
-    }
-    const { action, reason } = (parsed ?? {}) as { action?: unknown; reason?: unknown };
-    if (action !== 'deprecate' && action !== 'retire') return sendJson(res, 400, { error: { code: 'bad-action', message: "Bad Request: action must be 'deprecate' or 'retire'" } });
-    if (typeof reason !== 'string' || reason.trim().length === 0 || reason.length > 500) {
-      return sendJson(res, 400, { error: { code: 'bad-reason', message: 'Bad Request: reason must be a non-empty string of at most 500 characters' } });
-    }
-    try {
-      const out = action === 'deprecate' ? await o.commands.deprecate(name, version, reason.trim(), o.actor.by) : await o.commands.retire(name, version, reason.trim(), o.actor.by);
-      return sendJson(res, 200, out);
-    } catch (e) {
-      if (e instanceof DomainError) return sendJson(res, e.kind === 'not-found' ? 404 : e.kind === 'usage' ? 400 : 422, errorJson(e));
-      throw e;
-    }
+    return pages(res, path, params, admission.viewer);
   };
 
   return {
-    serves: (path) => path === CONSOLE_PREFIX || path.startsWith(`${CONSOLE_PREFIX}/`),
+    serves,
     async handle(req, res, path) {
       const params = new URL(req.url ?? '/', 'http://console.invalid').searchParams;
       if (req.method === 'GET' || req.method === 'HEAD') return get(req, res, path, params);
-      if (req.method === 'POST' && path.startsWith('/console/api/')) return act(req, res, path);
+      if (req.method === 'POST' && path.startsWith('/console/api/')) return runAction(req, res, path, await o.access.admit(req), { commands: o.commands, upstreams, send: sendJson });
       req.resume();
-      res.writeHead(405, { allow: 'GET', 'content-type': 'text/plain' }).end('Method not allowed');
+      res.writeHead(405, { allow: 'GET, POST', 'content-type': 'text/plain' }).end('Method not allowed');
     },
-    close() {
-      unsubscribe();
-      clearInterval(keepAlive);
-      for (const res of streams) res.end();
-      streams.clear();
-    },
+    close: () => live.close(),
   };
 };
 
-/**
- * With authorization configured the console must not serve anyone unsigned; until its OAuth 2.1 + PKCE sign-in is
- * built, every console path answers 503 saying so (nothing of the catalogue is shown).
- */
-export const consoleSignInUnavailable = (): ConsoleRoutes => ({
-  serves: (path) => path === CONSOLE_PREFIX || path.startsWith(`${CONSOLE_PREFIX}/`),
+/** With authorization but no `--console-client-id`, nobody can sign in: every console path says so, showing nothing. */
+export const consoleSignInUnconfigured = (): ConsoleRoutes => ({
+  serves,
   handle(req, res) {
     req.resume();
-    sendHtml(res, 503, 'Console unavailable', html`<h1>Console unavailable</h1><p>This server requires authorization, and the console's sign-in is not available in this build. Serve without --auth-* on loopback to use the console, or use the CLI.</p>`, 'nobody');
+    const text = page('Console unavailable', html`<h1>Console unavailable</h1><p>This server requires authorization, and the console signs people in at the issuer as an OAuth client: start the server with --console-client-id &lt;id&gt; (env ESTATE_CONSOLE_CLIENT_ID), a public client registered at the issuer with the redirect URI &lt;console origin&gt;/console/callback. Until then, use the CLI.</p>`, { who: whoSignedOut });
+    res.writeHead(503, { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...securityHeaders('') });
+    res.end(text);
     return Promise.resolve();
   },
   close() {},

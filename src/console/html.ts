@@ -39,7 +39,23 @@ export const NAV: readonly { href: string; label: string }[] = [
   { href: '/console/upstreams', label: 'Upstreams' },
 ];
 
-export const page = (title: string, body: Html, who: string): string =>
+/** A decoded path segment: printable, bounded; anything else is simply not found (null). */
+export const decodeSegment = (s: string): string | null => {
+  try {
+    const d = decodeURIComponent(s);
+    return /^[\x21-\x7e]{1,128}$/.test(d) ? d : null;
+  } catch {
+    return null;
+  }
+};
+
+/** What frames every page: who is looking (the header), and attributes on <body> the page script reads. */
+export interface Chrome {
+  who: Html;
+  body?: Record<string, string>;
+}
+
+export const page = (title: string, main: Html, chrome: Chrome): string =>
   `<!doctype html>\n${html`<html lang="en">
 <head>
 <meta charset="utf-8">
@@ -48,15 +64,15 @@ export const page = (title: string, body: Html, who: string): string =>
 <link rel="stylesheet" href="/console/assets/console.css">
 <script src="/console/assets/console.js" defer></script>
 </head>
-<body>
+<body${Object.entries(chrome.body ?? {}).map(([k, v]) => html` data-${k}="${v}"`)}>
 <header>
 <a class="brand" href="/console/">Estate</a>
 <nav aria-label="Console"><ul>${NAV.map((n) => html`<li><a href="${n.href}">${n.label}</a></li>`)}</ul></nav>
-<span class="who">${who}</span>
+<div class="who" id="who">${chrome.who}</div>
 </header>
 <div id="live" role="status" aria-live="polite"></div>
 <main id="main">
-${body}
+${main}
 </main>
 </body>
 </html>`.text}\n`;

@@ -7,10 +7,8 @@ import { classifyDefinition } from '#domain/classify';
 import { CLASSIFICATIONS, type Principal, type Reason } from '#domain/types';
 import type { CatalogueProjection, CatalogueTool, CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { discoverNaive } from '#projections/discovery';
-import type { CallRecordView } from '#projections/calls';
 import { html, seg, type Html } from './html.ts';
 import { diffLines, placeReasons, printWithPaths, type DiffRow } from './schema-diff.ts';
-import type { UpstreamSummary } from './upstreams.ts';
 
 export const PAGE_SIZE = 50;
 const STATUSES = ['active', 'deprecated', 'retired'] as const;
@@ -65,10 +63,18 @@ export const searchCatalogue = (catalogue: CatalogueProjection, q: CatalogueQuer
   return { total: hits.length, rows: hits.slice(start, start + PAGE_SIZE), namespaces: [...namespaces].sort() };
 };
 
-const toolHref = (name: string): string => `/console/tools/${seg(name)}`;
-const versionHref = (name: string, version: string): string => `/console/tools/${seg(name)}/versions/${seg(version)}`;
+export const toolHref = (name: string): string => `/console/tools/${seg(name)}`;
+export const versionHref = (name: string, version: string): string => `/console/tools/${seg(name)}/versions/${seg(version)}`;
 
 const option = (value: string, label: string, selected: string): Html => html`<option value="${value}"${selected === value ? html` selected` : ''}>${label}</option>`;
+
+/** Past this many namespaces the filter is a text field: a page never lists the whole catalogue's names. */
+export const MAX_NAMESPACE_OPTIONS = 200;
+
+const namespaceFilter = (namespaces: readonly string[], chosen: string): Html =>
+  namespaces.length > MAX_NAMESPACE_OPTIONS
+    ? html`<label>Namespace <input name="namespace" value="${chosen}" placeholder="exact namespace"></label>`
+    : html`<label>Namespace <select name="namespace">${option('', 'any', chosen)}${namespaces.map((n) => option(n, n, chosen))}</select></label>`;
 
 /**
  * `found`: the search's result (the route searches first, to read the shown rows' details); `detailsOf`: a row's details
@@ -91,7 +97,7 @@ export const cataloguePage = (
   return html`<h1>Catalogue</h1>
 <form class="filters" method="get" action="/console/" role="search" data-live-refresh>
 <label>Search <input type="search" name="q" value="${q.q}" placeholder="name, title or description"></label>
-<label>Namespace <select name="namespace">${option('', 'any', q.namespace)}${namespaces.map((n) => option(n, n, q.namespace))}</select></label>
+${namespaceFilter(namespaces, q.namespace)}
 <label>Classification <select name="classification">${option('', 'any', q.classification)}${CLASSIFICATIONS.map((c) => option(c, c, q.classification))}</select></label>
 <label>Status <select name="status">${option('', 'any', q.status)}${STATUSES.map((s) => option(s, s, q.status))}</select></label>
 <label>Upstream <select name="upstream">${option('', 'any', q.upstream)}${option('yes', 'mirrored', q.upstream)}${option('no', 'local', q.upstream)}</select></label>
@@ -107,7 +113,7 @@ export const cataloguePage = (
 <nav class="pager" aria-label="Pages">${q.page > 1 ? html`<a rel="prev" href="${link(q.page - 1)}">Previous page</a>` : ''} ${q.page < pages ? html`<a rel="next" href="${link(q.page + 1)}">Next page</a>` : ''}</nav>`;
 };
 
-const reasonsList = (reasons: readonly Reason[]): Html =>
+export const reasonsList = (reasons: readonly Reason[]): Html =>
   reasons.length === 0 ? html`<span class="muted">first version or no change</span>` : html`<ul class="reasons">${reasons.map((r) => html`<li><span class="level ${r.level}">${r.level}</span> <code>${r.path}</code> ${r.rule}: ${r.detail}</li>`)}</ul>`;
 
 const lifecycleForm = (v: CatalogueVersion): Html =>
@@ -202,30 +208,5 @@ ${canAct ? html`<h2>Lifecycle</h2>${lifecycleForm(v)}<p id="action-result" role=
 
 export const principalPage = (catalogue: CatalogueProjection, tried: Principal | null): Html =>
   html`<h1>What a principal sees</h1>${principalForm('/console/principal', tried)}${tried ? discoveryTable(catalogue, tried) : ''}`;
-
-export interface RunSummary {
-  runId: string;
-  calls: number;
-  last: string;
-  tenant: string;
-  subject: string;
-}
-
-export const runsPage = (runs: readonly RunSummary[]): Html =>
-  html`<h1>Recent runs</h1>${runs.length === 0 ? html`<p>No calls are recorded yet.</p>` : html`<table><thead><tr><th scope="col">Run</th><th scope="col">Calls</th><th scope="col">Last call</th><th scope="col">Tenant</th><th scope="col">Subject</th></tr></thead><tbody>${runs.map(
-    (r) => html`<tr><td><a href="/console/runs/${seg(r.runId)}">${r.runId}</a></td><td>${r.calls}</td><td>${r.last}</td><td>${r.tenant}</td><td>${r.subject}</td></tr>`,
-  )}</tbody></table>`}`;
-
-export const runPage = (runId: string, calls: readonly CallRecordView[]): Html =>
-  html`<h1>Run ${runId}</h1><table class="calls"><thead><tr><th scope="col">At</th><th scope="col">Tool version</th><th scope="col">Schema hash</th><th scope="col">Outcome</th><th scope="col">Repairs</th><th scope="col">Duration</th></tr></thead><tbody>${calls.map(
-    (c) => html`<tr><td>${c.at}</td><td><a href="${versionHref(c.tool, c.version)}">${c.tool}@${c.version}</a></td><td><code>${c.schemaHash.slice(0, 12)}</code></td><td>${c.outcome}</td><td>${c.repairs.length === 0 ? 'none' : c.repairs.map((r) => `${r.action} ${r.path}`).join(', ')}</td><td>${c.durationMs} ms</td></tr>`,
-  )}</tbody></table>`;
-
-export const upstreamsPage = (upstreams: readonly UpstreamSummary[], canAct: boolean): Html =>
-  html`<h1>Upstreams</h1>${upstreams.length === 0 ? html`<p id="no-upstreams">No upstream MCP servers are registered.</p>` : upstreams.map(
-    (u) => html`<section class="upstream"><h2>${u.namespace} <span class="status ${u.status}">${u.status}</span></h2><p>${u.url}</p>${u.pending.length === 0 ? html`<p>No pending drift.</p>` : u.pending.map(
-      (d) => html`<article class="drift"><h3>${d.tool} (detected ${d.detectedAt})</h3><pre class="text-diff">${d.diff}</pre>${canAct ? html`<form method="post" action="/console/api/upstreams/${seg(u.namespace)}/drift/${seg(d.tool)}" data-action><label>Reason <input name="reason" maxlength="500"></label><button name="action" value="approve">Approve</button><button name="action" value="reject">Reject</button></form>` : ''}</article>`,
-    )}</section>`,
-  )}`;
 
 export const notFoundPage = (what: string): Html => html`<h1>Not found</h1><p class="not-found">${what}</p><p><a href="/console/">Back to the catalogue</a></p>`;

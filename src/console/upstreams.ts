@@ -1,32 +1,47 @@
 /**
- * What the console needs from the upstream room (src/upstream/, SPEC §7), as a narrow port: until that room is merged
- * the console is given `noUpstreams`, and the page says that none are registered.
+ * What the console needs from the upstream room (src/upstream/, SPEC §7), as a narrow port: the composition root
+ * adapts the upstream registry (the very commands `estate upstream list|drift|approve|reject` run) and the serving
+ * process's links (src/compose/console-upstreams.ts). The console room does not import the upstream room.
  */
-export interface UpstreamDrift {
-  /** The mirrored tool the upstream changed. */
+import type { PublishOutcome } from '#app/command-handler';
+import { DomainError } from '#domain/errors';
+import type { Reason } from '#domain/types';
+
+export interface UpstreamDriftView {
+  /** The catalogue name the candidate would be published under (`<ns>.<t'>`). */
   tool: string;
-  /** Unified text diff of the pinned definition against what the upstream now offers. */
-  diff: string;
-  detectedAt: string;
+  upstreamTool: string;
+  level: 'initial' | 'major' | 'minor' | 'patch';
+  reasons: Reason[];
+  /** The version clients see today (absent for a tool never approved). */
+  pinned?: string;
+  /** Identifies the candidate shown: approve and reject apply to this one only. */
+  candidateHash: string;
+  at: string;
+  /** Unified line diff of the text a model reads (title, description, annotations), when it changed. */
+  textDiff?: string;
 }
 
-export interface UpstreamSummary {
-  /** The namespace the upstream is mirrored under (`upstream:<ns>/<tool>` handlers). */
-  namespace: string;
-  url: string;
-  status: 'up' | 'down' | 'unknown';
-  /** Drift waiting for an operator's approve or reject. */
-  pending: UpstreamDrift[];
+export interface UpstreamView {
+  ns: string;
+  transport: string;
+  target: string;
+  /** Tools with a published (pinned) version. */
+  tools: number;
+  /** The registration: active or removed. */
+  status: string;
+  /** This serving process's connection: up, down (failing fast), probing, not connected yet, or not served here. */
+  link: string;
+  pending: UpstreamDriftView[];
 }
 
 export interface UpstreamConsoleSource {
-  list(): Promise<UpstreamSummary[]>;
-  approve(namespace: string, tool: string, by: string): Promise<void>;
-  reject(namespace: string, tool: string, reason: string, by: string): Promise<void>;
+  list(): Promise<UpstreamView[]>;
+  /** Publish the candidate through the publish guard (version: the pinned one bumped by its level). */
+  approve(ns: string, tool: string, candidateHash: string, by: string): Promise<PublishOutcome>;
+  reject(ns: string, tool: string, candidateHash: string, reason: string, by: string): Promise<{ ns: string; tool: string; candidateHash: string; position: string }>;
 }
 
-export const noUpstreams: UpstreamConsoleSource = {
-  list: () => Promise.resolve([]),
-  approve: () => Promise.reject(new Error('no upstream is registered')),
-  reject: () => Promise.reject(new Error('no upstream is registered')),
-};
+/** No upstream room (tests of the console alone): nothing is registered. */
+const none = (ns: string) => Promise.reject(new DomainError('not-found', 'unknown-upstream', `unknown upstream '${ns}'`));
+export const noUpstreams: UpstreamConsoleSource = { list: () => Promise.resolve([]), approve: none, reject: none };

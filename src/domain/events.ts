@@ -21,8 +21,22 @@ export interface RunOwner {
   subject: string;
 }
 
+/** Owner keys already computed: one caller's every call would hash the same pair again (a sha256 per call record). */
+const ownerKeys = new Map<string, string>();
+const OWNER_KEYS_KEPT = 4096;
+
 /** 128 bits of sha256 over an unambiguous encoding of the owner: a fixed-length, store-safe stream name part. */
-export const runOwnerKey = (o: RunOwner): string => sha256Hex(JSON.stringify([o.tenant, o.subject])).slice(0, 32);
+export const runOwnerKey = (o: RunOwner): string => {
+  const encoded = JSON.stringify([o.tenant, o.subject]);
+  let key = ownerKeys.get(encoded);
+  if (key === undefined) {
+    key = sha256Hex(encoded).slice(0, 32);
+    // Bounded: many distinct callers only cost the hash again, never memory.
+    if (ownerKeys.size >= OWNER_KEYS_KEPT) ownerKeys.clear();
+    ownerKeys.set(encoded, key);
+  }
+  return key;
+};
 
 /**
  * The stream of a run: keyed by run id AND owner (docs/decisions.md "Run ids"). Two callers naming the same run id

@@ -13,8 +13,19 @@ export const appendKey = (path: string, key: string): string =>
 
 export const appendIndex = (path: string, index: number): string => `${path}[${index}]`;
 
-/** RFC 6901 unescaping of one pointer segment. */
-const unescapeSegment = (segment: string): string => segment.replace(/~1/g, '/').replace(/~0/g, '~');
+/** RFC 6901 unescaping of one pointer segment (most have nothing to unescape). */
+const unescapeSegment = (segment: string): string => (segment.includes('~') ? segment.replace(/~1/g, '/').replace(/~0/g, '~') : segment);
+
+/** `0`, or digits without a leading zero: a segment that may be an array index. */
+const isIndexSegment = (segment: string): boolean => {
+  const n = segment.length;
+  if (n === 0 || (n > 1 && segment.charCodeAt(0) === 0x30)) return false;
+  for (let i = 0; i < n; i++) {
+    const c = segment.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
+};
 
 export const escapeSegment = (segment: string): string => segment.replace(/~/g, '~0').replace(/\//g, '~1');
 
@@ -29,7 +40,7 @@ export const pointerToPath = (pointer: string, data: unknown): string => {
   let path = ROOT_PATH;
   let current: unknown = data;
   for (const segment of parsePointer(pointer)) {
-    if (Array.isArray(current) && /^(0|[1-9][0-9]*)$/.test(segment)) {
+    if (Array.isArray(current) && isIndexSegment(segment)) {
       const index = Number(segment);
       path = appendIndex(path, index);
       current = current[index];

@@ -7,7 +7,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { JsonObject } from './types.ts';
 import { UNEVALUATED_ITEMS_KEYWORD, type WrappedItemError } from './unevaluated-items.ts';
 import { appendKey, childSchemas, isPlainObject, pointerToPath, resolveLocalRef } from './json-path.ts';
-import { word, type ValidationError } from './validation-wording.ts';
+import { jsonTypeOf, word, type ValidationError } from './validation-wording.ts';
 
 export {
   MAX_ENUM_VALUES_SHOWN,
@@ -120,6 +120,7 @@ export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFun
     }
     return set;
   };
+  const mapOneHere = rememberingMapOne();
   return {
     schema,
     validate(value: unknown): ValidationError[] {
@@ -131,7 +132,7 @@ export function createCompiledSchema(schema: JsonObject, validateFn: ValidateFun
         if (e instanceof RangeError) return [{ path: '$', message: 'cannot be validated: the schema recurses without end' }];
         throw e;
       }
-      return mapAjvErrors(validateFn.errors ?? [], value, reachable);
+      return mapAjvErrors(validateFn.errors ?? [], value, reachable, mapOneHere);
     },
   };
 }
@@ -165,15 +166,55 @@ interface Mapped extends ValidationError {
   isType: boolean;
 }
 
-const mapAjvErrors = (errors: readonly ErrorObject[], data: unknown, reachable: Reachable): ValidationError[] => {
+/**
+ * One Ajv error as a line, remembered by what decides it: the schema location, the instance path, the data type (for
+ * `type`) and the property an error names. A caller repeating a mistake (a model often does) is answered without
+ * wording it again. Bounded and per schema; a path with an array index is not remembered (it depends on the value).
+ */
+type MapOne = (e: ErrorObject, data: unknown) => Mapped;
+
+const rememberingMapOne = (): MapOne => {
+  // By schema location first: Ajv's are constants of the generated code, so that lookup hashes nothing new.
+  const bySchemaPath = new Map<string, Map<string, Mapped>>();
+  let remembered = 0;
+  return (e, data) => {
+    const at = e.instancePath;
+    if (HAS_INDEX_SEGMENT.test(at)) return mapOne(e, data);
+    const p = e.params as Record<string, unknown>;
+    const named = p['missingProperty'] ?? p['additionalProperty'] ?? p['unevaluatedProperty'] ?? (e as { propertyName?: unknown }).propertyName;
+    const variable = e.keyword === 'type' ? jsonTypeOf(e.data) : named === undefined ? '' : String(named);
+    const key = variable === '' ? at : `${at}\u0001${variable}`;
+    if (key.length > MAX_REMEMBERED_KEY) return mapOne(e, data);
+    let here = bySchemaPath.get(e.schemaPath);
+    if (here === undefined) bySchemaPath.set(e.schemaPath, (here = new Map()));
+    let m = here.get(key);
+    if (m === undefined) {
+      m = mapOne(e, data);
+      if (++remembered > MAX_REMEMBERED) {
+        bySchemaPath.clear();
+        bySchemaPath.set(e.schemaPath, (here = new Map()));
+        remembered = 1;
+      }
+      here.set(key, m);
+    }
+    return m;
+  };
+};
+
+const HAS_INDEX_SEGMENT = /\/\d+(\/|$)/;
+const MAX_REMEMBERED = 256;
+const MAX_REMEMBERED_KEY = 1024;
+
+const mapAjvErrors = (errors: readonly ErrorObject[], data: unknown, reachable: Reachable, mapped1: MapOne): ValidationError[] => {
   // Branch errors of a failed combinator are exactly the errors pushed while it ran: a contiguous run just before it.
   const kept: ErrorObject[] = [];
   for (const reported of errors) {
     // unevaluated-items.ts reports its item schema's own errors wrapped (see WrappedItemError).
     const error = reported.keyword === UNEVALUATED_ITEMS_KEYWORD ? (reported.params as unknown as WrappedItemError).inner : reported;
-    if (error.keyword === 'if' || error.keyword === 'propertyNames') continue; // their branch errors say it better
-    if (COLLAPSING.has(error.keyword)) {
-      const branches = reachable(error.parentSchema, error.keyword);
+    const keyword = error.keyword;
+    if (keyword === 'if' || keyword === 'propertyNames') continue; // their branch errors say it better
+    if (COLLAPSING.has(keyword)) {
+      const branches = reachable(error.parentSchema, keyword);
       const prefix = `${error.schemaPath}/`;
       while (kept.length > 0) {
         const top = kept[kept.length - 1] as ErrorObject;
@@ -187,20 +228,34 @@ const mapAjvErrors = (errors: readonly ErrorObject[], data: unknown, reachable: 
     kept.push(error);
   }
 
-  const mapped: Mapped[] = kept.map((e) => mapOne(e, data));
-  const typeMessage = new Map<string, string>();
-  for (const m of mapped) {
+  const mapped: Mapped[] = [];
+  let typeMessage: Map<string, string> | undefined;
+  for (const e of kept) {
+    const m = mapped1(e, data);
+    mapped.push(m);
     if (!m.isType) continue;
+    // One message per type mismatch: where a path has several, the least of them, and nothing else there.
+    typeMessage ??= new Map();
     const current = typeMessage.get(m.path);
     if (current === undefined || m.message < current) typeMessage.set(m.path, m.message);
   }
-  const lines = new Map<string, ValidationError>();
-  for (const m of mapped) {
-    const onlyType = typeMessage.get(m.path);
-    if (onlyType !== undefined && m.message !== onlyType) continue;
-    lines.set(`${m.path}\u0000${m.message}`, { path: m.path, message: m.message });
+  const only = typeMessage;
+  const said =
+    only === undefined
+      ? mapped
+      : mapped.filter((m) => {
+          const onlyType = only.get(m.path);
+          return onlyType === undefined || m.message === onlyType;
+        });
+  said.sort(compareErrors);
+  // Sorted, equal lines are neighbours: each is said once.
+  const lines: ValidationError[] = [];
+  let last: ValidationError | undefined;
+  for (const m of said) {
+    if (last !== undefined && last.path === m.path && last.message === m.message) continue;
+    lines.push((last = { path: m.path, message: m.message }));
   }
-  return [...lines.values()].sort(compareErrors);
+  return lines;
 };
 
 export const compareErrors = (a: ValidationError, b: ValidationError): number => {

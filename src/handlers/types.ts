@@ -52,6 +52,12 @@ export interface HandlerContext {
   sample?(params: SampleParams, options?: AskOptions): Promise<SampleResult>;
   /** Ask the client for its roots (`roots/list`); as `elicit`, for `roots`. */
   listRoots?(options?: AskOptions): Promise<ListRootsResult>;
+  /**
+   * What the client declared it can answer, on a stateless 2026-07-28 call (declared per request); absent on a 2025
+   * session. An upstream proxy tells a 2026-07-28 upstream these instead of Estate's own, so the upstream asks only
+   * what the caller can answer.
+   */
+  clientCapabilities?: Readonly<Record<string, unknown>>;
 }
 
 export interface AskOptions {

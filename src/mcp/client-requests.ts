@@ -142,12 +142,12 @@ const checked = <T>(method: ClientMethod, result: Record<string, unknown>): T =>
  */
 export const clientAskers =
   (ask: ClientAsk | undefined) =>
-  (signal: AbortSignal): Pick<HandlerContext, 'elicit' | 'sample' | 'listRoots'> => {
+  (signal: () => AbortSignal): Pick<HandlerContext, 'elicit' | 'sample' | 'listRoots'> => {
     const call = async (method: ClientMethod, params: Record<string, unknown>): Promise<Record<string, unknown>> => {
       if (!ask) {
         throw new ClientRequestError('unavailable', `${method} is not available here: this call has no way to ask the client`);
       }
-      return ask(method, params, signal);
+      return ask(method, params, signal());
     };
     return {
       elicit: async (params: ElicitParams): Promise<ElicitResult> => checked<ElicitResult>(ELICIT_METHOD, await call(ELICIT_METHOD, params)),
@@ -155,3 +155,24 @@ export const clientAskers =
       listRoots: async (): Promise<ListRootsResult> => checked<ListRootsResult>(ROOTS_METHOD, await call(ROOTS_METHOD, {})),
     };
   };
+
+/**
+ * A session handler's question to its client, asked only of a client that declared the capability (2025-11-25: an
+ * empty elicitation capability means form mode only; URL mode must be declared), over the session's channel.
+ */
+export const askDeclared = (
+  requests: ClientRequests | null,
+  declaredCapabilities: Record<string, unknown>,
+  q: { callId: RequestId; method: ClientMethod; params: Record<string, unknown>; signal: AbortSignal },
+): Promise<Record<string, unknown>> => {
+  const capability = CAPABILITY_OF[q.method];
+  const declared = declaredCapabilities[capability];
+  if (!isPlainObject(declared)) {
+    return Promise.reject(new ClientRequestError('capability', `${q.method} refused: the client did not declare the ${capability} capability`, undefined, capability));
+  }
+  if (q.method === ELICIT_METHOD && q.params.mode === 'url' && !isPlainObject(declared.url)) {
+    return Promise.reject(new ClientRequestError('capability', `${q.method} refused: the client did not declare URL-mode elicitation`));
+  }
+  if (!requests) return Promise.reject(new ClientRequestError('unavailable', `${q.method} is not available: this session has no channel to the client`));
+  return requests.request(q.method, q.params, q.callId, q.signal);
+};

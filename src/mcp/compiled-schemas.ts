@@ -6,7 +6,8 @@
  * yielding to the event loop between steps, so a tools/list waits at most one step. A call for a version not yet
  * ready moves it ahead of the queue and waits for its own steps only. A schema that does not compile (a version
  * written to the store before a rule existed) gets validators that refuse every call with the reason: a clear
- * `isError` result for that tool, never an internal error.
+ * `isError` result for that tool, never an internal error. Versions whose schemas are the same text share one validator
+ * (shared-validators.ts): compiled once.
  */
 import { linearRegExp } from '#domain/linear-regexp';
 import { isPlainObject, subschemas } from '#domain/json-path';
@@ -14,6 +15,7 @@ import type { SchemaCompiler } from '#domain/schema-compiler';
 import type { JsonObject } from '#domain/types';
 import type { CompiledSchema } from '#domain/validate';
 import type { CatalogueVersion, VersionDetails } from '#projections/catalogue';
+import { createSharedValidators } from './shared-validators.ts';
 
 export interface VersionSchemas {
   /** The version's schemaHash (its call records carry it). */
@@ -36,6 +38,8 @@ export interface WarmupStats {
 }
 
 export interface CompiledSchemaCache {
+  /** The version's validators if they are compiled already, else undefined; never compiles (the warm call's path). */
+  compiled(v: CatalogueVersion): VersionSchemas | undefined;
   /** The version's validators: at once when warmed, else compiled now in slices, ahead of every queued version. */
   ready(v: CatalogueVersion): Promise<VersionSchemas>;
   /** Queue the version to be compiled in the background (no-op when known). */
@@ -71,6 +75,8 @@ interface Entry {
   v: CatalogueVersion;
   schemas?: VersionSchemas;
   compiling?: Promise<VersionSchemas>;
+  /** Forgotten (its version was retired): a record still holding it finds nothing. */
+  dropped?: boolean;
 }
 
 const DEFAULT_SLICE_MS = 5;
@@ -98,6 +104,9 @@ const refusing = (v: CatalogueVersion, schemaHash: string, reason: string): Vers
 export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: CompiledSchemaCacheOptions = {}): CompiledSchemaCache => {
   // Keyed by name@version, not by record: a deprecation replaces the record but never the schemas.
   const entries = new Map<string, Entry>();
+  const shared = createSharedValidators();
+  // The same entries by record, so a warm call finds its validators without building the name@version key.
+  const byRecord = new WeakMap<CatalogueVersion, Entry>();
   const queue: string[] = [];
   const sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
   let pumping = false;
@@ -120,7 +129,11 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
     if (entries.size <= capacity) return;
     for (const [key, e] of entries) {
       if (entries.size <= capacity) break;
-      if (e.schemas !== undefined) entries.delete(key);
+      if (e.schemas === undefined) continue;
+      entries.delete(key);
+      // The record keeps its entry (byRecord) as long as it lives: let go of the validators themselves.
+      e.dropped = true;
+      e.schemas = undefined;
     }
   };
 
@@ -157,21 +170,28 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
     }
   };
 
+  /** One schema: a validator already compiled for the same text, else its patterns in slices and then Ajv. */
+  const compileOne = async (schema: JsonObject, where: string): Promise<CompiledSchema> => {
+    const known = shared.find(schema, where);
+    if (known.compiled) return known.compiled;
+    await patternsInSlices(schema);
+    await yieldToLoop();
+    // Another version with this schema may have finished while this one waited.
+    const compiled = shared.find(schema, where).compiled ?? timed(() => compiler.compile(schema, where));
+    shared.keep(known.key, compiled);
+    return compiled;
+  };
+
   const compileSliced = async (e: Entry): Promise<VersionSchemas> => {
     // Read first (from the store, when the record does not hold them): a failed read is not a schema that does not
     // compile, so it is not settled as a refusal; the next call tries again.
     const { definition: def, schemaHash } = await detailsOf(e.v);
     try {
-      await patternsInSlices(def.inputSchema);
-      await yieldToLoop();
-      const input = timed(() => compiler.compile(def.inputSchema, 'inputSchema'));
+      const input = await compileOne(def.inputSchema, 'inputSchema');
       let output: CompiledSchema | undefined;
       if (def.outputSchema) {
-        const schema = def.outputSchema;
         await yieldToLoop();
-        await patternsInSlices(schema);
-        await yieldToLoop();
-        output = timed(() => compiler.compile(schema, 'outputSchema'));
+        output = await compileOne(def.outputSchema, 'outputSchema');
       }
       return { schemaHash, input, output };
     } catch (err) {
@@ -205,28 +225,34 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
   };
 
   const entryOf = (v: CatalogueVersion): Entry => {
+    const known = byRecord.get(v);
+    if (known !== undefined && !known.dropped) return known;
     const key = keyOf(v);
     let e = entries.get(key);
     if (e === undefined) {
       e = { v };
       entries.set(key, e);
     }
+    byRecord.set(v, e);
     return e;
   };
 
   /** The entry, now the most recently used. */
   const touched = (v: CatalogueVersion): Entry => {
+    const e = entryOf(v);
     const key = keyOf(v);
-    const e = entries.get(key);
-    if (e !== undefined) {
+    if (entries.get(key) === e) {
       entries.delete(key);
       entries.set(key, e);
-      return e;
     }
-    return entryOf(v);
+    return e;
   };
 
   return {
+    compiled(v) {
+      const e = byRecord.get(v);
+      return e !== undefined && !e.dropped ? e.schemas : entries.get(keyOf(v))?.schemas;
+    },
     ready: (v) => start(touched(v)),
     warm(v) {
       if (closed || entries.has(keyOf(v))) return;
@@ -238,6 +264,8 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
       }
     },
     forget(v) {
+      const e = entries.get(keyOf(v));
+      if (e !== undefined) e.dropped = true;
       entries.delete(keyOf(v));
     },
     stats() {

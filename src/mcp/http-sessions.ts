@@ -12,10 +12,13 @@ import { isRequest, isResponseEnvelope, type JsonRpcCall, type JsonRpcNotificati
 import { STATEFUL_REVISIONS, STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
 import { createReplayStore } from './sse-replay-store.ts';
-import { StatefulSession, type BatchLimits } from './stateful-session.ts';
+import type { BatchLimits } from './batch-limits.ts';
+import { StatefulSession } from './stateful-session.ts';
 
 export const SESSION_IDLE_MS = SESSION_LIMIT_DEFAULTS.sessionIdleMs;
 export const KEEP_ALIVE_MS = 15_000;
+/** The revisions a session transport speaks (a session POST's MCP-Protocol-Version header must be one). */
+export const SESSION_TRANSPORT_REVISIONS: readonly string[] = [...STATEFUL_REVISIONS, STATELESS_REVISION];
 
 /** How many sessions may be open at once (docs/security.md); ESTATE_MAX_SESSIONS_PER_SUBJECT / ESTATE_MAX_SESSIONS. */
 export interface SessionCaps {
@@ -93,7 +96,7 @@ export class HttpSessions {
       enableJsonResponse: false,
       eventStore: createReplayStore(),
       keepAliveMs: KEEP_ALIVE_MS,
-      supportedProtocolVersions: [...STATEFUL_REVISIONS, STATELESS_REVISION],
+      supportedProtocolVersions: [...SESSION_TRANSPORT_REVISIONS],
       onsessionclosed: () => this.drop(id),
     });
     const session = new StatefulSession(this.core, {

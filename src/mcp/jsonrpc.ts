@@ -42,6 +42,9 @@ export interface JsonRpcFailure {
 export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
 export type JsonRpcOutbound = JsonRpcResponse | JsonRpcNotification | JsonRpcRequest;
 
+/** The error a response carries, if it is one. */
+export const errorOfResponse = (r: JsonRpcResponse): JsonRpcErrorObject | undefined => ('error' in r ? r.error : undefined);
+
 export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
 export const METHOD_NOT_FOUND = -32601;
@@ -60,6 +63,25 @@ export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 export const STORE_UNAVAILABLE = -32050;
 
 export const success = (id: RequestId, result: Record<string, unknown>): JsonRpcSuccess => ({ jsonrpc: '2.0', id, result });
+
+const JSON_TEXT = Symbol('estate.jsonText');
+
+/**
+ * A result whose JSON text is already known (a tools/list page, serialized once per view revision: list-cache.ts): the
+ * same object, frozen, carrying its text under a symbol that spreads and JSON.stringify skip. `responseText` writes the
+ * text as it is; anything else (stdio, batches, the SDK transport, tests) reads and serializes the object as usual.
+ */
+export const withJsonText = <T extends Record<string, unknown>>(value: T): T =>
+  Object.freeze(Object.defineProperty(value, JSON_TEXT, { value: JSON.stringify(value) }));
+
+export const jsonTextOf = (value: unknown): string | undefined =>
+  typeof value === 'object' && value !== null ? ((value as Record<symbol, string | undefined>)[JSON_TEXT] ?? undefined) : undefined;
+
+/** A response's JSON text; a result made by withJsonText is spliced in without serializing it again. */
+export const responseText = (r: JsonRpcResponse): string => {
+  const text = 'result' in r ? jsonTextOf(r.result) : undefined;
+  return text === undefined ? JSON.stringify(r) : `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${text}}`;
+};
 
 export const failure = (id: RequestId | null, code: number, message: string, data?: unknown): JsonRpcFailure => ({
   jsonrpc: '2.0',
@@ -117,8 +139,9 @@ export const MAX_FRAME_DEPTH = 512;
  * than MAX_FRAME_DEPTH is refused (-32600) before it is parsed, with its id when a linear scan can read it.
  */
 export const parseFrame = (text: string): { ok: true; value: unknown } | { ok: false; response: JsonRpcFailure } => {
-  const scan = scanJsonDepth(text, MAX_FRAME_DEPTH);
-  if (scan.tooDeep) {
+  // Each level takes a character: a text no longer than the limit cannot nest deeper (most frames: no scan).
+  const scan = text.length > MAX_FRAME_DEPTH ? scanJsonDepth(text, MAX_FRAME_DEPTH) : undefined;
+  if (scan?.tooDeep) {
     let id: unknown = null;
     try {
       if (scan.idText !== undefined) id = JSON.parse(scan.idText) as unknown;

@@ -76,13 +76,14 @@ const METHODS: Readonly<Record<string, MethodRow>> = {
   'tools/list': {
     families: ['stateful', 'stateless'],
     run: async (ctx) => {
+      // The page's bytes are made once per view revision (list-cache.ts) and carried to the wire with the result.
       const page = await ctx.core.listTools(ctx.principal, ctx.params, ctx.revision);
       if (ctx.host.family === 'stateful') {
         ctx.host.listed(page, ctx.params);
-        return { result: page.result };
+        return { result: page.session };
       }
       // 2026-07-28: the client caches the list for ttlMs; per-principal lists are private.
-      return { result: { ...page.result, ttlMs: ctx.core.listTtlMs, cacheScope: 'private' } };
+      return { result: page.stateless(ctx.core.listTtlMs) };
     },
   },
   'tools/call': { families: ['stateful', 'stateless'], run: async (ctx) => ({ result: (await ctx.host.callTool(ctx.params)) as Record<string, unknown> }) },

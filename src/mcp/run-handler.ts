@@ -7,6 +7,7 @@ import { RETRYABLE, type SideEffect } from '#domain/types';
 import type { CallOutcome } from '#domain/events';
 import type { CallToolResult, HandlerContext, ToolHandler } from '#handlers/types';
 import { ExecutorFailure, type ExecutorTraits } from '#handlers/executor-failure';
+import { Cancellation, type Cancel } from './cancellation.ts';
 import { ClientRequestError } from './client-requests.ts';
 import { errorResult } from './error-map.ts';
 
@@ -27,9 +28,12 @@ export interface RunOptions {
   sideEffect: SideEffect;
   timeoutMs: number;
   /** Aborted when the client cancels the request. */
-  cancel?: AbortSignal;
-  /** Context members bound to one attempt's signal (the client requests a handler makes end with its attempt). */
-  withSignal?: (signal: AbortSignal) => Partial<Omit<HandlerContext, 'signal'>>;
+  cancel?: Cancel;
+  /**
+   * Context members bound to one attempt's signal (the client requests a handler makes end with its attempt). The
+   * signal is read only when used: making it costs more than most calls' handlers.
+   */
+  withSignal?: (signal: () => AbortSignal) => Partial<Omit<HandlerContext, 'signal'>>;
   /** Backoff before retry n (1-based). */
   backoffMs?: (retry: number) => number;
 }
@@ -42,8 +46,20 @@ const defaultBackoff = (retry: number): number => 50 * 2 ** (retry - 1);
 const isCallToolResult = (v: unknown): v is CallToolResult =>
   typeof v === 'object' && v !== null && Array.isArray((v as CallToolResult).content);
 
+/** The handler's context: `signal` is made when the handler first reads it (cancellation.ts). */
+const contextOf = (o: RunOptions, attempt: Cancellation): HandlerContext => {
+  const signal = (): AbortSignal => attempt.signal;
+  return {
+    ...o.context,
+    ...o.withSignal?.(signal),
+    get signal() {
+      return attempt.signal;
+    },
+  };
+};
+
 const attempt = (o: RunOptions): Promise<CallToolResult> => {
-  const ac = new AbortController();
+  const ac = new Cancellation();
   return new Promise<CallToolResult>((resolve, reject) => {
     const onCancel = () => {
       ac.abort(new Cancelled('cancelled'));
@@ -53,17 +69,17 @@ const attempt = (o: RunOptions): Promise<CallToolResult> => {
       ac.abort(new Timeout('timeout'));
       reject(new Timeout('timeout'));
     }, o.timeoutMs);
-    const done = () => {
-      clearTimeout(timer);
-      o.cancel?.removeEventListener('abort', onCancel);
-    };
     if (o.cancel?.aborted) {
-      done();
+      clearTimeout(timer);
       return reject(new Cancelled('cancelled'));
     }
-    o.cancel?.addEventListener('abort', onCancel, { once: true });
+    const offCancel = o.cancel?.onAbort(onCancel);
+    const done = () => {
+      clearTimeout(timer);
+      offCancel?.();
+    };
     Promise.resolve()
-      .then(() => o.handler(o.args, { ...o.context, ...o.withSignal?.(ac.signal), signal: ac.signal }))
+      .then(() => o.handler(o.args, contextOf(o, ac)))
       .then(
         (r) => {
           done();
@@ -78,10 +94,10 @@ const attempt = (o: RunOptions): Promise<CallToolResult> => {
   });
 };
 
-const sleep = (ms: number, cancel?: AbortSignal): Promise<void> =>
+const sleep = (ms: number, cancel?: Cancel): Promise<void> =>
   new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    cancel?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    const off = cancel?.onAbort(() => (clearTimeout(t), resolve()));
+    const t = setTimeout(() => (off?.(), resolve()), ms);
   });
 
 export const runHandler = async (o: RunOptions): Promise<HandlerRun> => {

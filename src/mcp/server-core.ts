@@ -17,7 +17,7 @@ import { ChangeNotifier } from './change-notifier.ts';
 import { isPlainObject } from './jsonrpc.ts';
 import { createSchemaWarmup, type SchemaWarmup } from './schema-warmup.ts';
 import { INCLUDE_DEPRECATED_META } from './tool-projection.ts';
-import { listToolsPage, type ListPage } from './tools-list.ts';
+import { ListPageCache, type CachedPage } from './list-cache.ts';
 import { createToolCallPipeline, type ToolCallPipeline, type ToolCallRequest } from './tools-call.ts';
 import { executorsFrom } from './tool-call/executor.ts';
 
@@ -58,6 +58,8 @@ export class ServerCore {
   private readonly warmup: SchemaWarmup;
   private readonly recorder: CallRecorder;
   private readonly metrics: ServerCoreOptions['metrics'];
+  private readonly pages = new ListPageCache();
+  private uncounted: (() => void)[] = [];
   /** Built once from the dependencies above: a call only brings its own request. */
   private readonly pipeline: ToolCallPipeline;
 
@@ -82,7 +84,7 @@ export class ServerCore {
       handlerLog: (fields) => this.handlerLog(fields),
       ...(o.stateKey ? { stateKey: o.stateKey } : {}),
       ...(o.storeRefusal ? { storeRefusal: o.storeRefusal } : {}),
-      ...(metrics ? { observe: (c: { tool: string; version: string; outcome: string; seconds: number }) => metrics.toolCall(c) } : {}),
+      ...(metrics ? { observe: (c: { tool: string; version: string; outcome: string; seconds: number }) => this.afterAnswer(() => metrics.toolCall(c)) } : {}),
     });
   }
 
@@ -90,17 +92,32 @@ export class ServerCore {
     return { tools: { listChanged: true } };
   }
 
-  async listTools(principal: Principal, params: Record<string, unknown>, revision: string): Promise<ListPage & { includeDeprecated: boolean }> {
+  /** A page of the caller's view, serialized once per view revision (list-cache.ts). */
+  async listTools(principal: Principal, params: Record<string, unknown>, revision: string): Promise<CachedPage & { includeDeprecated: boolean }> {
     const meta = isPlainObject(params._meta) ? params._meta : {};
     const includeDeprecated = meta[INCLUDE_DEPRECATED_META] === true;
     const view = this.reader.discovery.view(principal, includeDeprecated);
-    const page = await listToolsPage(view, { revision, cursor: params.cursor, pageSize: this.pageSize, details: (vs) => this.reader.details.ofMany(vs) });
+    const page = await this.pages.page(view, { revision, cursor: params.cursor, pageSize: this.pageSize }, (vs) => this.reader.details.ofMany(vs));
     return { ...page, includeDeprecated };
   }
 
   /** Count one answered request: outcome `ok` or the JSON-RPC error code. `method`: the table's label (countedMethod). */
   observeRequest(method: string, revision: string | null, outcome: string): void {
-    this.metrics?.request(method, revision ?? 'none', outcome);
+    const metrics = this.metrics;
+    if (metrics) this.afterAnswer(() => metrics.request(method, revision ?? 'none', outcome));
+  }
+
+  /**
+   * Counted once the answer is on its way: the metrics library hashes its labels on every update, and a scrape does
+   * not need the count before the caller has its answer. Everything pending is counted in one later turn.
+   */
+  private afterAnswer(count: () => void): void {
+    if (this.uncounted.push(count) > 1) return;
+    setImmediate(() => {
+      const counts = this.uncounted;
+      this.uncounted = [];
+      for (const c of counts) c();
+    });
   }
 
   callTool(req: ToolCallRequest) {
@@ -113,7 +130,15 @@ export class ServerCore {
     await this.recorder.flush();
   }
 
+  /** Built on the handler's first line: most calls log nothing, and a child logger costs more than the rest of the wiring. */
   private handlerLog(fields: Record<string, unknown>): HandlerLog {
-    return handlerLogOver(this.log.child({ ...fields, component: 'handler' }));
+    let log: HandlerLog | undefined;
+    const of = (): HandlerLog => (log ??= handlerLogOver(this.log.child({ ...fields, component: 'handler' })));
+    return {
+      debug: (msg, f) => of().debug(msg, f),
+      info: (msg, f) => of().info(msg, f),
+      warn: (msg, f) => of().warn(msg, f),
+      error: (msg, f) => of().error(msg, f),
+    };
   }
 }

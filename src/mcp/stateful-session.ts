@@ -11,15 +11,18 @@
  * of our requests (elicitation/create, sampling/createMessage): it settles that request and is never answered. Any
  * other envelope without a method still fails gate 1 as before.
  */
-import { BATCH_LIMIT_DEFAULTS } from '#config';
+import { traceRequest } from '#app/tracing';
 import type { Principal } from '#domain/types';
+import { Cancellation } from './cancellation.ts';
 import type { ViewWatcher } from './change-notifier.ts';
 import type { CallToolResult } from '#handlers/types';
-import { CAPABILITY_OF, ClientRequestError, ClientRequests, ELICIT_METHOD, type ClientMethod, type ClientSender } from './client-requests.ts';
-import { batchRefused, McpError, methodNotFound, notInitialized, toJsonRpcError } from './error-map.ts';
+import { askDeclared, CAPABILITY_OF, ClientRequests, type ClientSender } from './client-requests.ts';
+import { batchRefusal, duplicateId, type BatchLimits } from './batch-limits.ts';
+import { McpError, methodNotFound, notInitialized, toJsonRpcError } from './error-map.ts';
 import type { InputRequiredResult } from './input-required.ts';
 import {
   checkEnvelope,
+  errorOfResponse,
   failure,
   INVALID_REQUEST,
   isPlainObject,
@@ -32,18 +35,11 @@ import {
   type JsonRpcResponse,
   type RequestId,
 } from './jsonrpc.ts';
-import { allowsBatches, negotiate } from './revisions.ts';
+import { negotiate } from './revisions.ts';
 import { countedMethod, findMethod, type SessionHost } from './method-table.ts';
 import type { ServerCore } from './server-core.ts';
 import { SERVER_INFO } from './server-info.ts';
 import type { ListPage } from './tools-list.ts';
-
-/** The bound on a 2025-03-26 batch (docs/security.md): ESTATE_MAX_BATCH_MESSAGES, ESTATE_MAX_BATCH_BYTES. */
-export interface BatchLimits {
-  messages: number;
-  bytes: number;
-}
-export const DEFAULT_BATCH_LIMITS: BatchLimits = { messages: BATCH_LIMIT_DEFAULTS.maxBatchMessages, bytes: BATCH_LIMIT_DEFAULTS.maxBatchBytes };
 
 export interface SessionOptions {
   /** Session id (HTTP) or connection id (stdio): the default run id. */
@@ -59,10 +55,6 @@ export interface SessionOptions {
   batchLimits?: BatchLimits;
 }
 
-/** A request whose id is still in flight on the session: refused, so the first keeps its id (and its cancellation). */
-export const duplicateId = (id: RequestId): JsonRpcResponse =>
-  failure(id, INVALID_REQUEST, `Invalid Request: request id ${JSON.stringify(id).slice(0, 80)} is already in flight on this session`);
-
 export class StatefulSession {
   revision: string | undefined;
   client: { name: string; version: string } | null = null;
@@ -72,7 +64,7 @@ export class StatefulSession {
   /** name → version, from the last tools/list (all its pages): unpinned calls use it. */
   private listed = new Map<string, string>();
   private listing: { includeDeprecated: boolean; revision: number } | null = null;
-  private readonly inFlight = new Map<RequestId, AbortController>();
+  private readonly inFlight = new Map<RequestId, Cancellation>();
   /** Ids of requests being handled, and ids an edge has claimed for requests on their way here (see `claim`). */
   private readonly active = new Set<RequestId>();
   private readonly claimed = new Set<RequestId>();
@@ -80,6 +72,8 @@ export class StatefulSession {
   private closed = false;
   /** What the client declared in initialize: elicitation and sampling are asked only of a client that offers them. */
   private clientCapabilities: Record<string, unknown> = {};
+  /** The client declared a capability a handler may use to ask it something (elicitation, sampling, roots). */
+  private mayAsk = false;
   private readonly clientRequests: ClientRequests | null;
 
   constructor(
@@ -103,15 +97,8 @@ export class StatefulSession {
    */
   async handleFrame(raw: unknown, bytes?: number): Promise<JsonRpcResponse | JsonRpcResponse[] | null> {
     if (Array.isArray(raw)) {
-      if (!allowsBatches(this.revision) || raw.length === 0) return failure(null, INVALID_REQUEST, batchRefused().message);
-      // One POST must not become thousands of calls: the whole batch is refused, nothing in it runs.
-      const limits = this.options.batchLimits ?? DEFAULT_BATCH_LIMITS;
-      if (raw.length > limits.messages) {
-        return failure(null, INVALID_REQUEST, `Invalid Request: a batch may hold at most ${limits.messages} messages (got ${raw.length}; ESTATE_MAX_BATCH_MESSAGES)`);
-      }
-      if (bytes !== undefined && bytes > limits.bytes) {
-        return failure(null, INVALID_REQUEST, `Invalid Request: a batch may be at most ${limits.bytes} bytes (got ${bytes}; ESTATE_MAX_BATCH_BYTES)`);
-      }
+      const refused = batchRefusal(raw, this.revision, this.options.batchLimits, bytes);
+      if (refused) return refused;
       const answers = await Promise.all(raw.map((m) => this.handleRaw(m)));
       const out = answers.filter((a): a is JsonRpcResponse => a !== null);
       return out.length > 0 ? out : null;
@@ -144,6 +131,16 @@ export class StatefulSession {
     else if (this.active.has(id)) return duplicateId(id);
     this.active.add(id);
     try {
+      // One span per request (src/app/tracing.ts), parented on the caller's params._meta.traceparent.
+      return await traceRequest(countedMethod(message.method), message.params?._meta, this.revision ?? null, true, () => this.answer(message), errorOfResponse);
+    } finally {
+      this.active.delete(id);
+    }
+  }
+
+  /** Gate 5 and its answer: a result, or the error the method ended with; counted either way. */
+  private async answer(message: JsonRpcRequest): Promise<JsonRpcResponse> {
+    try {
       const answered = success(message.id, await this.dispatch(message));
       this.core.observeRequest(countedMethod(message.method), this.revision ?? null, 'ok');
       return answered;
@@ -152,8 +149,6 @@ export class StatefulSession {
       this.core.observeRequest(countedMethod(message.method), this.revision ?? null, String(err.code));
       if (!(e instanceof McpError)) this.core.log.error({ err: e, method: message.method, session: this.id }, 'request failed');
       return { jsonrpc: '2.0', id: message.id, error: err };
-    } finally {
-      this.active.delete(id);
     }
   }
 
@@ -170,6 +165,17 @@ export class StatefulSession {
 
   unclaim(id: RequestId): void {
     this.claimed.delete(id);
+  }
+
+  /**
+   * Whether answering `req` can send nothing else first: true for every method but a tools/call that may report
+   * progress (it carries a token), send log messages (a level was set) or ask the client (it declared how). Such a
+   * request may be answered as plain JSON (session-json.ts).
+   */
+  sendsOnlyItsAnswer(req: JsonRpcRequest): boolean {
+    if (req.method !== 'tools/call') return true;
+    const meta = req.params?._meta;
+    return !(isPlainObject(meta) && meta.progressToken !== undefined) && this.logLevel === undefined && !this.mayAsk;
   }
 
   /** A client's response to one of our requests; one we are not waiting for (late, or never ours) is dropped. */
@@ -227,6 +233,7 @@ export class StatefulSession {
     this.client = typeof info.name === 'string' ? { name: info.name, version: typeof info.version === 'string' ? info.version : '' } : null;
     this.revision = revision;
     this.clientCapabilities = isPlainObject(params.capabilities) ? params.capabilities : {};
+    this.mayAsk = Object.values(CAPABILITY_OF).some((c) => isPlainObject(this.clientCapabilities[c]));
     this.initialized = true;
     this.core.log.info(
       { session: this.id, transport: this.options.transport, protocolVersion: revision, requested: params.protocolVersion, client: this.client },
@@ -264,22 +271,8 @@ export class StatefulSession {
     for (const v of page.shown) this.listed.set(v.name, v.version);
   }
 
-  private ask(callId: RequestId, method: ClientMethod, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
-    const capability = CAPABILITY_OF[method];
-    const declared = this.clientCapabilities[capability];
-    if (!isPlainObject(declared)) {
-      return Promise.reject(new ClientRequestError('capability', `${method} refused: the client did not declare the ${capability} capability`, undefined, capability));
-    }
-    // 2025-11-25: an empty elicitation capability means form mode only; URL mode must be declared.
-    if (method === ELICIT_METHOD && params.mode === 'url' && !isPlainObject(declared.url)) {
-      return Promise.reject(new ClientRequestError('capability', `${method} refused: the client did not declare URL-mode elicitation`));
-    }
-    if (!this.clientRequests) return Promise.reject(new ClientRequestError('unavailable', `${method} is not available: this session has no channel to the client`));
-    return this.clientRequests.request(method, params, callId, signal);
-  }
-
   private async callTool(id: RequestId, params: Record<string, unknown>): Promise<CallToolResult | InputRequiredResult> {
-    const ac = new AbortController();
+    const ac = new Cancellation();
     this.inFlight.set(id, ac);
     try {
       const result = await this.core.callTool({
@@ -289,10 +282,10 @@ export class StatefulSession {
         protocolVersion: this.revision as string,
         client: this.client,
         listed: this.listed,
-        cancel: ac.signal,
+        cancel: ac,
         notify: (n) => (this.options.notifyRequest ? this.options.notifyRequest(n, id) : this.options.notify(n)),
         ...(this.logLevel !== undefined ? { logLevel: this.logLevel } : {}),
-        ask: (method, p, signal) => this.ask(id, method, p, signal),
+        ask: (method, p, signal) => askDeclared(this.clientRequests, this.clientCapabilities, { callId: id, method, params: p, signal }),
       });
       return result;
     } finally {

@@ -5,13 +5,15 @@
  * is the request's own unless it names one.
  */
 import { randomUUID } from 'node:crypto';
+import { traceRequest } from '#app/tracing';
 import type { Principal } from '#domain/types';
 import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
+import type { Cancel } from './cancellation.ts';
 import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
-import { isPlainObject, isRequest, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
+import { errorOfResponse, isPlainObject, isRequest, jsonTextOf, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { isInputRequiredResult } from './input-required.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
-import { findMethod, type RequestHost } from './method-table.ts';
+import { countedMethod, findMethod, type RequestHost } from './method-table.ts';
 import type { ServerCore } from './server-core.ts';
 import { SERVER_INFO } from './server-info.ts';
 
@@ -24,7 +26,7 @@ export interface StatelessContext {
   /** HTTP request headers (lower-case names); absent on stdio, where there are none to match. */
   headers?: (name: string) => string | undefined;
   /** Aborted when the client gives up on the request (HTTP disconnect, `notifications/cancelled` on stdio). */
-  cancel?: AbortSignal;
+  cancel?: Cancel;
   /** The request's channel for progress and log notifications, where the transport can carry them. */
   notify?: (n: JsonRpcNotification) => void;
 }
@@ -46,11 +48,15 @@ export type StatelessOutcome =
  * Every 2026-07-28 result says what it is (the revision's `resultType` discriminator: `complete`, or `input_required`
  * when a tool asks the client for input, SEP-2322) and names the server in `_meta`, as the revision asks of every response.
  */
-const complete = (result: Record<string, unknown>): Record<string, unknown> => ({
-  ...result,
-  resultType: isInputRequiredResult(result) ? result.resultType : 'complete',
-  _meta: { ...(isPlainObject(result._meta) ? result._meta : {}), [SERVER_INFO_META]: { ...SERVER_INFO } },
-});
+const complete = (result: Record<string, unknown>): Record<string, unknown> => {
+  // A cached page is complete already (list-cache.ts builds its 2026-07-28 form).
+  if (jsonTextOf(result) !== undefined) return result;
+  return {
+    ...result,
+    resultType: isInputRequiredResult(result) ? result.resultType : 'complete',
+    _meta: { ...(isPlainObject(result._meta) ? result._meta : {}), [SERVER_INFO_META]: { ...SERVER_INFO } },
+  };
+};
 
 const fail = (id: JsonRpcRequest['id'], e: McpError): StatelessOutcome => ({
   kind: 'response',
@@ -85,6 +91,16 @@ export const checkStatelessRequest = (req: JsonRpcRequest, ctx: StatelessContext
   return null;
 };
 
+/**
+ * A stateless request's own run id: a time-ordered UUID (version 7: 48 bits of milliseconds, then 74 random bits). Its
+ * record opens a new `run-<id>` stream, and ids that grow with time put each one at the end of the store's stream
+ * index instead of at a random page of it: fewer pages written per commit (issue 15).
+ */
+export const newRunId = (now: number = Date.now()): string => {
+  const ts = now.toString(16).padStart(12, '0');
+  return `${ts.slice(0, 8)}-${ts.slice(8, 12)}-7${randomUUID().slice(15)}`;
+};
+
 const clientOf = (req: JsonRpcRequest): { name: string; version: string } | null => {
   const meta = isPlainObject(req.params?._meta) ? req.params._meta : {};
   const info = meta[CLIENT_INFO_META];
@@ -94,10 +110,17 @@ const clientOf = (req: JsonRpcRequest): { name: string; version: string } | null
 export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ctx: StatelessContext): Promise<StatelessOutcome> => {
   if (message.method.startsWith('notifications/')) return { kind: 'none' };
   if (!isRequest(message)) return { kind: 'none' };
+  // One span per request (src/app/tracing.ts), parented on the caller's params._meta.traceparent; no session.
+  return traceRequest(countedMethod(message.method), message.params?._meta, STATELESS_REVISION, false, () => answerStateless(core, message, ctx), errorOfOutcome);
+};
+
+const errorOfOutcome = (out: StatelessOutcome) => (out.kind === 'response' ? errorOfResponse(out.response) : undefined);
+
+const answerStateless = async (core: ServerCore, message: JsonRpcRequest, ctx: StatelessContext): Promise<StatelessOutcome> => {
   const refused = checkStatelessRequest(message, ctx);
   if (refused) return fail(message.id, refused);
   const params = message.params ?? {};
-  core.log.info({ protocolVersion: STATELESS_REVISION, method: message.method, id: message.id }, 'stateless request');
+  core.log.debug({ protocolVersion: STATELESS_REVISION, method: message.method, id: message.id }, 'stateless request');
   const row = findMethod(message.method, 'stateless');
   // ping and logging/setLevel do not exist in this revision: the table says which methods do.
   if (!row) return fail(message.id, methodNotFound(message.method));
@@ -108,7 +131,7 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
       return core.callTool({
         params: p,
         principal: ctx.principal,
-        defaultRunId: randomUUID(),
+        defaultRunId: newRunId(),
         protocolVersion: STATELESS_REVISION,
         client: clientOf(message),
         ...(ctx.cancel ? { cancel: ctx.cancel } : {}),

@@ -8,7 +8,9 @@ import type { Principal } from '#domain/types';
 import { checkEnvelope, failure, isPlainObject, isRequest, parseFrame, PARSE_ERROR, type JsonRpcOutbound, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
 import { openListen, type Listen } from './listen.ts';
 import type { ServerCore } from './server-core.ts';
-import { StatefulSession, type BatchLimits } from './stateful-session.ts';
+import type { BatchLimits } from './batch-limits.ts';
+import { Cancellation } from './cancellation.ts';
+import { StatefulSession } from './stateful-session.ts';
 import { handleStateless, isStatelessMessage } from './stateless.ts';
 
 export const MAX_LINE_BYTES = 1024 * 1024;
@@ -35,7 +37,7 @@ export const serveStdio = (o: StdioOptions): StdioConnection => {
   const session = new StatefulSession(o.core, { id: o.connectionId, principal: o.principal, transport: 'stdio', notify: send, sendToClient: send, ...(o.batchLimits ? { batchLimits: o.batchLimits } : {}) });
   // Stateless work on this pipe, by request id: `notifications/cancelled` ends a listen or aborts a call.
   const listens = new Map<RequestId, Listen>();
-  const calls = new Map<RequestId, AbortController>();
+  const calls = new Map<RequestId, Cancellation>();
   const pending = new Set<Promise<void>>();
 
   const cancelStateless = (raw: unknown): void => {
@@ -51,10 +53,10 @@ export const serveStdio = (o: StdioOptions): StdioConnection => {
     const env = checkEnvelope(raw);
     if (!env.ok) return send(env.response);
     const id = isRequest(env.message) ? env.message.id : undefined;
-    const ac = new AbortController();
+    const ac = new Cancellation();
     if (id !== undefined) calls.set(id, ac);
     try {
-      const out = await handleStateless(o.core, env.message, { principal: o.principal, cancel: ac.signal, notify: send });
+      const out = await handleStateless(o.core, env.message, { principal: o.principal, cancel: ac, notify: send });
       if (out.kind === 'response') send(out.response);
       else if (out.kind === 'listen') listens.set(out.request.id, openListen(o.core, o.principal, out.request, out.toolsListChanged, send));
     } finally {

@@ -12,11 +12,13 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Principal } from '#domain/types';
 import { isJsonContentType, readBody, refuseTooLarge } from '#http/guards';
 import { header } from '#http/header';
-import { sendJson } from '#http/send-json';
+import { sendJson, sendJsonText } from '#http/send-json';
 import { httpStatusOf, notInitialized } from './error-map.ts';
-import { HttpSessions, KEEP_ALIVE_MS, type SessionCaps } from './http-sessions.ts';
-import { duplicateId, type BatchLimits } from './stateful-session.ts';
-import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
+import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
+import { answerAsJson } from './session-json.ts';
+import { Cancellation } from './cancellation.ts';
+import { duplicateId, type BatchLimits } from './batch-limits.ts';
+import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, responseText, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
 import { openListen } from './listen.ts';
 import { STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
@@ -57,17 +59,18 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
   const principalOf = (req: IncomingMessage): Principal => callers.get(req)?.principal ?? principal;
   const ownerOf = (req: IncomingMessage): string | undefined => callers.get(req)?.owner;
   const listenStreams = new Set<() => void>();
+  const jsonOptions = { revisions: SESSION_TRANSPORT_REVISIONS, onRefused: (why: string) => core.log.debug({ err: why }, 'transport error') };
 
   const stateless = async (req: IncomingMessage, res: ServerResponse, raw: unknown): Promise<void> => {
     if (Array.isArray(raw)) return sendJson(res, 400, failure(null, INVALID_REQUEST, 'Invalid Request: batches do not exist in 2026-07-28'));
     const env = checkEnvelope(raw);
     if (!env.ok) return sendJson(res, 400, env.response);
     // A client that hangs up has given up: its handler's signal is aborted (recorded `cancelled`).
-    const gaveUp = new AbortController();
+    const gaveUp = new Cancellation();
     res.on('close', () => {
       if (!res.writableFinished) gaveUp.abort();
     });
-    const ctx: StatelessContext = { principal: principalOf(req), headers: (n) => header(req, n), cancel: gaveUp.signal };
+    const ctx: StatelessContext = { principal: principalOf(req), headers: (n) => header(req, n), cancel: gaveUp };
     if (isRequest(env.message) && mayNotify(env.message) && checkStatelessRequest(env.message, ctx) === null) {
       return streamStateless(req, res, raw, ctx);
     }
@@ -77,7 +80,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       return;
     }
     if (out.kind === 'response') {
-      return sendJson(res, out.status, out.response);
+      return sendJsonText(res, out.status, responseText(out.response));
     }
     // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included).
     const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
@@ -162,6 +165,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       const id = env.message.id;
       if (!s.session.claim(id)) return sendJson(res, 400, duplicateId(id), { 'mcp-session-id': s.id });
       res.on('close', () => s.session.unclaim(id));
+      if (s.session.isInitialized && s.session.sendsOnlyItsAnswer(env.message)) return answerAsJson(req, res, s, env.message, raw, jsonOptions);
     }
     await s.transport.handleRequest(req, res, raw);
   };

@@ -6,12 +6,17 @@
  *   (answer.ts).
  * Invalid arguments are an `isError` result with the sorted error lines; nothing runs and nothing is recorded
  * (invariant 2). A round that ends in input_required is not a finished call: nothing is recorded either.
+ * Traced (src/app/tracing.ts), the call is one span and its gates are events on it: resolved, validated, repaired
+ * (when repair changed something), handler, recorded.
  */
-import { canonicalHash } from '#domain/hash';
+import { traceToolCall, type Span } from '#app/tracing';
+import type { CallToolResult } from '#handlers/types';
+import { argsHashOf } from './tool-call/args-hash.ts';
 import { progressReporter, teeLog, type ClientChannel } from './client-channel.ts';
 import { clientAskers } from './client-requests.ts';
 import { missingCapability } from './error-map.ts';
-import { admitArguments } from './tool-call/admit.ts';
+import type { InputRequiredResult } from './input-required.ts';
+import { admitArguments, argumentLimitRefusal } from './tool-call/admit.ts';
 import { answer, inputRequiredAnswer } from './tool-call/answer.ts';
 import { checkOutput } from './tool-call/check-output.ts';
 import { executeCall } from './tool-call/execute.ts';
@@ -39,74 +44,104 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
   const now = deps.now ?? Date.now;
   const executeDeps = { recorder: deps.recorder, now, ...(deps.storeRefusal ? { storeRefusal: deps.storeRefusal } : {}) };
 
-  return {
-    async call(req) {
-      const p = readCallParams(req);
-      const { v, executor } = resolveCall(deps, p, req.principal, req.listed);
-      const facts = { v, runId: p.runId, protocolVersion: req.protocolVersion };
-      const schemas = () => deps.schemas.ready(v);
+  /** One call; `span` is undefined when tracing is off or the trace is not sampled (then no event is even built). */
+  const call = async (req: ToolCallRequest, span: Span | undefined): Promise<CallToolResult | InputRequiredResult> => {
+    const p = readCallParams(req);
+    const { v, executor } = resolveCall(deps, p, req.principal, req.listed);
+    if (span) {
+      span.updateName(`execute_tool ${v.name}`);
+      span.setAttributes({ 'gen_ai.tool.name': v.name, 'estate.tool.version': v.version, 'estate.run_id': p.runId });
+      span.addEvent('resolved', { 'estate.tool.version': v.version, 'estate.pinned': p.pinned !== undefined });
+    }
+    const facts = { v, runId: p.runId, protocolVersion: req.protocolVersion };
+    const tooBig = argumentLimitRefusal(p.received);
+    if (tooBig) {
+      span?.setAttribute('estate.outcome', 'invalid_arguments');
+      return answer(facts, tooBig);
+    }
+    // Warm: the validators are there and nothing is awaited; a version's first call may wait for its own compile.
+    const schemas = deps.schemas.compiled(v) ?? (await deps.schemas.ready(v));
+    // The hash comes with the schemas: a record does not hold it (it is read with the version's details).
+    const schemaHash = schemas.schemaHash;
+    span?.setAttribute('estate.tool.schema_hash', schemaHash);
+    const admitted = admitArguments(v, schemas, p.received);
+    span?.addEvent('validated', { 'estate.admitted': admitted.ok });
+    if (!admitted.ok) {
+      span?.setAttribute('estate.outcome', 'invalid_arguments');
+      return answer(facts, admitted.refusal);
+    }
+    if (admitted.repairs.length > 0) span?.addEvent('repaired', { 'estate.repairs': admitted.repairs.length });
+    const argsHash = argsHashOf(p.received);
+    const rounds = openInputRounds(p, v, executor, deps.stateKey, argsHash);
 
-      const admitted = await admitArguments(v, schemas, p.received);
-      if (!admitted.ok) return answer(facts, admitted.refusal);
-      const { schemaHash } = await schemas();
-      const rounds = openInputRounds(p, v, executor, deps.stateKey);
-
-      const observe = (outcome: string, since: number): void =>
-        deps.observe?.({ tool: v.name, version: v.version, outcome, seconds: Math.max(0, now() - since) / 1000 });
-      const channel = channelOf(req, p.meta);
-      const argsHash = canonicalHash(p.received);
-      const { callId, started, run } = await executeCall(
-        { ...executeDeps, observe },
-        {
-          v,
-          executor,
-          args: admitted.args,
+    const observe = (outcome: string, since: number): void =>
+      deps.observe?.({ tool: v.name, version: v.version, outcome, seconds: Math.max(0, now() - since) / 1000 });
+    const channel = channelOf(req, p.meta);
+    const { callId, started, run } = await executeCall(
+      { ...executeDeps, observe },
+      {
+        v,
+        executor,
+        args: admitted.args,
+        principal: req.principal,
+        runId: p.runId,
+        argsHash,
+        context: {
           principal: req.principal,
           runId: p.runId,
-          argsHash,
-          context: {
-            principal: req.principal,
-            runId: p.runId,
-            tool: { name: v.name, version: v.version, schemaHash },
-            log: teeLog(deps.handlerLog({ runId: p.runId, tool: v.name, version: v.version }), channel, v.name),
-            progress: progressReporter(channel),
-          },
-          withSignal: rounds?.kind === 'rounds' ? () => rounds.round.askers() : rounds?.kind === 'once' ? () => rounds.askers : clientAskers(req.ask),
-          ...(req.cancel ? { cancel: req.cancel } : {}),
+          tool: { name: v.name, version: v.version, schemaHash },
+          log: teeLog(deps.handlerLog({ runId: p.runId, tool: v.name, version: v.version }), channel, v.name),
+          progress: progressReporter(channel),
+          ...(p.input ? { clientCapabilities: p.input.capabilities } : {}),
         },
-      );
+        withSignal: rounds?.kind === 'rounds' ? () => rounds.round.askers() : rounds?.kind === 'once' ? () => rounds.askers : clientAskers(req.ask),
+        ...(req.cancel ? { cancel: req.cancel } : {}),
+      },
+    );
+    span?.addEvent('handler', { 'estate.outcome': run.outcome, 'estate.attempts': run.attempts });
 
-      if (rounds?.kind === 'rounds') {
-        // Not a finished call: nothing is recorded until the run that needs no more input (docs/decisions.md).
-        if (rounds.round.pending.size > 0) return inputRequiredAnswer(facts, rounds.round.result(rounds.identity, deps.stateKey));
-        // 2026-07-28: a handler that needs a capability the request did not declare is the protocol's -32021, not a
-        // tool failure (SPEC §3's stateless gate, reached where the need is known). Nothing finished: no record.
-        if (run.refusal?.reason === 'capability' && run.refusal.capability) throw missingCapability(run.refusal.capability);
+    if (rounds?.kind === 'rounds') {
+      // Not a finished call: nothing is recorded until the run that needs no more input (docs/decisions.md).
+      if (rounds.round.pending.size > 0) {
+        span?.setAttribute('estate.outcome', 'input_required');
+        return inputRequiredAnswer(facts, rounds.round.result(rounds.identity, deps.stateKey));
       }
+      // 2026-07-28: a handler that needs a capability the request did not declare is the protocol's -32021, not a
+      // tool failure (SPEC §3's stateless gate, reached where the need is known). Nothing finished: no record.
+      if (run.refusal?.reason === 'capability' && run.refusal.capability) throw missingCapability(run.refusal.capability);
+    }
 
-      const { result, outcome } = checkOutput((await schemas()).output, run.result, run.outcome);
-      try {
-        await recordCall(deps.recorder, {
-          v,
-          schemaHash,
-          principal: req.principal,
-          runId: p.runId,
-          client: req.client,
-          protocolVersion: req.protocolVersion,
-          argsHash,
-          repairs: admitted.repairs,
-          outcome,
-          attempts: run.attempts,
-          callId,
-          started,
-          finished: now(),
-        });
-      } catch (e) {
-        observe('store_unavailable', started);
-        throw e;
-      }
-      observe(outcome, started);
-      return answer({ ...facts, repairs: admitted.repairs }, result);
-    },
+    const { result, outcome } = checkOutput(schemas.output, run.result, run.outcome);
+    try {
+      await recordCall(deps.recorder, {
+        v,
+        schemaHash,
+        principal: req.principal,
+        runId: p.runId,
+        client: req.client,
+        protocolVersion: req.protocolVersion,
+        argsHash,
+        repairs: admitted.repairs,
+        outcome,
+        attempts: run.attempts,
+        callId,
+        started,
+        finished: now(),
+      });
+    } catch (e) {
+      observe('store_unavailable', started);
+      throw e;
+    }
+    if (span) {
+      span.addEvent('recorded', { 'estate.outcome': outcome });
+      span.setAttribute('estate.outcome', outcome);
+    }
+    observe(outcome, started);
+    // A call that ran once and must not run again (a proxied non_idempotent tool) is recorded as it ended, and a
+    // question the client never declared it could answer is still the protocol's -32021 to it.
+    if (rounds?.kind === 'once' && run.refusal?.reason === 'capability' && run.refusal.capability) throw missingCapability(run.refusal.capability);
+    return answer({ ...facts, repairs: admitted.repairs }, result);
   };
+
+  return { call: (req) => traceToolCall((span) => call(req, span)) };
 };

@@ -34,28 +34,25 @@ export interface ListPage {
   shown: readonly CatalogueVersion[];
 }
 
-export interface ListOptions {
-  revision: string;
-  cursor?: unknown;
-  pageSize: number;
-  /** The shown versions' details, in order (the reader's: held, cached or read from the store). */
-  details: (vs: readonly CatalogueVersion[]) => Promise<VersionDetails[]>;
-}
+/** Where the page a cursor names starts: 0 without one; a cursor that is not ours, or of another revision, is refused. */
+export const pageOffset = (view: DiscoveryView, cursor: unknown): number => {
+  if (cursor === undefined) return 0;
+  const c = decodeCursor(cursor);
+  if (c.r !== view.revision) throw cursorExpired();
+  return c.o;
+};
 
-/** The page is cut from the view at once (a change while the details are read cannot shift it). */
-export const listToolsPage = async (view: DiscoveryView, options: ListOptions): Promise<ListPage> => {
-  let offset = 0;
-  if (options.cursor !== undefined) {
-    const c = decodeCursor(options.cursor);
-    if (c.r !== view.revision) throw cursorExpired();
-    offset = c.o;
-  }
-  const shown = view.entries.slice(offset, offset + options.pageSize);
+/** The versions of the page at `offset` (from pageOffset): cut from the view at once, before their details are read. */
+export const pageVersions = (view: DiscoveryView, offset: number, pageSize: number): CatalogueVersion[] => view.entries.slice(offset, offset + pageSize);
+
+/** The page at `offset` (from pageOffset), of `shown` (pageVersions) with their details, in order. */
+export const listToolsPage = (
+  view: { revision: number; size: number },
+  options: { revision: string; offset: number; shown: readonly CatalogueVersion[]; details: readonly VersionDetails[] },
+): ListPage => {
+  const { offset, shown, details } = options;
   const end = offset + shown.length;
-  const more = end < view.entries.length;
-  const revision = view.revision;
-  const details = await options.details(shown);
   const result: Record<string, unknown> = { tools: shown.map((v, i) => toMcpTool(v, details[i] as VersionDetails, options.revision)) };
-  if (more) result.nextCursor = encodeCursor({ r: revision, o: end });
+  if (end < view.size) result.nextCursor = encodeCursor({ r: view.revision, o: end });
   return { result, shown };
 };

@@ -3,8 +3,8 @@
  * result returns). Appends run in `BEGIN IMMEDIATE`, which takes the write lock before the revision check, so the
  * check and the insert are atomic across every process sharing the file; the others wait up to the busy timeout.
  */
-import { mkdirSync, watch, type FSWatcher } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
   ConcurrencyError,
@@ -18,6 +18,7 @@ import {
 } from '#app/ports';
 import { checkExpectedRevision } from './expected-revision.ts';
 import { createSqliteSnapshots } from './sqlite-snapshots.ts';
+import { checkExternalCommits, releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
 export interface SqliteEventStoreOptions {
@@ -49,56 +50,11 @@ const SCHEMA = `
 /** [position, stream_id, revision, type, data, recorded_at], read raw: arrays are cheaper than row objects. */
 type RawRow = [number, string, number, string, string, string];
 
-/** Appends from any store instance in this process wake the subscriptions on the same file at once. */
-const localAppendListeners = new Map<string, Set<() => void>>();
-
 /** The durability settings of a store's own connection (PRAGMAs are per connection: only it can answer them). */
 export interface SqliteDurability {
   journalMode: string;
   /** 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA. */
   synchronous: number;
-}
-
-/**
- * Other processes' appends: every commit writes the WAL file (`<file>-wal`), so a watch on its directory filtered to
- * that name wakes the subscriptions on the file. A hint only (inotify may coalesce or drop events; the WAL may be
- * recreated): the subscriptions still poll, at a longer interval. One watch per file per process, while anyone tails.
- *
- * The write that fires the watch comes BEFORE the commit is visible (the writer then fsyncs the WAL and updates the
- * shared-memory index, which raises no file event), so a reader woken at once may find nothing yet: each burst of
- * WAL writes also schedules re-reads shortly after its last write, spaced out to outlast a slow fsync.
- */
-const SETTLE_MS = [5, 25, 100, 400];
-const walWatchers = new Map<string, { watcher: FSWatcher; timers: NodeJS.Timeout[] }>();
-
-function watchWal(file: string, listeners: Set<() => void>): boolean {
-  if (walWatchers.has(file)) return true;
-  const wal = `${basename(file)}-wal`;
-  const wakeAll = (): void => {
-    for (const wake of listeners) wake();
-  };
-  try {
-    const timers: NodeJS.Timeout[] = [];
-    const watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
-      if (name !== wal) return;
-      wakeAll();
-      for (const t of timers.splice(0)) clearTimeout(t);
-      for (const ms of SETTLE_MS) timers.push(setTimeout(wakeAll, ms).unref());
-    });
-    watcher.on('error', () => unwatchWal(file));
-    walWatchers.set(file, { watcher, timers });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function unwatchWal(file: string): void {
-  const entry = walWatchers.get(file);
-  if (!entry) return;
-  walWatchers.delete(file);
-  entry.watcher.close();
-  for (const t of entry.timers.splice(0)) clearTimeout(t);
 }
 
 export function createSqliteEventStore(options: SqliteEventStoreOptions): EventStore & { durability(): SqliteDurability } {
@@ -166,13 +122,20 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     });
   });
 
-  const listeners = localAppendListeners.get(file) ?? new Set<() => void>();
-  localAppendListeners.set(file, listeners);
+  // Other connections' commits move it; this connection's own do not (they are told by wakeLocal instead).
+  const dataVersionStmt = db.prepare<[], number>('PRAGMA data_version').pluck();
+  let seenVersion = dataVersionStmt.get() as number;
+  const stopChecking = checkExternalCommits(file, () => {
+    const v = dataVersionStmt.get() as number;
+    if (v === seenVersion) return false;
+    seenVersion = v;
+    return true;
+  });
   // Probed once: where no watch can be set (some network file systems), the poll is the only way and stays short.
-  const watchable = watchWal(file, listeners);
-  if (listeners.size === 0) unwatchWal(file);
+  const watchable = watchWal(file);
+  releaseWakes(file);
   const pollIntervalMs = options.pollIntervalMs ?? (watchable ? 1000 : 50);
-  const ownListeners = new Set<() => void>();
+  const ownWakes = new Set<Wake>();
   const subscriptions = new OpenSubscriptions();
   const snapshots = createSqliteSnapshots(file, options.busyTimeoutMs ?? 30_000);
   let closed = false;
@@ -185,7 +148,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     } catch (error) {
       throw asConcurrencyError(error, requests) ?? error;
     }
-    for (const wake of listeners) wake();
+    wakeLocal(
+      file,
+      requests.map((r) => r.streamId),
+    );
     return results;
   }
 
@@ -224,10 +190,14 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       // otherwise re-read every call record since the last catalogue change on each wake-up (one per call). Writers
       // are serialised and positions assigned in commit order, so nothing can later appear at or below the head
       // read here. The cursor moves only on EMPTY pages: a delivered page may be offered again, so it stays readable.
-      const prefix = options.streamPrefix;
+      const prefix = options.streamPrefix ?? '';
       let skipTo = 0;
-      const readPage = (after: string | null): StoredEvent[] => {
-        if (prefix === undefined || prefix === '') return readAll({ after });
+      // A read that found nothing stays true until this process appends to a matching stream (`dirty`) or another
+      // connection commits (data_version moves): until then a wake-up (the WAL watch, the poll) costs one PRAGMA.
+      let dirty = true;
+      let quiet: { after: string | null; version: number } | null = null;
+      const readRows = (after: string | null): StoredEvent[] => {
+        if (prefix === '') return readAll({ after });
         const from = Math.max(parsePosition(after), skipTo);
         const head = headPositionStmt.get()?.head ?? 0;
         if (!anyStreamWith(prefix)) {
@@ -238,18 +208,33 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         if (rows.length === 0) skipTo = head;
         return rows.map(toStored);
       };
+      const readPage = (after: string | null): StoredEvent[] => {
+        const version = dataVersionStmt.get() as number;
+        if (!dirty && quiet !== null && quiet.version === version && quiet.after === after) return [];
+        dirty = false;
+        const page = readRows(after);
+        quiet = page.length === 0 ? { after, version } : null;
+        return page;
+      };
       const subscription = tailSubscription({
         subscribe: options,
         readPage: (after) => settle(() => readPage(after)),
         pollIntervalMs,
         onLocalAppend(wake) {
-          listeners.add(wake);
-          ownListeners.add(wake);
-          if (watchable) watchWal(file, listeners);
+          const onAppend: Wake = (streams) => {
+            if (streams !== null) {
+              if (prefix !== '' && !streams.some((s) => s.startsWith(prefix))) return;
+              dirty = true;
+            }
+            wake();
+          };
+          wakesOf(file).add(onAppend);
+          ownWakes.add(onAppend);
+          if (watchable) watchWal(file);
           return () => {
-            listeners.delete(wake);
-            ownListeners.delete(wake);
-            if (listeners.size === 0) unwatchWal(file);
+            wakesOf(file).delete(onAppend);
+            ownWakes.delete(onAppend);
+            releaseWakes(file);
           };
         },
       });
@@ -260,11 +245,9 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       if (closed) return;
       closed = true;
       await subscriptions.closeAll();
-      for (const wake of ownListeners) listeners.delete(wake);
-      if (listeners.size === 0) {
-        localAppendListeners.delete(file);
-        unwatchWal(file);
-      }
+      for (const wake of ownWakes) wakesOf(file).delete(wake);
+      stopChecking();
+      releaseWakes(file);
       snapshots.close();
       db.close();
     },

@@ -1,6 +1,7 @@
 /** The upstream registry's (registry.ts) words about a target and a drift: how a target is shown, the next pinned
  * version for a drift level, and the text diff a reviewer reads. */
 import { createTwoFilesPatch } from 'diff';
+import { DomainError } from '#domain/errors';
 import type { UpstreamCandidate, UpstreamTarget } from '#domain/events';
 import { canonicalJson } from '#domain/hash';
 import { parseVersion } from '#domain/semver';
@@ -32,4 +33,14 @@ export const textDiff = (pinned: ToolDefinition, c: UpstreamCandidate): string |
   const patch = createTwoFilesPatch(`${pinned.name}@${pinned.version}`, `${c.name} (upstream)`, a, b, undefined, undefined, { context: 2 });
   // Drop the "Index"/separator preamble: keep from the first ---.
   return patch.slice(patch.indexOf('---'));
+};
+
+/**
+ * A reviewer decides on the candidate they were shown: if the upstream changed it again since (a second drift), the
+ * decision is refused rather than applied to text nobody read.
+ */
+export const stillTheCandidate = (tool: string, pending: string, shown: string | undefined): void => {
+  if (shown !== undefined && shown !== pending) {
+    throw new DomainError('conflict', 'drift-changed', `the pending candidate for ${tool} changed since it was shown (now ${pending.slice(0, 12)}): review the new one`);
+  }
 };

@@ -8,15 +8,20 @@
  * The upstream's log messages, elicitation and sampling requests are relayed to the call they belong to (relay.ts
  * says how Estate tells).
  */
+import { ProtocolError } from '@modelcontextprotocol/client';
 import { exponentialBackoff } from '#app/backoff';
 import type { Log } from '#app/log';
+import { markFailed, traceUpstreamCall } from '#app/tracing';
+import type { UpstreamTarget } from '#domain/events';
 import { ExecutorFailure } from '#handlers/executor-failure';
 import type { CallToolResult, HandlerContext } from '#handlers/types';
-import type { UpstreamTarget } from '#domain/events';
+import { LOG_LEVEL_META } from '#mcp/client-channel';
+import { ClientRequestError } from '#mcp/client-requests';
+import { MISSING_CLIENT_CAPABILITY } from '#mcp/jsonrpc';
+import { CLIENT_CAPABILITIES_META } from '#mcp/revisions';
 import { CircuitBreaker, type BreakerOptions } from './breaker.ts';
 import { describeFailure, openUpstream, STATELESS_REVISION, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
 import { keepListening } from './listen.ts';
-import { LOG_LEVEL_META } from '#mcp/client-channel';
 import { CallRelay } from './relay.ts';
 
 export interface LinkOptions {
@@ -40,6 +45,22 @@ const textOf = (r: CallToolResult): string =>
     .map((c) => (c.type === 'text' && typeof c.text === 'string' ? c.text : `<${c.type}>`))
     .join('\n')
     .slice(0, 4000);
+
+/** What a caller declared that Estate can relay (never more than Estate itself declares to the upstream). */
+const RELAYED_CAPABILITIES = ['elicitation', 'sampling', 'roots'];
+const callerCapabilities = (ctx: HandlerContext): Record<string, unknown> => {
+  if (ctx.clientCapabilities === undefined) return {};
+  const declared = Object.fromEntries(RELAYED_CAPABILITIES.filter((c) => isObject(ctx.clientCapabilities?.[c])).map((c) => [c, ctx.clientCapabilities?.[c]]));
+  return { [CLIENT_CAPABILITIES_META]: declared };
+};
+const isObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The capability an upstream's -32021 (MissingRequiredClientCapabilityError) names, if that is what it answered. */
+const missingCapabilityOf = (e: unknown): string | undefined => {
+  if (!(e instanceof ProtocolError) || e.code !== MISSING_CLIENT_CAPABILITY) return undefined;
+  const required = (e.data as { requiredCapabilities?: unknown } | undefined)?.requiredCapabilities;
+  return (isObject(required) ? Object.keys(required as object)[0] : undefined) ?? 'unknown';
+};
 
 export class UpstreamLink {
   readonly ns: string;
@@ -128,7 +149,7 @@ export class UpstreamLink {
     );
   }
 
-  /** Proxy one call. Returns the upstream's result, or throws an ExecutorFailure with the outcome. */
+    /** Proxy one call. Returns the upstream's result, or throws an ExecutorFailure with the outcome. */
   async call(upstreamTool: string, args: Record<string, unknown>, ctx: HandlerContext): Promise<CallToolResult> {
     if (!this.breaker.admit()) throw this.unavailable(false); // failing fast: nothing is sent
     let session: UpstreamSession;
@@ -151,22 +172,36 @@ export class UpstreamLink {
       };
       // Inside the relay's context: what the upstream sends on this call's own channel is relayed to this caller.
       // 2026-07-28 upstreams log only at a level named on the call: ask for everything (each caller's level is applied when relaying).
-      const params = { name: upstreamTool, arguments: args, ...(session.protocolVersion === STATELESS_REVISION ? { _meta: { [LOG_LEVEL_META]: 'debug' } } : {}) };
-      const r = (await this.relay.run(ctx, () => session.client.callTool(params, options))) as CallToolResult;
+      // Traced, the call is a CLIENT span whose context travels in `_meta` (traceparent, tracestate): the upstream's
+      // spans join the caller's trace (src/app/tracing.ts). A 2026-07-28 upstream is also told what THIS caller declared
+      // it can answer (what Estate can relay of it), so it asks only that; the SDK's own envelope would claim everything.
+      const r = await traceUpstreamCall(this.ns, upstreamTool, async (trace, span) => {
+        const revision = session.protocolVersion === STATELESS_REVISION ? { [LOG_LEVEL_META]: 'debug', ...callerCapabilities(ctx) } : undefined;
+        const meta = trace || revision ? { ...revision, ...trace } : undefined;
+        const params = { name: upstreamTool, arguments: args, ...(meta ? { _meta: meta } : {}) };
+        const answer = (await this.relay.run(ctx, () => session.client.callTool(params, options))) as CallToolResult;
+        if (answer.isError) markFailed(span, 'upstream_error');
+        return answer;
+      });
       this.breaker.success();
       this.restarts = 0;
-      if (r.isError) throw new ExecutorFailure('upstream_error', `upstream ${this.ns}: ${textOf(r)}`, false);
+      if (r.isError) throw this.relay.undeclaredCapability(ctx) ?? new ExecutorFailure('upstream_error', `upstream ${this.ns}: ${textOf(r)}`, false);
       const { _meta: _m, ...result } = r;
       return result as CallToolResult;
     } catch (e) {
-      if (e instanceof ExecutorFailure) throw e;
+      if (e instanceof ExecutorFailure || e instanceof ClientRequestError) throw e;
       if (ctx.signal.aborted) {
         this.breaker.abandon();
         throw e;
       }
+      const undeclared = missingCapabilityOf(e);
+      if (undeclared !== undefined) {
+        this.breaker.success();
+        throw new ClientRequestError('capability', `upstream ${this.ns} needs the ${undeclared} capability, which the caller did not declare`, undefined, undeclared);
+      }
       if (upstreamAnswered(e)) {
         this.breaker.success();
-        throw new ExecutorFailure('upstream_error', `upstream ${this.ns}: ${describeFailure(e)}`, false);
+        throw this.relay.undeclaredCapability(ctx) ?? new ExecutorFailure('upstream_error', `upstream ${this.ns}: ${describeFailure(e)}`, false);
       }
       this.breaker.failure();
       this.o.log.warn({ upstream: this.ns, tool: upstreamTool, error: describeFailure(e) }, 'upstream call failed');

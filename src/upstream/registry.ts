@@ -13,7 +13,7 @@ import { baselineOf } from '#domain/guard';
 import type { DefinitionChecker } from '#app/definition-budget';
 import type { Reason, ToolAccess, ToolDefinition } from '#domain/types';
 import { foldUpstream, pendingDrift, type DriftData, type UpstreamState } from '#projections/upstreams';
-import { describeTarget, nextVersion, sameText, textDiff } from './drift-text.ts';
+import { describeTarget, nextVersion, sameText, stillTheCandidate, textDiff } from './drift-text.ts';
 import { contentHash, mapCandidates, mapToolName, NS_PATTERN, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
 
 export { describeTarget, nextVersion, textDiff } from './drift-text.ts';
@@ -228,12 +228,13 @@ export class UpstreamRegistry {
    * Publish a tool's pending candidate through the normal publish guard. Version: `version` if given, else the
    * pinned one bumped by the level (1.0.0 for an initial candidate). `access` overrides the candidate's access.
    */
-  async approveOne(ns: string, tool: string, o: { by: string; version?: string; access?: Partial<ToolAccess> }): Promise<PublishOutcome> {
+  async approveOne(ns: string, tool: string, o: { by: string; version?: string; access?: Partial<ToolAccess>; candidateHash?: string }): Promise<PublishOutcome> {
     const { state } = await this.active(ns);
     const t = state.tools.get(tool);
     const pinned = await this.pinned(tool);
     const d = t ? pendingDrift(t, pinned ? contentHash(pinned) : undefined) : undefined;
     if (!t || !d) throw new DomainError('not-found', 'no-pending-drift', `no pending candidate for ${tool}`);
+    stillTheCandidate(tool, d.candidateHash, o.candidateHash);
     const version = o.version ?? nextVersion(pinned?.version, d.level);
     const access = { ...d.candidate.access, ...o.access };
     const def: ToolDefinition = {
@@ -263,7 +264,7 @@ export class UpstreamRegistry {
     return out;
   }
 
-  async reject(ns: string, tool: string, reason: string, by: string): Promise<{ ns: string; tool: string; candidateHash: string; position: string }> {
+  async reject(ns: string, tool: string, reason: string, by: string, candidateHash?: string): Promise<{ ns: string; tool: string; candidateHash: string; position: string }> {
     if (!reason.trim()) throw new DomainError('usage', 'reason-required', `reject ${tool}: --reason is required`);
     for (let attempt = 1; ; attempt++) {
       const { state, revision } = await this.active(ns);
@@ -271,6 +272,7 @@ export class UpstreamRegistry {
       const pinned = await this.pinned(tool);
       const d = t ? pendingDrift(t, pinned ? contentHash(pinned) : undefined) : undefined;
       if (!d) throw new DomainError('not-found', 'no-pending-drift', `no pending candidate for ${tool}`);
+      stillTheCandidate(tool, d.candidateHash, candidateHash);
       try {
         const r = await this.append(ns, [{ type: 'UpstreamDriftRejected', data: { ns, tool, candidateHash: d.candidateHash, reason, by, at: this.clock.now() } }], revision);
         return { ns, tool, candidateHash: d.candidateHash, position: r.positions[0] as string };

@@ -17,6 +17,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { ProtocolError } from '@modelcontextprotocol/client';
 import type { ElicitParams, HandlerContext, SampleParams } from '#handlers/types';
+import { ClientRequestError } from '#mcp/client-requests';
 import type { Log } from '#app/log';
 
 const LOG_LEVELS = new Set(['debug', 'info', 'warn', 'error']);
@@ -39,6 +40,8 @@ export class CallRelay {
   private readonly current = new AsyncLocalStorage<HandlerContext>();
   private readonly inflight = new Set<HandlerContext>();
   private readonly asked = new WeakMap<HandlerContext, number>();
+  /** A question the caller could not be asked because it did not declare the capability (the first, per call). */
+  private readonly undeclared = new WeakMap<HandlerContext, ClientRequestError>();
 
   constructor(
     private readonly ns: string,
@@ -104,7 +107,17 @@ export class CallRelay {
     try {
       return (await answer) as Record<string, unknown>;
     } catch (e) {
+      if (e instanceof ClientRequestError && e.reason === 'capability' && !this.undeclared.has(ctx)) this.undeclared.set(ctx, e);
       throw new ProtocolError(-32603, `the caller did not answer: ${e instanceof Error ? e.message : String(e)}`);
     }
+  }
+
+  /**
+   * Why a call failed, when the upstream asked the caller something the caller never declared it could answer: the
+   * upstream judged by Estate's own capabilities (it declares them all, to relay them), so this is the protocol's
+   * missing-capability refusal for the CALLER (-32021 on 2026-07-28), not the upstream's failure.
+   */
+  undeclaredCapability(ctx: HandlerContext): ClientRequestError | undefined {
+    return this.undeclared.get(ctx);
   }
 }

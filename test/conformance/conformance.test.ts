@@ -15,9 +15,9 @@ if (!enabled) {
   console.warn(`SKIPPED: MCP conformance suites (neither CI=true nor ESTATE_CONFORMANCE=1); ${HOW}`);
 }
 
-const runScript = (): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+const runScript = (env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn('bash', [join(REPO_ROOT, 'scripts', 'conformance.sh')], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [join(REPO_ROOT, 'scripts', 'conformance.sh')], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -32,6 +32,17 @@ describe.skipIf(!enabled)('MCP conformance (scripts/conformance.sh)', () => {
     const counts = r.stdout.split('\n').filter((l) => l.startsWith('CONFORMANCE') || l.startsWith('  '));
     console.log(counts.join('\n'));
     expect(r.code, `scripts/conformance.sh failed:\n${r.stdout}\n${r.stderr.slice(-8000)}`).toBe(0);
+    expect(counts.filter((l) => l.startsWith('CONFORMANCE'))).toHaveLength(2);
+  }, 900_000);
+
+  // The same suites THROUGH Estate's upstream proxy: the project's conformance fixture served by a second
+  // `estate serve --stdio`, mirrored, approved and proxied (baselines: expected-failures-upstream-*.yml). In the same
+  // file, after the direct run: both share the suites' install under .cache/conformance.
+  it('passes the same scenarios through the upstream proxy, but for its listed expected failures', async () => {
+    const r = await runScript({ CONFORMANCE_THROUGH: 'upstream' });
+    const counts = r.stdout.split('\n').filter((l) => l.startsWith('CONFORMANCE') || l.startsWith('  '));
+    console.log(`through the upstream proxy:\n${counts.join('\n')}`);
+    expect(r.code, `CONFORMANCE_THROUGH=upstream scripts/conformance.sh failed:\n${r.stdout}\n${r.stderr.slice(-8000)}`).toBe(0);
     expect(counts.filter((l) => l.startsWith('CONFORMANCE'))).toHaveLength(2);
   }, 900_000);
 });

@@ -222,8 +222,8 @@ describe('estate serve --http --no-console', () => {
   });
 });
 
-describe('estate serve --http with authorization: the console without sign-in', () => {
-  it('shows nothing of the catalogue to anyone, a valid token included (503 until sign-in exists)', async () => {
+describe('estate serve --http with authorization but no --console-client-id', () => {
+  it('shows nothing of the catalogue to anyone, a valid token included (503, saying what to configure)', async () => {
     const tmp = makeTempStore('estate-console-auth-');
     const audience = 'http://127.0.0.1/mcp';
     const idp = await startTestIssuer(audience);
@@ -236,6 +236,7 @@ describe('estate serve --http with authorization: the console without sign-in', 
           const r = await send(`${base}${path}`, { headers });
           expect(r.status, path).toBe(503);
           expect(r.body, path).not.toContain('payments.lookup');
+          expect(r.body, path).toContain('--console-client-id');
         }
         const act = await send(`${base}api/tools/payments.lookup/versions/1.0.0/lifecycle`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'x-estate-console': '1' }, body: JSON.stringify({ action: 'retire', reason: 'x' }) });
         expect(act.status).toBe(503);

@@ -122,10 +122,11 @@ describe('JWT access tokens against a local JWKS', () => {
   describe('the authenticator: Bearer header to principal, or the challenge', () => {
     it('maps the claims to a principal', async () => {
       const auth = createAuthenticator(config, verifier());
-      const token = await idp.mint({ claims: { sub: 'agent-7', tenant: 'globex', scope: 'reports.read payments.read', clearance: 'confidential' } });
+      const exp = Math.floor(Date.now() / 1000) + 120;
+      const token = await idp.mint({ claims: { sub: 'agent-7', tenant: 'globex', scope: 'reports.read payments.read', clearance: 'confidential', exp } });
       expect(await auth.authenticate(requestWith(`Bearer ${token}`))).toEqual({
         ok: true,
-        caller: { principal: { tenant: 'globex', scopes: ['payments.read', 'reports.read'], clearance: 'confidential', subject: 'agent-7' } },
+        caller: { principal: { tenant: 'globex', scopes: ['payments.read', 'reports.read'], clearance: 'confidential', subject: 'agent-7' }, expiresAt: exp },
       });
     });
 

@@ -93,6 +93,18 @@ describe('loadServeConfig', () => {
     expect(refusal({ stdio: true, port: '8080', host: '127.0.0.1', authIssuer: auth.authIssuer }).code).toBe('auth-incomplete');
     expect(loadServeConfig({ stdio: true, port: '8080', host: '127.0.0.1', ...auth, tenant: 'acme' }, {}).auth).toBeUndefined();
   });
+  it('the console sign-in: a client id needs authorization; the scope defaults, is checked, and comes from the env too', () => {
+    expect(loadServeConfig({ ...http, ...auth }, {}).consoleSignIn).toBeUndefined();
+    expect(loadServeConfig({ ...http, ...auth, consoleClientId: 'estate-console' }, {}).consoleSignIn).toEqual({ clientId: 'estate-console', scope: 'estate:read estate:lifecycle' });
+    expect(loadServeConfig({ ...http, ...auth }, { ESTATE_CONSOLE_CLIENT_ID: 'c1', ESTATE_CONSOLE_SCOPE: 'estate:read' }).consoleSignIn).toEqual({ clientId: 'c1', scope: 'estate:read' });
+    expect(refusal({ ...http, consoleClientId: 'estate-console' }).code).toBe('console-client-without-auth');
+    expect(refusal({ ...http, ...auth, consoleClientId: 'has space' }).message).toContain('--console-client-id must be');
+    for (const scope of ['a  b', 'a"b', 'x'.repeat(1001), Array.from({ length: 21 }, (_, i) => `s${i}`).join(' ')]) {
+      expect(refusal({ ...http, ...auth, consoleClientId: 'c', consoleScope: scope }).message, scope.slice(0, 20)).toContain('--console-scope must');
+    }
+    // Without the console there is nothing to sign in to: the setting is not read.
+    expect(loadServeConfig({ ...http, consoleClientId: 'c', console: false }, {}).consoleSignIn).toBeUndefined();
+  });
   it('hands the environment on for upstream secrets, and nothing else reads it', () => {
     const env = { UPSTREAM_TOKEN: 's3cret' };
     expect(loadServeConfig(http, env).secretsEnv).toBe(env);

@@ -7,11 +7,15 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CatalogueReader } from '#app/catalogue-reader';
 import { CommandHandler } from '#app/command-handler';
-import { createConsole, type ConsoleActor } from '#console/console';
+import type { ConsoleAccess, ConsoleViewer } from '#console/access';
+import { createConsole } from '#console/console';
+import type { UpstreamConsoleSource } from '#console/upstreams';
 import { esc, html } from '#console/html';
-import { cataloguePage, PAGE_SIZE, parseCatalogueQuery, searchCatalogue, upstreamsPage } from '#console/pages';
+import { cataloguePage, PAGE_SIZE, parseCatalogueQuery, searchCatalogue } from '#console/pages';
+import { upstreamsPage } from '#console/upstream-page';
 import { diffLines, placeReasons, printWithPaths } from '#console/schema-diff';
 import { classifyDefinition } from '#domain/classify';
+import { DomainError } from '#domain/errors';
 import { createMemoryEventStore } from '#store/memory-event-store';
 import { CatalogueProjection } from '#projections/catalogue';
 import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
@@ -52,6 +56,18 @@ describe('console catalogue at 10,000 tools', () => {
     expect(html.length).toBeLessThan(64 * 1024);
   });
 
+  it('turns the namespace filter into a text field when there are more namespaces than a list should hold', () => {
+    const wide = new CatalogueProjection();
+    for (let i = 0; i < 10_000; i++) {
+      const def = aDefinition({ name: `ns${i}.tool`, handler: `ns${i}.tool` });
+      wide.apply({ position: String(i + 1), event: publishedEvent(def) });
+    }
+    const page = cataloguePage(wide, parseCatalogueQuery(new URLSearchParams('namespace=ns42'))).text;
+    expect(page).toContain('<input name="namespace" value="ns42"');
+    expect(page).toContain('1 tool matches');
+    expect(page.length).toBeLessThan(64 * 1024);
+  });
+
   it('ignores out-of-range or junk query values rather than failing', () => {
     const q = parseCatalogueQuery(new URLSearchParams('page=-4&classification=secret&status=gone&upstream=maybe'));
     expect(q).toMatchObject({ page: 1, classification: '', status: '', upstream: '' });
@@ -88,10 +104,16 @@ describe('console html', () => {
   });
 
   it('renders upstreams with status and the pending drift as escaped text', () => {
-    const out = upstreamsPage([{ namespace: 'crm', url: 'http://crm.local/mcp', status: 'down', pending: [{ tool: 'crm.find', diff: '-  "a"\n+  "<b>"', detectedAt: 't' }] }], true).text;
-    expect(out).toContain('crm <span class="status down">down</span>');
-    expect(out).toContain('+  &quot;&lt;b&gt;&quot;');
+    const drift = { tool: 'crm.find', upstreamTool: 'Find', level: 'minor' as const, reasons: [], pinned: '1.0.0', candidateHash: 'ab12'.repeat(8), at: 't', textDiff: '-  "a"\n+  "<b>"' };
+    const crm = { ns: 'crm', transport: 'http', target: 'http://crm.local/mcp', tools: 1, status: 'active', link: 'down', pending: [drift] };
+    const out = upstreamsPage([crm], (tool) => tool === 'crm.find').text;
+    expect(out).toContain('crm <span class="status active">active</span>');
+    expect(out).toContain('<strong class="link">down</strong>');
+    expect(out).toContain('<span class="ins">+  &quot;&lt;b&gt;&quot;</span>');
     expect(out).toContain('/console/api/upstreams/crm/drift/crm.find');
+    expect(out).toContain(`name="candidateHash" value="${'ab12'.repeat(8)}"`);
+    // Without the scope for the tool, the page shows the drift but offers no action on it.
+    expect(upstreamsPage([crm], () => false).text).not.toContain('/console/api/upstreams/');
   });
 });
 
@@ -102,19 +124,28 @@ describe('console lifecycle action and its scope', () => {
     await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
   });
 
-  const serve = async (actor: ConsoleActor, maxStreams?: number) => {
+  /** What reached the upstream port (nothing may, without the scope). */
+  const decided: string[] = [];
+  const upstreams: UpstreamConsoleSource = {
+    list: () => Promise.resolve([]),
+    approve: (_ns, tool) => (decided.push(`approve ${tool}`), Promise.reject(new DomainError('conflict', 'drift-changed', 'not in this test'))),
+    reject: (_ns, tool) => (decided.push(`reject ${tool}`), Promise.reject(new DomainError('conflict', 'drift-changed', 'not in this test'))),
+  };
+
+  const serve = async (viewer: Omit<ConsoleViewer, 'signedIn'>, maxStreams?: number) => {
+    const access: ConsoleAccess = { admit: () => Promise.resolve({ kind: 'viewer', viewer: { ...viewer, signedIn: true } }) };
     const store = createMemoryEventStore();
     const commands = new CommandHandler({ store });
     await commands.publish(aDefinition(), 'alice');
     const reader = new CatalogueReader(store);
     await reader.catchUp();
-    const routes = createConsole({ reader, commands, store, actor, ...(maxStreams ? { maxStreams } : {}) });
+    const routes = createConsole({ reader, commands, store, access, upstreams, ...(maxStreams ? { maxStreams } : {}) });
     server = createServer((req, res) => void routes.handle(req, res, (req.url ?? '/').split('?')[0] as string));
     await new Promise<void>((r) => server?.listen(0, '127.0.0.1', () => r()));
     const { port } = server.address() as AddressInfo;
-    const post = (body: unknown): Promise<{ status: number; body: string }> =>
+    const post = (body: unknown, path = '/console/api/tools/payments.lookup/versions/1.0.0/lifecycle'): Promise<{ status: number; body: string }> =>
       new Promise((resolve, reject) => {
-        const req = request(`http://127.0.0.1:${port}/console/api/tools/payments.lookup/versions/1.0.0/lifecycle`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-estate-console': '1' } }, (res) => {
+        const req = request(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-estate-console': '1' } }, (res) => {
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString()));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
@@ -141,6 +172,24 @@ describe('console lifecycle action and its scope', () => {
     expect(JSON.parse(r.body).error).toMatchObject({ code: 'insufficient_scope' });
     expect(JSON.parse(r.body).error.message).toContain('estate:lifecycle:payments');
     expect(await store.readAll({})).toHaveLength(1);
+  });
+
+  it('refuses to approve or reject drift without estate:lifecycle for the tool: the upstream port is never asked', async () => {
+    const { post } = await serve({ by: 'mallory', scopes: ['estate:read', 'estate:lifecycle:crm', 'estate:publish'] });
+    for (const action of ['approve', 'reject']) {
+      const r = await post({ action, reason: 'x', candidateHash: 'ab'.repeat(32) }, '/console/api/upstreams/fx/drift/fx.echo');
+      expect(r.status).toBe(403);
+      expect(JSON.parse(r.body).error.message).toContain('estate:lifecycle:fx');
+    }
+    expect(decided).toEqual([]);
+  });
+
+  it('lets the namespace scope reach the upstream port', async () => {
+    decided.length = 0;
+    const { post } = await serve({ by: 'fx-ops', scopes: ['estate:lifecycle:fx'] });
+    const r = await post({ action: 'reject', reason: 'x', candidateHash: 'ab'.repeat(32) }, '/console/api/upstreams/fx/drift/fx.echo');
+    expect(r.status).toBe(409);
+    expect(decided).toEqual(['reject fx.echo']);
   });
 
   it('bounds the open change streams: one past the cap is 503', async () => {

@@ -6,14 +6,18 @@
  */
 import { describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
+import { RUN_ID_PATTERN } from '#domain/events';
 import { createSchemaCompiler } from '#domain/schema-compiler';
 import type { SideEffect } from '#domain/types';
 import type { HandlerMap } from '#handlers/types';
 import { createCompiledSchemaCache } from '#mcp/compiled-schemas';
 import type { JsonRpcResponse } from '#mcp/jsonrpc';
 import { countedMethod, findMethod } from '#mcp/method-table';
-import { handleStateless } from '#mcp/stateless';
-import { admitArguments } from '#mcp/tool-call/admit';
+import { handleStateless, newRunId } from '#mcp/stateless';
+import fc from 'fast-check';
+import { canonicalHash } from '#domain/hash';
+import { admitArguments, argumentLimitRefusal } from '#mcp/tool-call/admit';
+import { argsHashOf } from '#mcp/tool-call/args-hash';
 import { executorsFrom, mayRunAgain, type ToolExecutor } from '#mcp/tool-call/executor';
 import { openInputRounds } from '#mcp/tool-call/input-round';
 import type { CallParams } from '#mcp/tool-call/read-request';
@@ -53,17 +57,24 @@ describe('the input-round step', () => {
   const input = { responses: { q: { action: 'accept', content: { name: 'Alice' } } }, capabilities: { elicitation: {} } };
 
   it('opens no rounds on a stateful call (its questions go to the client mid-call)', () => {
-    expect(openInputRounds(params(), v('none'), proxy, undefined)).toBeUndefined();
+    expect(openInputRounds(params(), v('none'), proxy, undefined, 'h')).toBeUndefined();
   });
 
   it('opens rounds for a read-only proxy, and none for a non_idempotent one: its questions are refused, answers or not', async () => {
-    expect(openInputRounds(params(input), v('none'), proxy, undefined)?.kind).toBe('rounds');
-    const once = openInputRounds(params(input), v('non_idempotent'), proxy, undefined);
+    expect(openInputRounds(params(input), v('none'), proxy, undefined, 'h')?.kind).toBe('rounds');
+    const once = openInputRounds(params({ ...input, capabilities: { elicitation: {}, sampling: {}, roots: {} } }), v('non_idempotent'), proxy, undefined, 'h');
     expect(once?.kind).toBe('once');
     if (once?.kind !== 'once') return;
     await expect(once.askers.elicit?.({ message: 'Name?', requestedSchema: { type: 'object', properties: {} } }, { key: 'q' })).rejects.toThrow(/never sent twice/);
     await expect(once.askers.sample?.({ messages: [], maxTokens: 1 })).rejects.toThrow(/never sent twice/);
     await expect(once.askers.listRoots?.()).rejects.toThrow(/never sent twice/);
+  });
+
+  it('a non_idempotent proxy\'s question the client never declared is a missing capability, not a refused round', async () => {
+    const once = openInputRounds(params({ responses: {}, capabilities: { elicitation: {} } }), v('non_idempotent'), proxy, undefined, 'h');
+    if (once?.kind !== 'once') throw new Error('expected no rounds');
+    await expect(once.askers.sample?.({ messages: [], maxTokens: 1 })).rejects.toMatchObject({ reason: 'capability', capability: 'sampling' });
+    await expect(once.askers.elicit?.({ message: 'Name?', requestedSchema: { type: 'object', properties: {} } })).rejects.toMatchObject({ reason: 'unavailable' });
   });
 });
 
@@ -76,14 +87,24 @@ describe('the admission step', () => {
 
   it('repairs where the side effect allows, validates only for non_idempotent, and refuses over-limit arguments before compiling', async () => {
     const v = version('idempotent');
-    expect(await admitArguments(v, () => cache.ready(v), { n: '3', extra: true })).toEqual({ ok: true, args: { n: 3 }, repairs: [{ path: '$.extra', action: 'dropped' }, { path: '$.n', action: 'coerced' }] });
+    expect(admitArguments(v, await cache.ready(v), { n: '3', extra: true })).toEqual({ ok: true, args: { n: 3 }, repairs: [{ path: '$.extra', action: 'dropped' }, { path: '$.n', action: 'coerced' }] });
     const ni = version('non_idempotent');
-    expect(await admitArguments(ni, () => cache.ready(ni), { n: '3' })).toMatchObject({ ok: false, refusal: { isError: true } });
+    expect(admitArguments(ni, await cache.ready(ni), { n: '3' })).toMatchObject({ ok: false, refusal: { isError: true } });
     let deep: unknown = 1;
     for (let i = 0; i < 100; i++) deep = { d: deep };
-    let compiled = false;
-    expect(await admitArguments(v, () => ((compiled = true), cache.ready(v)), deep)).toMatchObject({ ok: false });
-    expect(compiled).toBe(false);
+    // The limits need no validator: a version never called is not compiled for them.
+    const cold = { name: 'payments.lookup', version: '2.0.0', definition: aDefinition({ version: '2.0.0' }) } as never;
+    expect(argumentLimitRefusal(deep)).toMatchObject({ isError: true });
+    expect(argumentLimitRefusal({ n: 3 })).toBeNull();
+    expect(cache.compiled(cold)).toBeUndefined();
+    expect(cache.compiled(v)).toBeDefined();
+  });
+});
+
+describe('the arguments hash', () => {
+  it("is the pure core's canonicalHash, computed with Node's sha256", () => {
+    fc.assert(fc.property(fc.jsonValue(), (v) => argsHashOf(v) === canonicalHash(v)), { numRuns: 300 });
+    expect(argsHashOf({ b: 1, a: ['é', null] })).toBe(canonicalHash({ a: ['é', null], b: 1 }));
   });
 });
 
@@ -148,5 +169,15 @@ describe('the pipeline, in process: 2026-07-28 questions from a proxied executor
     expect([ro.rounds, sent.ask_ro, textOf(ro.r)]).toEqual([1, 2, 'answered: Alice']);
     const local = await answering('fx.local_ask', 'steps-local');
     expect([local.rounds, sent.local_ask, textOf(local.r), local.records.map((c) => c.outcome)]).toEqual([1, 2, 'answered: Alice', ['ok']]);
+  });
+});
+
+describe("a stateless request's run id", () => {
+  it('is a version-7 UUID whose order follows time', () => {
+    const ids = [newRunId(1_700_000_000_000), newRunId(1_700_000_000_001), newRunId(1_800_000_000_000)];
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect([...ids].sort()).toEqual(ids);
+    expect(newRunId(1_700_000_000_000)).not.toBe(newRunId(1_700_000_000_000));
+    expect(newRunId()).toMatch(RUN_ID_PATTERN);
   });
 });

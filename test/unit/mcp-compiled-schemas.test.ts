@@ -58,6 +58,19 @@ describe('compiled schema cache', () => {
     expect(cache.stats()).toMatchObject({ ready: 1, failed: 0, pending: 0 });
   });
 
+  it('versions with the same schema text share one validator; a different schema is compiled', async () => {
+    const compiled: string[] = [];
+    const cache = createCompiledSchemaCache(counting(createSchemaCompiler(), compiled));
+    const a = versionOf(aDefinition({ name: 'b.one', handler: 'b.one' }));
+    const b = versionOf(aDefinition({ name: 'b.two', handler: 'b.two', version: '2.0.0' }));
+    const other = versionOf(aDefinition({ name: 'b.three', handler: 'b.three', inputSchema: { type: 'object', properties: { n: { type: 'integer' } } } }));
+    const [sa, sb] = await Promise.all([cache.ready(a), cache.ready(b)]);
+    expect(sb.input).toBe(sa.input);
+    expect(compiled).toEqual(['inputSchema']);
+    expect((await cache.ready(other)).input.validate({ n: 'x' })).toEqual([{ path: '$.n', message: 'expected type integer, got string' }]);
+    expect(compiled).toEqual(['inputSchema', 'inputSchema']);
+  });
+
   it('a version the reader learns of is compiled in the background, with no call, and dropped when retired', async () => {
     const store = createMemoryEventStore();
     const reader = new CatalogueReader(store);

@@ -404,3 +404,25 @@ describe('limits', () => {
     );
   });
 });
+
+describe('remembered lines (a caller repeating a mistake is not worded again)', () => {
+  it('say what each value holds: its type, the name it adds, index or key at the same pointer', () => {
+    const c = compiler.compile({
+      type: 'object',
+      properties: { n: { type: 'integer' }, x: { type: ['array', 'object'], items: { type: 'integer' }, additionalProperties: { type: 'integer' } } },
+      additionalProperties: false,
+    });
+    for (let round = 0; round < 2; round++) {
+      expect(c.validate({ n: 'a' })).toEqual([{ path: '$.n', message: 'expected type integer, got string' }]);
+      expect(c.validate({ n: true })).toEqual([{ path: '$.n', message: 'expected type integer, got boolean' }]);
+      expect(c.validate({ extra: 1 })).toEqual([{ path: '$.extra', message: 'additional property is not allowed' }]);
+      expect(c.validate({ other: 1 })).toEqual([{ path: '$.other', message: 'additional property is not allowed' }]);
+      expect(c.validate({ x: ['a'] })).toEqual([{ path: '$.x[0]', message: 'expected type integer, got string' }]);
+      expect(c.validate({ x: { '0': 'a' } })).toEqual([{ path: '$.x["0"]', message: 'expected type integer, got string' }]);
+    }
+    // Every answer is the caller's own: changing one does not change the next.
+    const first = c.validate({ n: 'a' });
+    (first[0] as { message: string }).message = 'changed';
+    expect(c.validate({ n: 'a' })).toEqual([{ path: '$.n', message: 'expected type integer, got string' }]);
+  });
+});

@@ -3,24 +3,20 @@
  * command handler for writes and the projections for reads.
  */
 import type { CatalogueReader } from '#app/catalogue-reader';
-import { decodeToolCallStarted, decodeToolCalled } from '#app/event-codec';
-import { readRunStreams } from '#app/call-recorder';
+import { listRuns, readRun } from '#app/runs';
 import { verdictJson } from '#app/results-json';
 import { parseAsOf, replayAsOf } from '#app/replay';
 import { createDetailsSource } from '#app/version-details';
 import { DomainError } from '#domain/errors';
-import type { ToolCallStarted, ToolCalled } from '#domain/events';
 import { handlerOutsideNamespace } from '#domain/tool-definition';
 import type { ToolDefinition } from '#domain/types';
 import { loadZodToolModule } from '#lib/zod-tools';
 import type { Estate } from '#compose/estate';
-import { runCalls } from '#projections/calls';
 import type { CatalogueProjection, CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { discoverNaive } from '#projections/discovery';
 import { looksLikeFile, readDefinitionSource, validateSource } from '../definition-file.ts';
 import { parseRef } from '../ref.ts';
-import { listRuns } from '../runs-listing.ts';
-import { definitionRefusal, type CatalogueCommands, type DefinitionSource, type OwnedRun, type ToolStatus, type VerdictOutcome } from './port.ts';
+import { definitionRefusal, type CatalogueCommands, type DefinitionSource, type ToolStatus, type VerdictOutcome } from './port.ts';
 
 /** `title`: the version's (default: from the details its record holds; every verb's reader keeps them). */
 const statusOf = (v: CatalogueVersion, title = v.details?.definition.title): ToolStatus => ({
@@ -46,9 +42,6 @@ const listLatest = (catalogue: CatalogueProjection, includeDeprecated: boolean):
   }
   return out;
 };
-
-const decodeCall = (s: Parameters<typeof decodeToolCalled>[0]): (ToolCalled | ToolCallStarted)[] =>
-  s.type === 'ToolCalled' ? [decodeToolCalled(s)] : s.type === 'ToolCallStarted' ? [decodeToolCallStarted(s)] : [];
 
 const notServed = (v: CatalogueVersion): { notServed?: string } => {
   const why = handlerOutsideNamespace(v.name, v.handler);
@@ -177,15 +170,7 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
 
     runs: (filter) => listRuns(estate.store, filter),
 
-    async calls(runId) {
-      const runs: OwnedRun[] = [];
-      for (const stored of await readRunStreams(estate.store, runId)) {
-        const calls = runCalls(stored.flatMap(decodeCall));
-        const first = calls[0];
-        if (first) runs.push({ owner: { subject: first.subject, tenant: first.tenant }, calls });
-      }
-      return runs;
-    },
+    calls: (runId) => readRun(estate.store, runId),
 
     async replay(at, includeDeprecated) {
       // Records only: a replay of the whole log must not hold every definition. A listed version that is its tool's

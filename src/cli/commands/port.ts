@@ -9,8 +9,7 @@
 import { definitionErrorJson } from '#app/results-json';
 import type { DomainError } from '#domain/errors';
 import type { Principal, Reason } from '#domain/types';
-import type { CallRecordView, StartedCallView } from '#projections/calls';
-import type { RunFilter, RunSummary } from '../runs-listing.ts';
+import type { OwnedRun, RunFilter, RunSummary } from '#app/runs';
 
 /** A definition as read from a file: parsed, not yet validated (the local adapter validates, the server does). */
 export interface DefinitionSource {
@@ -71,13 +70,7 @@ export interface HistoryEntry {
   retiredReason?: string;
 }
 
-export type CallView = CallRecordView | StartedCallView;
-
-/** One owner's calls under a run id: the same id used by two tenants (or subjects) is two runs. */
-export interface OwnedRun {
-  owner: { subject: string; tenant: string };
-  calls: CallView[];
-}
+export type { CallView, OwnedRun } from '#app/runs';
 
 export interface CatalogueWrites {
   publish(source: DefinitionSource): Promise<VerdictOutcome>;

@@ -16,16 +16,22 @@ export type Admission = { ok: true; args: Record<string, unknown>; repairs: Repa
 
 const refused = (errors: readonly ValidationError[]): Admission => ({ ok: false, refusal: errorResult(formatErrors([...errors])) });
 
-/** Limits first (cheap, no compile), then the validators: compiled ahead of need, or compiled now in slices (compiled-schemas.ts). */
-export const admitArguments = async (v: CatalogueVersion, schemas: () => Promise<VersionSchemas>, received: unknown): Promise<Admission> => {
+/** Limits first (cheap, no compile): the refusal of arguments too large or too deep, before any validator is needed. */
+export const argumentLimitRefusal = (received: unknown): CallToolResult | null => {
   const tooBig = checkArgumentLimits(received);
-  if (tooBig) return refused([tooBig]);
-  const input = (await schemas()).input;
+  return tooBig ? errorResult(formatErrors([tooBig])) : null;
+};
+
+/** Then the validators (compiled ahead of need: compiled-schemas.ts); synchronous, so a warm call awaits nothing here. */
+export const admitArguments = (v: CatalogueVersion, schemas: VersionSchemas, received: unknown): Admission => {
+  const { input } = schemas;
   if (v.sideEffect === 'non_idempotent') {
     const errors = input.validate(received);
     return errors.length > 0 ? refused(errors) : { ok: true, args: received as Record<string, unknown>, repairs: [] };
   }
   const r = repair(input, received);
   if (r.errors.length > 0) return refused(r.errors);
-  return { ok: true, args: r.value as Record<string, unknown>, repairs: r.changes.map(({ path, action }) => ({ path, action })) };
+  return { ok: true, args: r.value as Record<string, unknown>, repairs: r.changes.length === 0 ? NO_REPAIRS : r.changes.map(({ path, action }) => ({ path, action })) };
 };
+
+const NO_REPAIRS: Repair[] = [];

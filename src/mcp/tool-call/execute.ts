@@ -5,10 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CallRecorder } from '#app/call-recorder';
+import { traceStore } from '#app/tracing';
 import type { Principal } from '#domain/types';
 import type { HandlerContext } from '#handlers/types';
 import type { CatalogueVersion } from '#projections/catalogue';
 import { storeUnavailable } from '../error-map.ts';
+import type { Cancel } from '../cancellation.ts';
 import type { HandlerRun } from '../run-handler.ts';
 import type { ToolExecutor } from './executor.ts';
 
@@ -34,8 +36,8 @@ export interface ExecuteCall {
   runId: string;
   argsHash: string;
   context: Omit<HandlerContext, 'signal'>;
-  withSignal: (signal: AbortSignal) => Partial<Omit<HandlerContext, 'signal'>>;
-  cancel?: AbortSignal;
+  withSignal: (signal: () => AbortSignal) => Partial<Omit<HandlerContext, 'signal'>>;
+  cancel?: Cancel;
 }
 
 /** A short, bounded reason from a store failure (no stack, no connection string). */
@@ -56,7 +58,8 @@ export const executeCall = async (deps: ExecuteDeps, c: ExecuteCall): Promise<Ex
   const { v, principal } = c;
   if (v.sideEffect === 'non_idempotent') {
     try {
-      await deps.recorder.start({ callId, runId: c.runId, subject: principal.subject ?? 'anonymous', tenant: principal.tenant, tool: v.name, version: v.version, argsHash: c.argsHash, at: new Date(started).toISOString() });
+      const intent = { callId, runId: c.runId, subject: principal.subject ?? 'anonymous', tenant: principal.tenant, tool: v.name, version: v.version, argsHash: c.argsHash, at: new Date(started).toISOString() };
+      await traceStore('append', 'ToolCallStarted', () => deps.recorder.start(intent));
     } catch (e) {
       deps.observe('store_unavailable', started);
       throw storeUnavailable(false, storeReason(e));

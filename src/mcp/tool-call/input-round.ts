@@ -7,10 +7,9 @@
  * a call gets no rounds: its questions are refused at once (the upstream decides what a refusal means, as for a
  * client that declared no capability) and the call ends with its one execution.
  */
-import { canonicalHash } from '#domain/hash';
 import type { CatalogueVersion } from '#projections/catalogue';
 import type { HandlerContext } from '#handlers/types';
-import { ClientRequestError, ELICIT_METHOD, ROOTS_METHOD, SAMPLE_METHOD, type ClientMethod } from '../client-requests.ts';
+import { CAPABILITY_OF, ClientRequestError, ELICIT_METHOD, ROOTS_METHOD, SAMPLE_METHOD, type ClientMethod } from '../client-requests.ts';
 import { InputRound, openState, type CallIdentity } from '../input-required.ts';
 import type { CallParams } from './read-request.ts';
 import { mayRunAgain, type ToolExecutor } from './executor.ts';
@@ -23,24 +22,35 @@ export type InputRounds =
   /** A call that must not run twice: every question is refused, nothing is carried to another request. */
   | { kind: 'once'; askers: Askers };
 
-const refuse = (method: ClientMethod): Promise<never> =>
-  Promise.reject(
+/**
+ * A question the client never declared it could answer is the protocol's missing-capability refusal (-32021), as on
+ * any other 2026-07-28 call; one it could answer is refused because answering would mean running the call again.
+ */
+const refuse = (method: ClientMethod, capabilities: Readonly<Record<string, unknown>>): Promise<never> => {
+  const capability = CAPABILITY_OF[method];
+  const declared = capabilities[capability];
+  if (typeof declared !== 'object' || declared === null) {
+    return Promise.reject(new ClientRequestError('capability', `${method} refused: the client did not declare the ${capability} capability`, undefined, capability));
+  }
+  return Promise.reject(
     new ClientRequestError(
       'unavailable',
       `${method} cannot be answered on this 2026-07-28 call: an answer would mean sending the call to the upstream again, and a non_idempotent call is never sent twice`,
     ),
   );
-
-const refusingAskers: Askers = {
-  elicit: () => refuse(ELICIT_METHOD),
-  sample: () => refuse(SAMPLE_METHOD),
-  listRoots: () => refuse(ROOTS_METHOD),
 };
 
-export const openInputRounds = (p: CallParams, v: CatalogueVersion, executor: ToolExecutor, stateKey: Buffer | undefined): InputRounds | undefined => {
+const refusingAskers = (capabilities: Readonly<Record<string, unknown>>): Askers => ({
+  elicit: () => refuse(ELICIT_METHOD, capabilities),
+  sample: () => refuse(SAMPLE_METHOD, capabilities),
+  listRoots: () => refuse(ROOTS_METHOD, capabilities),
+});
+
+/** `argsHash`: the canonical hash of the arguments as sent (the pipeline's, computed once per call). */
+export const openInputRounds = (p: CallParams, v: CatalogueVersion, executor: ToolExecutor, stateKey: Buffer | undefined, argsHash: string): InputRounds | undefined => {
   if (!p.input) return undefined;
-  if (!mayRunAgain(executor, v.sideEffect)) return { kind: 'once', askers: refusingAskers };
-  const identity: CallIdentity = { tool: v.name, version: v.version, argsHash: canonicalHash(p.received) };
+  if (!mayRunAgain(executor, v.sideEffect)) return { kind: 'once', askers: refusingAskers(p.input.capabilities) };
+  const identity: CallIdentity = { tool: v.name, version: v.version, argsHash };
   // Answers from the state win over a re-sent one: the run that follows must see what the earlier runs saw.
   const answers = { ...p.input.responses, ...(p.input.state !== undefined ? openState(p.input.state, identity, stateKey) : {}) };
   return { kind: 'rounds', round: new InputRound(answers, p.input.capabilities), identity };

@@ -3,6 +3,7 @@
  * the store refuses is -32050 with `ran: true`: the caller learns the tool ran and its outcome is not on record.
  */
 import type { CallRecorder } from '#app/call-recorder';
+import { traceStore } from '#app/tracing';
 import type { CallOutcome } from '#domain/events';
 import type { Principal } from '#domain/types';
 import type { CatalogueVersion } from '#projections/catalogue';
@@ -29,7 +30,7 @@ export interface CallFacts {
 
 export const recordCall = async (recorder: CallRecorder, f: CallFacts): Promise<void> => {
   try {
-    await recorder.record({
+    const record = {
       runId: f.runId,
       subject: f.principal.subject ?? 'anonymous',
       tenant: f.principal.tenant,
@@ -46,7 +47,9 @@ export const recordCall = async (recorder: CallRecorder, f: CallFacts): Promise<
       durationMs: Math.max(0, f.finished - f.started),
       at: new Date(f.started).toISOString(),
       callId: f.callId,
-    });
+    };
+    // The wait for the group commit (src/app/call-recorder.ts) that makes this record durable.
+    await traceStore('append', 'ToolCalled', () => recorder.record(record));
   } catch (e) {
     throw storeUnavailable(true, storeReason(e));
   }

@@ -6,6 +6,7 @@ import type { CatalogueReader } from '#app/catalogue-reader';
 import type { Principal } from '#domain/types';
 import type { CallToolResult, HandlerLog } from '#handlers/types';
 import type { CatalogueVersion } from '#projections/catalogue';
+import type { Cancel } from '../cancellation.ts';
 import type { ClientAsk } from '../client-requests.ts';
 import type { CompiledSchemaCache } from '../compiled-schemas.ts';
 import type { InputRequiredResult } from '../input-required.ts';
@@ -39,7 +40,7 @@ export interface ToolCallRequest {
   client: { name: string; version: string } | null;
   /** The session's last listing: name → version. */
   listed?: ReadonlyMap<string, string>;
-  cancel?: AbortSignal;
+  cancel?: Cancel;
   /** The request's channel to the client (progress, log messages); absent where none can be delivered. */
   notify?: (n: JsonRpcNotification) => void;
   /** The log level the client asked for, if any. */

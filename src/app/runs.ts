@@ -1,0 +1,101 @@
+/**
+ * The run log's read side, for operators: the recent runs, newest last call first (`estate calls` without a run id,
+ * SPEC §9, and the console's runs page), and one run's calls (`estate calls <run>`, the console's run page). Both scan
+ * the run streams of the log.
+ */
+import type { ToolCallStarted, ToolCalled } from '#domain/events';
+import { runCalls, type CallRecordView, type StartedCallView } from '#projections/calls';
+import { readRunStreams } from './call-recorder.ts';
+import { decodeToolCallStarted, decodeToolCalled } from './event-codec.ts';
+import type { EventStore, StoredEvent } from './ports.ts';
+
+export interface RunSummary {
+  runId: string;
+  calls: number;
+  /** Intents (`ToolCallStarted`) with no outcome on record. */
+  unfinished: number;
+  first: string;
+  last: string;
+  subject: string;
+  tenant: string;
+  tools: string[];
+}
+
+export interface RunFilter {
+  /** ISO-8601: runs with a call at or after it. */
+  since?: string;
+  /** Runs with a call to this tool. */
+  tool?: string;
+  limit?: number;
+}
+
+interface Acc extends RunSummary {
+  started: Set<string>;
+  finished: Set<string>;
+}
+
+const str = (d: unknown, k: string): string | undefined => {
+  const v = (d as Record<string, unknown> | null)?.[k];
+  return typeof v === 'string' ? v : undefined;
+};
+
+export const listRuns = async (store: EventStore, filter: RunFilter = {}): Promise<RunSummary[]> => {
+  const runs = new Map<string, Acc>();
+  const take = (e: StoredEvent): void => {
+    if (e.type !== 'ToolCalled' && e.type !== 'ToolCallStarted') return;
+    const at = str(e.data, 'at') ?? e.recordedAt;
+    const runId = str(e.data, 'runId') ?? e.streamId.slice('run-'.length);
+    let r = runs.get(e.streamId);
+    if (!r) {
+      r = { runId, calls: 0, unfinished: 0, first: at, last: at, subject: str(e.data, 'subject') ?? '', tenant: str(e.data, 'tenant') ?? '', tools: [], started: new Set(), finished: new Set() };
+      runs.set(e.streamId, r);
+    }
+    const tool = str(e.data, 'tool');
+    if (tool !== undefined && !r.tools.includes(tool)) r.tools.push(tool);
+    if (at < r.first) r.first = at;
+    if (at > r.last) r.last = at;
+    const callId = str(e.data, 'callId');
+    if (e.type === 'ToolCalled') {
+      r.calls++;
+      if (callId !== undefined) r.finished.add(callId);
+    } else if (callId !== undefined) r.started.add(callId);
+  };
+  let after: string | null = null;
+  for (;;) {
+    const page = await store.readAll({ after, streamPrefix: 'run-' });
+    if (page.length === 0) break;
+    for (const e of page) take(e);
+    after = (page[page.length - 1] as StoredEvent).position;
+  }
+  const out: RunSummary[] = [];
+  for (const { started, finished, ...r } of runs.values()) {
+    r.unfinished = [...started].filter((c) => !finished.has(c)).length;
+    if (filter.since !== undefined && r.last < filter.since) continue;
+    if (filter.tool !== undefined && !r.tools.includes(filter.tool)) continue;
+    out.push(r);
+  }
+  out.sort((a, b) => (a.last < b.last ? 1 : a.last > b.last ? -1 : 0));
+  return out.slice(0, filter.limit ?? 20);
+};
+
+export type CallView = CallRecordView | StartedCallView;
+
+/** One owner's calls under a run id: the same id used by two tenants (or subjects) is two runs. */
+export interface OwnedRun {
+  owner: { subject: string; tenant: string };
+  calls: CallView[];
+}
+
+const decodeCall = (s: StoredEvent): (ToolCalled | ToolCallStarted)[] =>
+  s.type === 'ToolCalled' ? [decodeToolCalled(s)] : s.type === 'ToolCallStarted' ? [decodeToolCallStarted(s)] : [];
+
+/** Every run named `runId`, one per owner, each with its calls in order (intents with no outcome included). */
+export const readRun = async (store: EventStore, runId: string): Promise<OwnedRun[]> => {
+  const runs: OwnedRun[] = [];
+  for (const stored of await readRunStreams(store, runId)) {
+    const calls = runCalls(stored.flatMap(decodeCall));
+    const first = calls[0];
+    if (first) runs.push({ owner: { subject: first.subject, tenant: first.tenant }, calls });
+  }
+  return runs;
+};

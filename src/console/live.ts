@@ -1,0 +1,62 @@
+/**
+ * The console's change stream, `GET /console/events` (Server-Sent Events): each update of the catalogue reader (the
+ * same `--bus` path that keeps the MCP server current) becomes `event: catalogue` with the tools changed and the
+ * position. Bounded in number; a signed-in viewer's stream ends when the token expires (`event: expired`), so a
+ * token's life is never extended by a connection opened while it was valid.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { CatalogueReader } from '#app/catalogue-reader';
+
+export interface LiveStreams {
+  /** Open a stream for a viewer whose credential expires at `expiresAt` (seconds since the epoch), if ever. */
+  open(req: IncomingMessage, res: ServerResponse, expiresAt?: number): void;
+  close(): void;
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export const createLiveStreams = (reader: CatalogueReader, maxStreams = 256): LiveStreams => {
+  const streams = new Map<ServerResponse, NodeJS.Timeout | undefined>();
+  const end = (res: ServerResponse): void => {
+    clearTimeout(streams.get(res));
+    streams.delete(res);
+    res.end();
+  };
+  const unsubscribe = reader.onUpdate((u) => {
+    const data = JSON.stringify({ tools: [...new Set(u.tools)].slice(0, 50), position: u.position });
+    for (const res of streams.keys()) res.write(`event: catalogue\ndata: ${data}\n\n`);
+  });
+  const keepAlive = setInterval(() => {
+    for (const res of streams.keys()) res.write(': keep-alive\n\n');
+  }, 15_000);
+  keepAlive.unref();
+
+  return {
+    open(req, res, expiresAt) {
+      if (streams.size >= maxStreams) {
+        res.writeHead(503, { 'retry-after': '30', 'content-type': 'text/plain', 'cache-control': 'no-store' }).end('Service Unavailable: too many open console change streams');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-content-type-options': 'nosniff' });
+      res.write(`event: hello\ndata: ${JSON.stringify({ position: reader.position })}\n\n`);
+      let timer: NodeJS.Timeout | undefined;
+      if (expiresAt !== undefined) {
+        timer = setTimeout(() => {
+          res.write('event: expired\ndata: {"reason":"the token is expired"}\n\n');
+          end(res);
+        }, Math.min(MAX_TIMER_MS, Math.max(0, expiresAt * 1000 - Date.now())));
+        timer.unref();
+      }
+      streams.set(res, timer);
+      req.on('close', () => {
+        clearTimeout(streams.get(res));
+        streams.delete(res);
+      });
+    },
+    close() {
+      unsubscribe();
+      clearInterval(keepAlive);
+      for (const res of [...streams.keys()]) end(res);
+    },
+  };
+};

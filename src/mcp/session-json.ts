@@ -1,0 +1,90 @@
+/**
+ * A session's request answered as plain JSON by Estate itself, past the SDK transport. Streamable HTTP lets the server
+ * choose, per POST, between an event stream and one JSON response; a request that can send nothing before its answer
+ * (StatefulSession.sendsOnlyItsAnswer: anything but a tools/call that may report progress, log, or ask the client)
+ * gets JSON. The SDK transport keeps everything that may stream, and initialize, notifications, GET and DELETE
+ * (http-sessions.ts). Why: the transport answers through a web Request/Response bridge and an event stream whose
+ * priming event and message are written apart; for a call whose answer is all there is to send, that cost more than
+ * the rest of the call (docs/benchmarks.md, "Issue 15: tools/call, profiled").
+ *
+ * Before dispatch, the checks the SDK transport makes on such a POST, in its order and with its answers (id null,
+ * HTTP status): Accept must name both media types (406), the message must be the SDK's JSON-RPC shape (400, -32700),
+ * an MCP-Protocol-Version header must be one the transport speaks (400). The ones Estate made already (content type,
+ * size, JSON, envelope, session, duplicate id) ran before this.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { header } from '#http/header';
+import { sendJson, sendJsonText } from '#http/send-json';
+import { isPlainObject, responseText, type JsonRpcRequest } from './jsonrpc.ts';
+import type { StatefulSession } from './stateful-session.ts';
+
+/** What the session transports speak (http-sessions.ts hands the same list to the SDK transport). */
+export interface SessionJsonOptions {
+  revisions: readonly string[];
+  onRefused?: (why: string) => void;
+}
+
+interface Refusal {
+  status: number;
+  code: number;
+  message: string;
+}
+
+const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
+const isId = (v: unknown): boolean => typeof v === 'string' || (typeof v === 'number' && Number.isSafeInteger(v));
+const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
+
+/**
+ * Whether the SDK's JSONRPCMessageSchema (@modelcontextprotocol/core) accepts a request: no member beyond the four of
+ * JSON-RPC, a string or safe-integer id, a string method, and params (if any) an object whose `_meta` (if any) is an
+ * object with a string or safe-integer progressToken and a related-task `{taskId: string}` when present. Written out
+ * because the zod parse cost more than the rest of the check; test/unit/mcp-session-json.test.ts holds it equal to the
+ * schema on generated messages.
+ */
+export const isSdkRequestShape = (raw: unknown): boolean => {
+  if (!isPlainObject(raw) || raw.jsonrpc !== '2.0' || !isId(raw.id) || typeof raw.method !== 'string') return false;
+  for (const key of Object.keys(raw)) if (!REQUEST_KEYS.has(key)) return false;
+  if (raw.params === undefined) return true;
+  if (!isPlainObject(raw.params)) return false;
+  const meta = raw.params._meta;
+  if (meta === undefined) return true;
+  if (!isPlainObject(meta)) return false;
+  if (meta.progressToken !== undefined && !isId(meta.progressToken)) return false;
+  const task = meta[RELATED_TASK_META];
+  return task === undefined || (isPlainObject(task) && typeof task.taskId === 'string');
+};
+
+/** The SDK transport's refusal of this POST, or null; its order: Accept, message shape, protocol version header. */
+export const sdkRefusal = (req: IncomingMessage, raw: unknown, revisions: readonly string[]): Refusal | null => {
+  const accept = header(req, 'accept');
+  if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
+    return { status: 406, code: -32000, message: 'Not Acceptable: Client must accept both application/json and text/event-stream' };
+  }
+  if (!isSdkRequestShape(raw)) return { status: 400, code: -32700, message: 'Parse error: Invalid JSON-RPC message' };
+  const version = header(req, 'mcp-protocol-version');
+  if (version !== undefined && !revisions.includes(version)) {
+    return { status: 400, code: -32000, message: `Bad Request: Unsupported protocol version: ${version} (supported versions: ${revisions.join(', ')})` };
+  }
+  return null;
+};
+
+/** Answers `message` (a request the session has claimed) as one JSON response carrying the session id. */
+export const answerAsJson = async (
+  req: IncomingMessage,
+  res: ServerResponse,
+  s: { id: string; session: StatefulSession },
+  message: JsonRpcRequest,
+  raw: unknown,
+  o: SessionJsonOptions,
+): Promise<void> => {
+  const refused = sdkRefusal(req, raw, o.revisions);
+  if (refused) {
+    s.session.unclaim(message.id);
+    o.onRefused?.(refused.message);
+    // The SDK's own body: key order included.
+    return sendJson(res, refused.status, { jsonrpc: '2.0', error: { code: refused.code, message: refused.message }, id: null });
+  }
+  const answer = await s.session.handle(message);
+  // A client that hung up gets nothing (as on the SDK's JSON path); the call itself ran and was recorded.
+  if (answer && !res.destroyed) sendJsonText(res, 200, responseText(answer), { 'mcp-session-id': s.id });
+};

@@ -1,0 +1,36 @@
+/**
+ * tools/list pages are serialized once per view revision (src/mcp/list-cache.ts): the same result (and its bytes) is
+ * served until the caller's view changes, the bytes always equal serializing the result, and a change is never hidden.
+ */
+import { describe, expect, it } from 'vitest';
+import { makePrincipal } from '#domain/access';
+import { jsonTextOf, responseText, success } from '#mcp/jsonrpc';
+import { aDefinition } from '../fixtures/builders.ts';
+import { makeHarness } from '../fixtures/handlers/harness.ts';
+
+const open = (name: string) => aDefinition({ name, handler: `${name.split('.')[0] ?? ''}.lookup`, access: { classification: 'public' } });
+
+describe('tools/list page cache', () => {
+  it('serves one serialized page per view revision, and a new one once the view changes', async () => {
+    const h = await makeHarness([open('payments.lookup'), open('payments.refund')], { 'payments.lookup': () => ({ content: [] }) }, { pageSize: 1 });
+    const who = makePrincipal({});
+    const first = await h.core.listTools(who, {}, '2025-11-25');
+    const again = await h.core.listTools(who, {}, '2025-11-25');
+    expect(again.session).toBe(first.session);
+    expect(jsonTextOf(first.session)).toBe(JSON.stringify(first.session));
+    expect(responseText(success(7, first.session))).toBe(JSON.stringify(success(7, first.session)));
+    // Another revision's Tool shape is another page; the stateless form carries its own fields.
+    const stateless = (await h.core.listTools(who, {}, '2026-07-28')).stateless(60_000);
+    expect(stateless).toMatchObject({ ttlMs: 60_000, cacheScope: 'private', resultType: 'complete' });
+    expect(jsonTextOf(stateless)).toBe(JSON.stringify(stateless));
+
+    const cursor = first.session.nextCursor;
+    expect(typeof cursor).toBe('string');
+    await h.publish({ ...open('payments.lookup'), version: '1.1.0', description: 'Now with legs.' });
+    const changed = await h.core.listTools(who, {}, '2025-11-25');
+    expect(changed.session).not.toBe(first.session);
+    expect(JSON.stringify(changed.session)).toContain('Now with legs.');
+    // A cursor of the old revision is refused, as before the cache.
+    await expect(h.core.listTools(who, { cursor }, '2025-11-25')).rejects.toThrow(/cursor/i);
+  });
+});
