@@ -11,6 +11,7 @@ const BENCHES: Record<string, () => Promise<{ run(): Promise<BenchRow[]> }>> = {
   discovery: () => import('./discovery.ts'),
   validation: () => import('./validation.ts'),
   replay: () => import('./replay.ts'),
+  startup: () => import('./startup.ts'),
   mcp: () => import('./mcp.ts'),
   bus: () => import('./bus.ts'),
   upstream: () => import('./upstream.ts'),

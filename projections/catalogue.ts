@@ -4,15 +4,15 @@
  * holding one (a discovery view, a session's last listing) can compare by identity.
  */
 import type { CatalogueEvent } from '#domain/events';
-import type { LifecycleMark, Reason, ToolDefinition, VersionStatus } from '#domain/types';
+import type { LifecycleMark, Reason, SideEffect, ToolAccess, ToolDefinition, VersionStatus } from '#domain/types';
 
-export interface CatalogueVersion {
-  readonly name: string;
-  readonly version: string;
-  /** [major, minor, patch], for cheap ordering. */
-  readonly semver: readonly [number, number, number];
+/**
+ * What a version's record does not hold resident when the projection drops details (a serving process over a large
+ * catalogue): the schemas and annotations, the hashes, the classification, who published it when and where. Loaded
+ * from the version's publishing event on demand (src/app/version-details.ts) and cached.
+ */
+export interface VersionDetails {
   readonly definition: ToolDefinition;
-  readonly status: VersionStatus;
   readonly schemaHash: string;
   readonly definitionHash: string;
   readonly level: string;
@@ -21,23 +21,52 @@ export interface CatalogueVersion {
   readonly publishedBy: string;
   /** Position of the publishing event. */
   readonly position: string;
+}
+
+/**
+ * One published version: what discovery, listing filters and serving decide on, always resident; the rest in
+ * `details` (present when the projection keeps them, else loaded on demand).
+ */
+export interface CatalogueVersion {
+  readonly name: string;
+  readonly version: string;
+  readonly status: VersionStatus;
+  /** Who may see it (shared between records with equal access). */
+  readonly access: ToolAccess;
+  readonly handler: string;
+  readonly sideEffect: SideEffect;
+  readonly timeoutMs: number;
+  /** Revision of the publishing event in its tool's stream: where the details are read from. */
+  readonly revision: number;
   readonly deprecated?: LifecycleMark;
   readonly retired?: LifecycleMark;
+  /** Present when the projection keeps details (see CatalogueProjection's options). */
+  readonly details?: VersionDetails;
 }
 
 export interface CatalogueTool {
   readonly name: string;
   /** Ascending semver order. */
   readonly versions: CatalogueVersion[];
+  /** The title and description of its newest version, whatever its status (what the console searches). */
+  title?: string;
+  description: string;
 }
 
 /** A catalogue event with where the store put it. */
 export interface PositionedEvent {
   position: string;
+  /** Its revision in its stream (-1 when unknown: then only a projection that keeps details can show them). */
+  revision?: number;
   event: CatalogueEvent;
 }
 
-const parseTriple = (v: string): [number, number, number] => {
+export interface CatalogueOptions {
+  /** Keep each version's details resident (default). false: a record holds only what serving decides on. */
+  keepDetails?: boolean;
+}
+
+export const parseTriple = (v: string): [number, number, number] => {
   const [a, b, c] = v.split('.');
   return [Number(a), Number(b), Number(c)];
 };
@@ -45,15 +74,55 @@ const parseTriple = (v: string): [number, number, number] => {
 export const compareTriples = (a: readonly number[], b: readonly number[]): number =>
   (a[0] as number) - (b[0] as number) || (a[1] as number) - (b[1] as number) || (a[2] as number) - (b[2] as number);
 
+/**
+ * The fold's version. Bump it whenever what `apply` makes of an event, or what a record holds, changes: a snapshot
+ * written under another version is then not loaded (src/app/catalogue-snapshot.ts), and the catalogue is rebuilt
+ * from the events instead.
+ */
+export const CATALOGUE_PROJECTION_VERSION = 4;
+
+/** The state at one position, for a snapshot; see `CatalogueProjection.cut`. */
+export interface CatalogueCut {
+  position: string | null;
+  eventCount: number;
+  tools: CatalogueTool[];
+}
+
 export class CatalogueProjection {
-  private readonly tools = new Map<string, CatalogueTool>();
+  private tools = new Map<string, CatalogueTool>();
   private sortedNames: string[] | null = [];
   /** Position of the last event applied; null before any. */
   position: string | null = null;
   eventCount = 0;
+  readonly keepsDetails: boolean;
+  /** Values shared by many records (handlers, actors and reasons of lifecycle marks, access rules): each held once. */
+  private strings = new Map<string, string>();
+  private accesses = new Map<string, ToolAccess>();
+
+  constructor(options: CatalogueOptions = {}) {
+    this.keepsDetails = options.keepDetails ?? true;
+  }
+
+  /** The one string equal to `s` this projection holds. */
+  shared(s: string): string {
+    const held = this.strings.get(s);
+    if (held !== undefined) return held;
+    this.strings.set(s, s);
+    return s;
+  }
+
+  /** The one access rule equal to `a` this projection holds (records never change it). */
+  sharedAccess(a: ToolAccess): ToolAccess {
+    // Most rules name no tenant and no scope: their key is the classification alone (a JSON text is never one).
+    const key = a.tenants.length === 0 && a.requiredScopes.length === 0 ? a.classification : JSON.stringify([a.classification, a.tenants, a.requiredScopes]);
+    const held = this.accesses.get(key);
+    if (held !== undefined) return held;
+    this.accesses.set(key, a);
+    return a;
+  }
 
   /** Apply one event; returns the name of the tool that changed (every catalogue event changes exactly one). */
-  apply({ position, event }: PositionedEvent): string {
+  apply({ position, revision = -1, event }: PositionedEvent): string {
     this.position = position;
     this.eventCount++;
     switch (event.type) {
@@ -62,29 +131,36 @@ export class CatalogueProjection {
         const def = d.definition;
         let tool = this.tools.get(def.name);
         if (!tool) {
-          tool = { name: def.name, versions: [] };
+          tool = { name: def.name, versions: [], description: def.description };
           this.tools.set(def.name, tool);
           this.sortedNames = null;
         }
-        const record: CatalogueVersion = {
-          name: def.name,
-          version: def.version,
-          semver: parseTriple(def.version),
-          definition: def,
-          status: 'active',
-          schemaHash: d.schemaHash,
-          definitionHash: d.definitionHash,
-          level: d.level,
-          reasons: d.reasons,
-          publishedAt: d.at,
-          publishedBy: d.by,
-          position,
-        };
         const vs = tool.versions;
         if (vs.some((v) => v.version === def.version)) return def.name; // at-least-once delivery: already applied
+        const record: { -readonly [K in keyof CatalogueVersion]: CatalogueVersion[K] } = {
+          name: tool.name,
+          version: def.version,
+          status: 'active',
+          access: this.sharedAccess(def.access),
+          handler: this.shared(def.handler),
+          sideEffect: def.sideEffect,
+          timeoutMs: def.timeoutMs,
+          revision,
+        };
+        if (this.keepsDetails) {
+          record.details = { definition: def, schemaHash: d.schemaHash, definitionHash: d.definitionHash, level: d.level, reasons: d.reasons, publishedAt: d.at, publishedBy: d.by, position };
+        }
         let i = vs.length;
-        while (i > 0 && compareTriples((vs[i - 1] as CatalogueVersion).semver, record.semver) > 0) i--;
+        if (i > 0) {
+          const semver = parseTriple(def.version);
+          while (i > 0 && compareTriples(parseTriple((vs[i - 1] as CatalogueVersion).version), semver) > 0) i--;
+        }
         vs.splice(i, 0, record);
+        if (i === vs.length - 1) {
+          tool.description = def.description;
+          if (def.title !== undefined) tool.title = def.title;
+          else delete tool.title;
+        }
         return def.name;
       }
       case 'ToolVersionDeprecated':
@@ -97,12 +173,42 @@ export class CatalogueProjection {
         const target = event.type === 'ToolVersionDeprecated' ? 'deprecated' : 'retired';
         // Redelivered or out-of-order lifecycle events change nothing: never back, never twice.
         if (old.status === target || old.status === 'retired') return d.name;
-        const mark: LifecycleMark = { reason: d.reason, at: d.at, by: d.by };
+        const mark: LifecycleMark = { reason: this.shared(d.reason), at: d.at, by: this.shared(d.by) };
         tool.versions[idx] =
           target === 'deprecated' ? { ...old, status: 'deprecated', deprecated: mark } : { ...old, status: 'retired', retired: mark };
         return d.name;
       }
     }
+  }
+
+  /**
+   * Every tool with a copy of its version list. Records are immutable and only the lists change, so this is a
+   * consistent state at `position` that a snapshot can serialise a piece at a time while events keep being applied.
+   */
+  cut(): CatalogueCut {
+    const tools: CatalogueTool[] = [];
+    for (const t of this.tools.values()) {
+      const copy: CatalogueTool = { name: t.name, versions: t.versions.slice(), description: t.description };
+      if (t.title !== undefined) copy.title = t.title;
+      tools.push(copy);
+    }
+    return { position: this.position, eventCount: this.eventCount, tools };
+  }
+
+  /** Add a tool as a snapshot held it (its versions in ascending semver order); for a projection being restored. */
+  restoreTool(tool: CatalogueTool): void {
+    this.tools.set(tool.name, tool);
+    this.sortedNames = null;
+  }
+
+  /** Take over a restored projection's state (this one's views and readers keep their reference to it). */
+  adopt(restored: CatalogueProjection): void {
+    this.tools = restored.tools;
+    this.strings = restored.strings;
+    this.accesses = restored.accesses;
+    this.sortedNames = null;
+    this.position = restored.position;
+    this.eventCount = restored.eventCount;
   }
 
   tool(name: string): CatalogueTool | undefined {

@@ -36,7 +36,7 @@ export const newestVisible = (
     const v = vs[i] as CatalogueVersion;
     if (v.status === 'retired') continue;
     if (v.status === 'deprecated' && !includeDeprecated) continue;
-    if (!isVisible(v.definition.access, principal, held)) continue;
+    if (!isVisible(v.access, principal, held)) continue;
     if (!isOffered(v)) continue;
     return v;
   }

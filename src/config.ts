@@ -5,6 +5,7 @@
 import { userInfo } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_DEFINITION_BUDGET_MS } from '#app/definition-budget';
+import { DEFAULT_SNAPSHOT_POLICY } from '#app/snapshot-keeper';
 import { loadAuthConfig, type AuthConfig, type AuthFlags } from '#auth/config';
 import { DomainError } from '#domain/errors';
 import { firstIssue } from '#domain/zod-issues';
@@ -44,6 +45,13 @@ const configSchema = z.object({
     .int('ESTATE_RELAY_TTL_MS must be a whole number of milliseconds >= 100')
     .min(100, 'ESTATE_RELAY_TTL_MS must be a whole number of milliseconds >= 100')
     .optional(),
+  /**
+   * Projection snapshots (src/app/snapshot-keeper.ts): whether a serving process starts from the store's snapshot and
+   * keeps it current, and how often it writes one (every so many catalogue events, or so long, whichever is first).
+   */
+  snapshots: z.enum(['on', 'off'], { error: 'ESTATE_SNAPSHOTS must be on or off' }).transform((v) => v === 'on'),
+  snapshotEveryEvents: positiveInt('ESTATE_SNAPSHOT_EVERY_EVENTS'),
+  snapshotEveryMs: positiveInt('ESTATE_SNAPSHOT_EVERY_MS').min(1000, 'ESTATE_SNAPSHOT_EVERY_MS must be at least 1000'),
   /** Time to check one definition off the event loop (src/app/definition-budget.ts). */
   schemaBudgetMs: z.coerce
     .number({ error: 'ESTATE_SCHEMA_BUDGET_MS must be a whole number of milliseconds' })
@@ -84,6 +92,9 @@ export const loadConfig = (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     ...(env.ESTATE_STATE_KEY ? { stateKey: env.ESTATE_STATE_KEY } : {}),
     ...(env.ESTATE_RELAY_TTL_MS ? { relayTtlMs: env.ESTATE_RELAY_TTL_MS } : {}),
     schemaBudgetMs: env.ESTATE_SCHEMA_BUDGET_MS || DEFAULT_DEFINITION_BUDGET_MS,
+    snapshots: env.ESTATE_SNAPSHOTS || 'on',
+    snapshotEveryEvents: env.ESTATE_SNAPSHOT_EVERY_EVENTS || DEFAULT_SNAPSHOT_POLICY.everyEvents,
+    snapshotEveryMs: env.ESTATE_SNAPSHOT_EVERY_MS || DEFAULT_SNAPSHOT_POLICY.everyMs,
   };
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw new DomainError('usage', 'bad-config', `configuration: ${firstIssue(parsed.error)}`);

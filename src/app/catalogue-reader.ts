@@ -7,6 +7,7 @@ import { CatalogueProjection, type CatalogueVersion } from '#projections/catalog
 import { DiscoveryIndex, type ViewChange } from '#projections/discovery';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore, StoredEvent, Subscription } from './ports.ts';
+import { createDetailsSource, type DetailsSource } from './version-details.ts';
 
 /** Above this many events in one batch, views are recomputed once rather than maintained per event. */
 const BULK_THRESHOLD = 256;
@@ -24,11 +25,20 @@ export interface CatalogueReaderOptions {
   isOffered?: (v: CatalogueVersion) => boolean;
   /** Page size when catching up. */
   pageSize?: number;
+  /**
+   * Keep every version's details resident (default: a CLI verb's short-lived catalogue). false: records hold what
+   * discovery and serving decide on, and `details` reads the rest from the store on demand (a serving process).
+   */
+  keepDetails?: boolean;
+  /** Versions whose details `details` keeps cached. */
+  detailsCache?: number;
 }
 
 export class CatalogueReader {
-  readonly catalogue = new CatalogueProjection();
+  readonly catalogue: CatalogueProjection;
   readonly discovery: DiscoveryIndex;
+  /** Each version's details: the record's own, or read from its publishing event and cached. */
+  readonly details: DetailsSource;
   private readonly listeners = new Set<(u: CatalogueUpdate) => void>();
   private readonly pageSize: number;
   private catching: Promise<number> | null = null;
@@ -37,8 +47,10 @@ export class CatalogueReader {
     private readonly store: EventStore,
     options: CatalogueReaderOptions = {},
   ) {
+    this.catalogue = new CatalogueProjection({ keepDetails: options.keepDetails ?? true });
+    this.details = createDetailsSource(store, options.detailsCache);
     this.discovery = new DiscoveryIndex(this.catalogue, options.isOffered ? { isOffered: options.isOffered } : {});
-    this.pageSize = options.pageSize ?? 2000;
+    this.pageSize = options.pageSize ?? 1000;
   }
 
   get position(): string | null {
@@ -106,7 +118,7 @@ export class CatalogueReader {
         this.catalogue.position = stored.position;
         continue;
       }
-      const name = this.catalogue.apply({ position: stored.position, event });
+      const name = this.catalogue.apply({ position: stored.position, revision: stored.revision, event });
       tools.push(name);
       if (maintainViews && this.discovery.viewCount > 0) viewChanges.push(...this.discovery.toolChanged(name));
     }

@@ -114,7 +114,55 @@ export interface EventStore {
   /** Catch up from `after`, then tail. Survives transient read errors (reported through onError) by retrying. */
   subscribe(options: SubscribeOptions): Subscription;
 
+  /**
+   * Where this store keeps projection snapshots (SQLite and PostgreSQL: a `projection_snapshots` table beside the
+   * events); absent when it keeps none (memory, KurrentDB), and a process then replays from the first event.
+   */
+  readonly snapshots?: SnapshotStore;
+
   close(): Promise<void>;
+}
+
+// ───────────────────────────── SnapshotStore ─────────────────────────────
+
+/**
+ * One stored projection snapshot: a read-side cache, never a source of truth. The state itself is text in chunks
+ * (src/app/catalogue-snapshot.ts makes and checks it); the store only keeps them with this head.
+ */
+export interface SnapshotHead {
+  /** Which projection (`catalogue`). */
+  name: string;
+  /** The projection's version tag when written: another tag means "rebuild from events". */
+  version: string;
+  /** Position of the last event folded in; the tail is read after it. */
+  position: string;
+  /** Events folded in (the projection's own count). */
+  eventCount: number;
+  /** sha256 hex over the chunks' UTF-8 text, in order. */
+  checksum: string;
+  chunkCount: number;
+  /** Characters over all chunks. */
+  chars: number;
+  /** ISO-8601. */
+  writtenAt: string;
+}
+
+export interface StoredSnapshotHead extends SnapshotHead {
+  /** Made by the adapter: which write the chunks belong to. */
+  readonly id: string;
+}
+
+export interface SnapshotStore {
+  /** The last snapshot written completely under that name; null when there is none. */
+  head(name: string): Promise<StoredSnapshotHead | null>;
+  /** That snapshot's chunks, in order (fewer than `chunkCount` when rows went missing: the reader judges). */
+  chunks(head: StoredSnapshotHead): AsyncIterable<string>;
+  /**
+   * Store a snapshot: each chunk as it comes (the caller yields between them, so a large state is never written in
+   * one step), then, in one commit, the head that `head()` returns once every chunk is in, replacing the previous
+   * snapshot of that name. A write that fails half-way leaves the previous snapshot in place.
+   */
+  write(chunks: AsyncIterable<string>, head: () => SnapshotHead): Promise<void>;
 }
 
 // ───────────────────────────── Clock ─────────────────────────────

@@ -1,4 +1,7 @@
-/** The catalogue "as of" a global position or a time: a fresh projection folded from the start of the log. */
+/**
+ * The catalogue "as of" a global position or a time: a fresh projection folded from the start of the log (never from a
+ * snapshot: this is the full replay that stays available whatever the snapshots hold).
+ */
 import { DomainError } from '#domain/errors';
 import { TOOL_STREAM_PREFIX } from '#domain/events';
 import { CatalogueProjection } from '#projections/catalogue';
@@ -25,8 +28,14 @@ export const parseAsOf = (text: string): AsOf => {
   return { position: text };
 };
 
-export const replayAsOf = async (store: EventStore, at: AsOf, pageSize = 5000): Promise<CatalogueProjection> => {
-  const catalogue = new CatalogueProjection();
+export interface ReplayOptions {
+  pageSize?: number;
+  /** Keep every version's details (default); false: records only, details read on demand (`estate replay`). */
+  keepDetails?: boolean;
+}
+
+export const replayAsOf = async (store: EventStore, at: AsOf, { pageSize = 1000, keepDetails = true }: ReplayOptions = {}): Promise<CatalogueProjection> => {
+  const catalogue = new CatalogueProjection({ keepDetails });
   let after: string | null = null;
   let found = false;
   const until = 'time' in at ? Date.parse(at.time) : Number.POSITIVE_INFINITY;
@@ -37,7 +46,7 @@ export const replayAsOf = async (store: EventStore, at: AsOf, pageSize = 5000): 
       after = stored.position;
       if (Date.parse(stored.recordedAt) > until) continue;
       const event = decodeCatalogueEvent(stored);
-      if (event) catalogue.apply({ position: stored.position, event });
+      if (event) catalogue.apply({ position: stored.position, revision: stored.revision, event });
       if ('position' in at && stored.position === at.position) {
         found = true;
         break outer;

@@ -8,6 +8,7 @@ import { CommandHandler } from '#app/command-handler';
 import { createDefinitionChecker, type DefinitionChecker } from '#app/definition-budget';
 import type { Log } from '#app/log';
 import type { EventStore, Subscription } from '#app/ports';
+import { keepSnapshots, restoreCatalogue, type SnapshotKeeper } from '#app/snapshot-keeper';
 import type { EstateConfig } from '#config';
 import { createSchemaCompiler, type SchemaCompiler } from '#domain/schema-compiler';
 import { openEventStore, type OpenStoreOptions } from '#store/open-store';
@@ -30,8 +31,24 @@ export interface Estate {
    * process a relay candidate and a consumer of the change topic (src/bus/kafka-change-feed.ts).
    */
   followChanges(reader: CatalogueReader, log: Log): Promise<Subscription>;
+  /**
+   * Start `reader` from the store's catalogue snapshot, when the store keeps snapshots and ESTATE_SNAPSHOTS is on
+   * (src/app/snapshot-keeper.ts); call it before `followChanges`, which then reads only the tail. The function it
+   * returns, called once the reader is current, keeps the snapshot fresh (null: no snapshots here).
+   */
+  restoreReader(reader: CatalogueReader, log: Log): Promise<() => SnapshotKeeper | null>;
   close(): Promise<void>;
 }
+
+const restoreReaderFor =
+  (config: EstateConfig, store: EventStore) =>
+  async (reader: CatalogueReader, log: Log): Promise<() => SnapshotKeeper | null> => {
+    const snapshots = store.snapshots;
+    if (!snapshots || !config.snapshots) return () => null;
+    const restored = await restoreCatalogue(reader, snapshots, log);
+    const policy = { everyEvents: config.snapshotEveryEvents, everyMs: config.snapshotEveryMs };
+    return () => keepSnapshots({ reader, store: snapshots, log, restored, policy });
+  };
 
 const followChangesFor =
   (config: EstateConfig, store: EventStore) =>
@@ -58,6 +75,7 @@ export const openEstate = async (config: EstateConfig, options: OpenStoreOptions
     commands: new CommandHandler({ store }),
     reader: (options) => new CatalogueReader(store, options),
     followChanges: followChangesFor(config, store),
+    restoreReader: restoreReaderFor(config, store),
     close: async () => {
       await definitions.close();
       await store.close();

@@ -126,7 +126,11 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     log.info(seeded, 'demo estate published');
   }
 
-  const reader = estate.reader({ isOffered: isOfferedBy(handlers) });
+  // Records hold what discovery and serving decide on; schemas and the rest are read on demand and cached (a large
+  // catalogue does not have to fit in memory whole).
+  const reader = estate.reader({ isOffered: isOfferedBy(handlers), keepDetails: false });
+  // From the store's snapshot, when it has one: the catch-up below then reads only the events after it.
+  const keepSnapshots = await estate.restoreReader(reader, log);
   // --bus local: catch up and tail the store; --bus kafka://...: relay candidate + topic consumer (./estate.ts).
   const following = await estate.followChanges(reader, log);
   const upstreams = (await pool?.start()) ?? 0;
@@ -182,6 +186,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
       );
     },
   };
+  const snapshots = keepSnapshots();
   // OpenTelemetry only when an OTLP endpoint is configured (./tracing.ts); flushed last, after everything that traces.
   let tracing: Tracing | null = null;
   try {
@@ -192,6 +197,8 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     await core.close();
     await pool?.close();
     await following.close();
+    // A clean shutdown leaves a snapshot at the last position this process read: the next start reads no tail.
+    await snapshots?.close();
     await storeHealth.close();
     await tracing?.shutdown();
   }

@@ -11,13 +11,14 @@ import type { EventStore } from '#app/ports';
 import { listRuns, readRun } from '#app/runs';
 import { covers, LIFECYCLE_SCOPE } from '#auth/api-scopes';
 import { RUN_ID_PATTERN } from '#domain/events';
+import type { VersionDetails } from '#projections/catalogue';
 import { sendJson as send } from '#http/send-json';
 import type { Admission, ConsoleAccess, ConsoleViewer } from './access.ts';
 import { runAction } from './actions.ts';
 import { CONSOLE_ASSETS } from './assets.ts';
 import { decodeSegment, html, page, type Chrome, type Html } from './html.ts';
 import { createLiveStreams } from './live.ts';
-import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, toolPage, versionPage } from './pages.ts';
+import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, searchCatalogue, toolPage, versionPage } from './pages.ts';
 import { runPage, runsPage } from './run-pages.ts';
 import { cannotSignInPage, signedOutPage, signInPage, whoOperator, whoSignedIn, whoSignedOut } from './signin-pages.ts';
 import { upstreamsPage } from './upstream-page.ts';
@@ -86,7 +87,14 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
     const notFound = (what: string): void => sendHtml(res, 404, 'Not found', notFoundPage(what), chrome);
     const canActOn = (name: string): boolean => covers(viewer.scopes, LIFECYCLE_SCOPE, name);
     const catalogue = o.reader.catalogue;
-    if (path === '/console' || path === '/console/') return ok('Catalogue', cataloguePage(catalogue, parseCatalogueQuery(params)));
+    if (path === '/console' || path === '/console/') {
+      // The shown rows' details (when they were published) are read before the page is made.
+      const q = parseCatalogueQuery(params);
+      const found = searchCatalogue(catalogue, q);
+      const read = await o.reader.details.ofMany(found.rows);
+      const at = new Map(found.rows.map((v, i) => [v, read[i]]));
+      return ok('Catalogue', cataloguePage(catalogue, q, found, (v) => at.get(v)));
+    }
     if (path === '/console/principal') return ok('Try a principal', principalPage(catalogue, parsePrincipal(params)));
     if (path === '/console/runs') return ok('Runs', runsPage(await listRuns(o.store, { limit: o.recentRuns ?? 50 })));
     if (path === '/console/upstreams') return ok('Upstreams', upstreamsPage(await upstreams.list(), canActOn));
@@ -102,20 +110,21 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
       const name = decodeSegment(parts[1] as string);
       const tool = name === null ? undefined : catalogue.tool(name);
       if (!tool || name === null) return notFound(`There is no tool '${name ?? parts[1]}' in the catalogue.`);
-      if (parts.length === 2) return ok(name, toolPage(tool));
+      if (parts.length === 2) return ok(name, toolPage(tool, await o.reader.details.ofMany(tool.versions)));
       if (parts.length === 3 && parts[2] === 'diff') {
         const a = (params.get('a') ?? '').slice(0, 128);
         const b = (params.get('b') ?? '').slice(0, 128);
         const va = catalogue.find(name, a);
         const vb = catalogue.find(name, b);
         if (!va || !vb) return notFound(`${name} has no version '${!va ? a : b}'.`);
-        return ok(`${name} ${a} → ${b}`, diffPage(va, vb));
+        const [da, db] = (await o.reader.details.ofMany([va, vb])) as [VersionDetails, VersionDetails];
+        return ok(`${name} ${a} → ${b}`, diffPage(va, da, vb, db));
       }
       if (parts.length === 4 && parts[2] === 'versions') {
         const version = decodeSegment(parts[3] as string);
         const v = version === null ? undefined : catalogue.find(name, version);
         if (!v) return notFound(`${name} has no version '${version ?? parts[3]}'.`);
-        return ok(`${name}@${v.version}`, versionPage(catalogue, v, parsePrincipal(params), canActOn(name)));
+        return ok(`${name}@${v.version}`, versionPage(catalogue, v, await o.reader.details.of(v), parsePrincipal(params), canActOn(name)));
       }
     }
     return notFound(`The console has no page at ${path.slice(0, 300)}.`);

@@ -5,7 +5,7 @@
 import { isVisible, makePrincipal } from '#domain/access';
 import { classifyDefinition } from '#domain/classify';
 import { CLASSIFICATIONS, type Principal, type Reason } from '#domain/types';
-import type { CatalogueProjection, CatalogueTool, CatalogueVersion } from '#projections/catalogue';
+import type { CatalogueProjection, CatalogueTool, CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { discoverNaive } from '#projections/discovery';
 import { html, seg, type Html } from './html.ts';
 import { diffLines, placeReasons, printWithPaths, type DiffRow } from './schema-diff.ts';
@@ -37,7 +37,7 @@ export const parseCatalogueQuery = (params: URLSearchParams): CatalogueQuery => 
   };
 };
 
-const isUpstream = (v: CatalogueVersion): boolean => v.definition.handler.startsWith('upstream:');
+const isUpstream = (v: CatalogueVersion): boolean => v.handler.startsWith('upstream:');
 const namespaceOf = (name: string): string => name.split('.')[0] ?? name;
 
 /** Server-side search and filters over each tool's newest version (any status); one page of results and the total. */
@@ -48,17 +48,14 @@ export const searchCatalogue = (catalogue: CatalogueProjection, q: CatalogueQuer
   for (const name of catalogue.names()) {
     namespaces.add(namespaceOf(name));
     // The newest version whatever its status, so a deprecated or retired tool is still found (and filterable).
-    const vs = catalogue.versions(name);
-    const v = vs[vs.length - 1];
-    if (!v) continue;
+    const tool = catalogue.tool(name);
+    const v = tool?.versions[tool.versions.length - 1];
+    if (!tool || !v) continue;
     if (q.namespace && namespaceOf(name) !== q.namespace) continue;
-    if (q.classification && v.definition.access.classification !== q.classification) continue;
+    if (q.classification && v.access.classification !== q.classification) continue;
     if (q.status && v.status !== q.status) continue;
     if (q.upstream && isUpstream(v) !== (q.upstream === 'yes')) continue;
-    if (needle) {
-      const d = v.definition;
-      if (!name.toLowerCase().includes(needle) && !(d.title ?? '').toLowerCase().includes(needle) && !d.description.toLowerCase().includes(needle)) continue;
-    }
+    if (needle && !name.toLowerCase().includes(needle) && !(tool.title ?? '').toLowerCase().includes(needle) && !tool.description.toLowerCase().includes(needle)) continue;
     hits.push(v);
   }
   // names() is sorted, so hits are too.
@@ -79,8 +76,17 @@ const namespaceFilter = (namespaces: readonly string[], chosen: string): Html =>
     ? html`<label>Namespace <input name="namespace" value="${chosen}" placeholder="exact namespace"></label>`
     : html`<label>Namespace <select name="namespace">${option('', 'any', chosen)}${namespaces.map((n) => option(n, n, chosen))}</select></label>`;
 
-export const cataloguePage = (catalogue: CatalogueProjection, q: CatalogueQuery): Html => {
-  const { total, rows, namespaces } = searchCatalogue(catalogue, q);
+/**
+ * `found`: the search's result (the route searches first, to read the shown rows' details); `detailsOf`: a row's details
+ * (default: what its record holds).
+ */
+export const cataloguePage = (
+  catalogue: CatalogueProjection,
+  q: CatalogueQuery,
+  found: ReturnType<typeof searchCatalogue> = searchCatalogue(catalogue, q),
+  detailsOf: (v: CatalogueVersion) => VersionDetails | undefined = (v) => v.details,
+): Html => {
+  const { total, rows, namespaces } = found;
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   const link = (page: number): string => {
     const p = new URLSearchParams();
@@ -101,7 +107,7 @@ ${namespaceFilter(namespaces, q.namespace)}
 <table class="catalogue">
 <thead><tr><th scope="col">Tool</th><th scope="col">Newest version</th><th scope="col">Title</th><th scope="col">Classification</th><th scope="col">Status</th><th scope="col">Published</th></tr></thead>
 <tbody>${rows.map(
-    (v) => html`<tr><td><a href="${toolHref(v.name)}">${v.name}</a></td><td><a href="${versionHref(v.name, v.version)}">${v.version}</a></td><td>${v.definition.title ?? ''}</td><td>${v.definition.access.classification}</td><td><span class="status ${v.status}">${v.status}</span></td><td><time datetime="${v.publishedAt}">${v.publishedAt}</time></td></tr>`,
+    (v) => html`<tr><td><a href="${toolHref(v.name)}">${v.name}</a></td><td><a href="${versionHref(v.name, v.version)}">${v.version}</a></td><td>${catalogue.tool(v.name)?.title ?? ''}</td><td>${v.access.classification}</td><td><span class="status ${v.status}">${v.status}</span></td><td><time datetime="${detailsOf(v)?.publishedAt ?? ''}">${detailsOf(v)?.publishedAt ?? ''}</time></td></tr>`,
   )}</tbody>
 </table>
 <nav class="pager" aria-label="Pages">${q.page > 1 ? html`<a rel="prev" href="${link(q.page - 1)}">Previous page</a>` : ''} ${q.page < pages ? html`<a rel="next" href="${link(q.page + 1)}">Next page</a>` : ''}</nav>`;
@@ -119,8 +125,10 @@ ${v.status === 'active' ? html`<button type="submit" name="action" value="deprec
 <button type="submit" name="action" value="retire">Retire ${v.version}</button>
 </form>`;
 
-export const toolPage = (tool: CatalogueTool): Html => {
+/** `details`: each version's, in the tool's order. */
+export const toolPage = (tool: CatalogueTool, details: readonly VersionDetails[]): Html => {
   const versions = [...tool.versions].reverse();
+  const newestFirst = [...details].reverse();
   const compare = versions.length >= 2 ? html`<form method="get" action="${toolHref(tool.name)}/diff" class="compare">
 <label>From <select name="a">${versions.map((v, i) => option(v.version, v.version, (versions[1] ?? versions[0])?.version === v.version && i > 0 ? v.version : ''))}</select></label>
 <label>To <select name="b">${versions.map((v) => option(v.version, v.version, (versions[0] as CatalogueVersion).version))}</select></label>
@@ -129,11 +137,11 @@ export const toolPage = (tool: CatalogueTool): Html => {
 ${compare}
 <h2>Version timeline</h2>
 <ol class="timeline">${versions.map(
-    (v) => html`<li class="version"><h3><a href="${versionHref(v.name, v.version)}">${v.version}</a> <span class="level ${v.level}">${v.level}</span> <span class="status ${v.status}">${v.status}</span></h3>
-<p>Published by <strong>${v.publishedBy}</strong> at <time datetime="${v.publishedAt}">${v.publishedAt}</time>; schema <code>${v.schemaHash.slice(0, 12)}</code></p>
+    (v, i, _all, d = newestFirst[i] as VersionDetails) => html`<li class="version"><h3><a href="${versionHref(v.name, v.version)}">${v.version}</a> <span class="level ${d.level}">${d.level}</span> <span class="status ${v.status}">${v.status}</span></h3>
+<p>Published by <strong>${d.publishedBy}</strong> at <time datetime="${d.publishedAt}">${d.publishedAt}</time>; schema <code>${d.schemaHash.slice(0, 12)}</code></p>
 ${v.deprecated ? html`<p>Deprecated by <strong>${v.deprecated.by}</strong> at ${v.deprecated.at}: ${v.deprecated.reason}</p>` : ''}
 ${v.retired ? html`<p>Retired by <strong>${v.retired.by}</strong> at ${v.retired.at}: ${v.retired.reason}</p>` : ''}
-${reasonsList(v.reasons)}</li>`,
+${reasonsList(d.reasons)}</li>`,
   )}</ol>`;
 };
 
@@ -143,9 +151,9 @@ const diffCell = (side: 'left' | 'right', row: DiffRow): Html => {
   return html`<td class="${cls}"><pre>${line?.text ?? ''}</pre></td>`;
 };
 
-export const diffPage = (a: CatalogueVersion, b: CatalogueVersion): Html => {
-  const { level, reasons } = classifyDefinition(a.definition, b.definition);
-  const rows = diffLines(printWithPaths(a.definition), printWithPaths(b.definition));
+export const diffPage = (a: CatalogueVersion, da: VersionDetails, b: CatalogueVersion, db: VersionDetails): Html => {
+  const { level, reasons } = classifyDefinition(da.definition, db.definition);
+  const rows = diffLines(printWithPaths(da.definition), printWithPaths(db.definition));
   const placed = placeReasons(rows, reasons);
   return html`<h1>${a.name}: ${a.version} → ${b.version}</h1>
 <p>The classifier says <span class="level ${level}">${level}</span>${reasons.length === 0 ? ' (no change)' : ''}.</p>
@@ -177,14 +185,14 @@ const discoveryTable = (catalogue: CatalogueProjection, p: Principal): Html => {
 <ul class="discovered">${seen.slice(0, 200).map((v) => html`<li><a href="${versionHref(v.name, v.version)}">${v.name}@${v.version}</a></li>`)}</ul>${seen.length > 200 ? html`<p>… and ${seen.length - 200} more.</p>` : ''}`;
 };
 
-export const versionPage = (catalogue: CatalogueProjection, v: CatalogueVersion, tried: Principal | null, canAct: boolean): Html => {
-  const a = v.definition.access;
+export const versionPage = (catalogue: CatalogueProjection, v: CatalogueVersion, details: VersionDetails, tried: Principal | null, canAct: boolean): Html => {
+  const a = v.access;
   const verdict = tried
     ? html`<p id="verdict" class="verdict">${isVisible(a, tried) ? html`<strong>Visible</strong> to this principal${v.status === 'active' ? '' : html` by access, but the version is ${v.status} and is not offered in discovery`}.` : html`<strong>Not visible</strong> to this principal.`}</p>${discoveryTable(catalogue, tried)}`
     : '';
   return html`<h1>${v.name}@${v.version}</h1>
-<p><a href="${toolHref(v.name)}">All versions of ${v.name}</a> · <span class="status ${v.status}">${v.status}</span> · <span class="level ${v.level}">${v.level}</span></p>
-<p>${v.definition.description}</p>
+<p><a href="${toolHref(v.name)}">All versions of ${v.name}</a> · <span class="status ${v.status}">${v.status}</span> · <span class="level ${details.level}">${details.level}</span></p>
+<p>${details.definition.description}</p>
 <h2>Who can see this version</h2>
 <ul class="access">
 <li>Tenants: ${a.tenants.length === 0 ? 'every tenant' : a.tenants.join(', ')}</li>
@@ -195,7 +203,7 @@ ${principalForm(versionHref(v.name, v.version), tried)}
 ${verdict}
 ${canAct ? html`<h2>Lifecycle</h2>${lifecycleForm(v)}<p id="action-result" role="status"></p>` : ''}
 <h2>Definition</h2>
-<pre class="definition">${JSON.stringify(v.definition, null, 2)}</pre>`;
+<pre class="definition">${JSON.stringify(details.definition, null, 2)}</pre>`;
 };
 
 export const principalPage = (catalogue: CatalogueProjection, tried: Principal | null): Html =>

@@ -238,12 +238,28 @@ export const checkHandlerNamespace = (name: string, handler: string): void => {
 };
 
 /**
+ * Whether `handlerNamespace(handler)` is the namespace of the tool `name` (its first name segment), comparing in place:
+ * a serving process asks it of every version in the catalogue at start and of every version a view considers.
+ */
+const inToolNamespace = (name: string, handler: string): boolean => {
+  const dot = name.indexOf('.');
+  const n = dot < 0 ? name.length : dot;
+  const upstream = handler.startsWith('upstream:');
+  const start = upstream ? 'upstream:'.length : 0;
+  const sep = handler.indexOf(upstream ? '/' : '.', start);
+  const end = sep < 0 ? (upstream ? -1 : handler.length) : sep;
+  if (end <= start || end - start !== n) return false;
+  for (let i = 0; i < n; i++) if (handler.charCodeAt(start + i) !== name.charCodeAt(i)) return false;
+  return true;
+};
+
+/**
  * Why `handler` is not in the namespace of the tool `name` (the `handler-namespace` message), or null when it is. Also
  * asked of versions already in the store: one published before the rule existed is never served (src/mcp/server-core.ts).
  */
 export const handlerOutsideNamespace = (name: string, handler: string): string | null => {
+  if (inToolNamespace(name, handler)) return null;
   const ns = name.split('.')[0] as string;
-  if (handlerNamespace(handler) === ns) return null;
   const shown = handler.length > 80 ? `${handler.slice(0, 80)}...` : handler;
   return `handler: '${shown}' is not in the tool's namespace '${ns}' (a handler's first name segment, or <ns> of upstream:<ns>/<tool>, must be '${ns}')`;
 };

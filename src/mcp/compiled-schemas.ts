@@ -14,10 +14,12 @@ import { isPlainObject, subschemas } from '#domain/json-path';
 import type { SchemaCompiler } from '#domain/schema-compiler';
 import type { JsonObject } from '#domain/types';
 import type { CompiledSchema } from '#domain/validate';
-import type { CatalogueVersion } from '#projections/catalogue';
+import type { CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { createSharedValidators } from './shared-validators.ts';
 
 export interface VersionSchemas {
+  /** The version's schemaHash (its call records carry it). */
+  schemaHash: string;
   input: CompiledSchema;
   output: CompiledSchema | undefined;
   /** Set when the schemas do not compile: `input` then refuses every value with this reason. */
@@ -55,7 +57,19 @@ export interface CompiledSchemaCacheOptions {
   onFailure?: (v: CatalogueVersion, reason: string) => void;
   /** Most milliseconds of pattern compilation in one step before yielding. */
   sliceMs?: number;
+  /** Where a version's schemas come from when its record does not hold them (the reader's details). */
+  details?: (v: CatalogueVersion) => Promise<VersionDetails>;
+  /**
+   * Versions whose validators stay compiled; past it the least recently used are dropped (and compiled again on their
+   * next call). A catalogue of hundreds of thousands of versions must not hold a validator for each.
+   */
+  capacity?: number;
 }
+
+export const DEFAULT_SCHEMA_CACHE = 1024;
+
+const ownDetails = (v: CatalogueVersion): Promise<VersionDetails> =>
+  v.details ? Promise.resolve(v.details) : Promise.reject(new Error(`${v.name}@${v.version}: no details to compile`));
 
 interface Entry {
   v: CatalogueVersion;
@@ -82,9 +96,9 @@ const patternsOf = (schema: JsonObject): string[] => {
 };
 
 /** Validators that refuse every value with the reason: the handler never runs and the caller reads why. */
-const refusing = (v: CatalogueVersion, reason: string): VersionSchemas => {
+const refusing = (v: CatalogueVersion, schemaHash: string, reason: string): VersionSchemas => {
   const message = `${v.name}@${v.version} cannot be served: its schemas do not compile here (${reason.length > 300 ? `${reason.slice(0, 300)}...` : reason}); publish a corrected version`;
-  return { input: { schema: {}, validate: () => [{ path: '$', message }] }, output: undefined, refusal: reason };
+  return { schemaHash, input: { schema: {}, validate: () => [{ path: '$', message }] }, output: undefined, refusal: reason };
 };
 
 export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: CompiledSchemaCacheOptions = {}): CompiledSchemaCache => {
@@ -108,15 +122,35 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
     }
   };
 
+  const capacity = options.capacity ?? DEFAULT_SCHEMA_CACHE;
+  const toldFailure = new Set<string>();
+  /** Drop the least recently used compiled versions past the capacity (never one being compiled). */
+  const evict = (): void => {
+    if (entries.size <= capacity) return;
+    for (const [key, e] of entries) {
+      if (entries.size <= capacity) break;
+      if (e.schemas === undefined) continue;
+      entries.delete(key);
+      // The record keeps its entry (byRecord) as long as it lives: let go of the validators themselves.
+      e.dropped = true;
+      e.schemas = undefined;
+    }
+  };
+
   const settle = (e: Entry, schemas: VersionSchemas): VersionSchemas => {
     if (e.schemas !== undefined) return e.schemas;
     e.schemas = schemas;
     e.compiling = undefined;
-    if (schemas.refusal !== undefined) options.onFailure?.(e.v, schemas.refusal);
+    if (schemas.refusal !== undefined && !toldFailure.has(keyOf(e.v))) {
+      toldFailure.add(keyOf(e.v));
+      options.onFailure?.(e.v, schemas.refusal);
+    }
+    evict();
     return schemas;
   };
 
-  const failure = (e: Entry, err: unknown): VersionSchemas => refusing(e.v, err instanceof Error ? err.message : String(err));
+  const failure = (e: Entry, schemaHash: string, err: unknown): VersionSchemas => refusing(e.v, schemaHash, err instanceof Error ? err.message : String(err));
+  const detailsOf = options.details ?? ownDetails;
 
   /** RE2 compiles each pattern once (its cache is by source): compiled here a slice at a time, the schema step finds them. */
   const patternsInSlices = async (schema: JsonObject): Promise<void> => {
@@ -149,7 +183,9 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
   };
 
   const compileSliced = async (e: Entry): Promise<VersionSchemas> => {
-    const def = e.v.definition;
+    // Read first (from the store, when the record does not hold them): a failed read is not a schema that does not
+    // compile, so it is not settled as a refusal; the next call tries again.
+    const { definition: def, schemaHash } = await detailsOf(e.v);
     try {
       const input = await compileOne(def.inputSchema, 'inputSchema');
       let output: CompiledSchema | undefined;
@@ -157,15 +193,21 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
         await yieldToLoop();
         output = await compileOne(def.outputSchema, 'outputSchema');
       }
-      return { input, output };
+      return { schemaHash, input, output };
     } catch (err) {
-      return failure(e, err);
+      return failure(e, schemaHash, err);
     }
   };
 
   const start = (e: Entry): Promise<VersionSchemas> => {
     if (e.schemas !== undefined) return Promise.resolve(e.schemas);
-    e.compiling ??= compileSliced(e).then((s) => settle(e, s));
+    e.compiling ??= compileSliced(e).then(
+      (s) => settle(e, s),
+      (err: unknown) => {
+        e.compiling = undefined;
+        throw err;
+      },
+    );
     return e.compiling;
   };
 
@@ -175,7 +217,8 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
       if (key === undefined) break;
       const e = entries.get(key);
       if (e === undefined || e.schemas !== undefined) continue;
-      await start(e);
+      // A version whose details cannot be read now stays unwarmed: its first call reads and compiles it (or says why not).
+      await start(e).catch(() => undefined);
       await yieldToLoop();
     }
     pumping = false;
@@ -194,12 +237,23 @@ export const createCompiledSchemaCache = (compiler: SchemaCompiler, options: Com
     return e;
   };
 
+  /** The entry, now the most recently used. */
+  const touched = (v: CatalogueVersion): Entry => {
+    const e = entryOf(v);
+    const key = keyOf(v);
+    if (entries.get(key) === e) {
+      entries.delete(key);
+      entries.set(key, e);
+    }
+    return e;
+  };
+
   return {
     compiled(v) {
       const e = byRecord.get(v);
       return e !== undefined && !e.dropped ? e.schemas : entries.get(keyOf(v))?.schemas;
     },
-    ready: (v) => start(entryOf(v)),
+    ready: (v) => start(touched(v)),
     warm(v) {
       if (closed || entries.has(keyOf(v))) return;
       entryOf(v);

@@ -5,14 +5,16 @@
  * of 500 tools was most of a tools/list (issue 15).
  *
  * Bounded: per view object (held weakly, so a view the discovery index drops takes its pages along), only the pages of
- * its current revision are kept, one per protocol revision and cursor; a cursor is decoded before a page is looked up,
- * so only cursors of real pages of this revision get an entry.
+ * its current revision are kept, one per protocol revision and cursor, at most PAGES_PER_VIEW of them (least recently
+ * used out); a cursor is decoded before a page is looked up, so only cursors of real pages of this revision get an entry.
+ * A page's versions' details are read (from the store, when the reader does not hold them) only when it is built.
  */
+import type { CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import type { DiscoveryView } from '#projections/discovery';
 import { withJsonText } from './jsonrpc.ts';
 import { SERVER_INFO_META } from './revisions.ts';
 import { SERVER_INFO } from './server-info.ts';
-import { listToolsPage, pageOffset, type ListPage } from './tools-list.ts';
+import { listToolsPage, pageOffset, pageVersions, type ListPage } from './tools-list.ts';
 
 export interface CachedPage extends ListPage {
   /** The page as a 2025 session's result (its JSON text attached: withJsonText). */
@@ -41,17 +43,46 @@ const cachedPage = (page: ListPage): CachedPage => {
   };
 };
 
+/**
+ * Pages kept per view (its current revision), least recently used out: a view of 100,000 tools has 200 pages, and a
+ * client walking them all must not leave the whole catalogue's JSON behind.
+ */
+export const PAGES_PER_VIEW = 16;
+
 export class ListPageCache {
   private readonly byView = new WeakMap<DiscoveryView, ViewPages>();
 
-  /** The page at `cursor` (refused as listToolsPage refuses it: invalid, or of another revision), built at most once. */
-  page(view: DiscoveryView, o: { revision: string; cursor?: unknown; pageSize: number }): CachedPage {
+  constructor(private readonly pagesPerView = PAGES_PER_VIEW) {}
+
+  /**
+   * The page at `cursor` (refused as pageOffset refuses it: invalid, or of another revision), built at most once per
+   * revision while it stays cached; `details` reads the shown versions' details (a serving reader does not hold them).
+   */
+  async page(
+    view: DiscoveryView,
+    o: { revision: string; cursor?: unknown; pageSize: number },
+    details: (vs: readonly CatalogueVersion[]) => Promise<VersionDetails[]>,
+  ): Promise<CachedPage> {
     const offset = pageOffset(view, o.cursor);
-    let held = this.byView.get(view);
-    if (held?.revision !== view.revision) this.byView.set(view, (held = { revision: view.revision, pages: new Map() }));
     const key = `${o.revision}\u0000${offset}\u0000${o.pageSize}`;
-    let page = held.pages.get(key);
-    if (!page) held.pages.set(key, (page = cachedPage(listToolsPage(view, { revision: o.revision, offset, pageSize: o.pageSize }))));
+    const held = this.byView.get(view);
+    const hit = held?.revision === view.revision ? held.pages.get(key) : undefined;
+    if (hit) {
+      held?.pages.delete(key);
+      held?.pages.set(key, hit);
+      return hit;
+    }
+    // Cut from the view now: a change while the details are read cannot shift the page (its cursor names this revision).
+    const revision = view.revision;
+    const size = view.entries.length;
+    const shown = pageVersions(view, offset, o.pageSize);
+    const page = cachedPage(listToolsPage({ revision, size }, { revision: o.revision, offset, shown, details: await details(shown) }));
+    if (view.revision === revision) {
+      let pages = this.byView.get(view);
+      if (pages?.revision !== revision) this.byView.set(view, (pages = { revision, pages: new Map() }));
+      pages.pages.set(key, page);
+      if (pages.pages.size > this.pagesPerView) pages.pages.delete(pages.pages.keys().next().value as string);
+    }
     return page;
   }
 }

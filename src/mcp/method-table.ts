@@ -75,9 +75,9 @@ const METHODS: Readonly<Record<string, MethodRow>> = {
   },
   'tools/list': {
     families: ['stateful', 'stateless'],
-    run: (ctx) => {
+    run: async (ctx) => {
       // The page's bytes are made once per view revision (list-cache.ts) and carried to the wire with the result.
-      const page = ctx.core.listTools(ctx.principal, ctx.params, ctx.revision);
+      const page = await ctx.core.listTools(ctx.principal, ctx.params, ctx.revision);
       if (ctx.host.family === 'stateful') {
         ctx.host.listed(page, ctx.params);
         return { result: page.session };

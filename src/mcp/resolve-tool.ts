@@ -27,7 +27,7 @@ export const resolveCallable = (
   const exact = req.pinned ?? req.listed;
   if (exact !== undefined) {
     const v = reader.catalogue.resolve(req.name, exact);
-    if (v && isVisible(v.definition.access, req.principal) && isOffered(v)) return v;
+    if (v && isVisible(v.access, req.principal) && isOffered(v)) return v;
     throw unknownTool(req.name);
   }
   const entries = reader.discovery.view(req.principal, false).entries;

@@ -47,7 +47,7 @@ export interface ServerCoreOptions {
 export const isOfferedBy =
   (handlers: HandlerMap) =>
   (v: CatalogueVersion): boolean =>
-    Object.prototype.hasOwnProperty.call(handlers, v.definition.handler) && handlerOutsideNamespace(v.name, v.definition.handler) === null;
+    Object.prototype.hasOwnProperty.call(handlers, v.handler) && handlerOutsideNamespace(v.name, v.handler) === null;
 
 export class ServerCore {
   readonly reader: CatalogueReader;
@@ -93,11 +93,12 @@ export class ServerCore {
   }
 
   /** A page of the caller's view, serialized once per view revision (list-cache.ts). */
-  listTools(principal: Principal, params: Record<string, unknown>, revision: string): CachedPage & { includeDeprecated: boolean } {
+  async listTools(principal: Principal, params: Record<string, unknown>, revision: string): Promise<CachedPage & { includeDeprecated: boolean }> {
     const meta = isPlainObject(params._meta) ? params._meta : {};
     const includeDeprecated = meta[INCLUDE_DEPRECATED_META] === true;
     const view = this.reader.discovery.view(principal, includeDeprecated);
-    return { ...this.pages.page(view, { revision, cursor: params.cursor, pageSize: this.pageSize }), includeDeprecated };
+    const page = await this.pages.page(view, { revision, cursor: params.cursor, pageSize: this.pageSize }, (vs) => this.reader.details.ofMany(vs));
+    return { ...page, includeDeprecated };
   }
 
   /** Count one answered request: outcome `ok` or the JSON-RPC error code. `method`: the table's label (countedMethod). */

@@ -3,7 +3,8 @@
  * Access fields (scopes, tenants, classification), the handler name and side-effect policy never leave the server.
  */
 import { servedAnnotations } from '#domain/tool-definition';
-import type { CatalogueVersion } from '#projections/catalogue';
+import type { ToolDefinition } from '#domain/types';
+import type { CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { toolFields } from './revisions.ts';
 
 export const VERSION_META = 'io.estate/version';
@@ -17,21 +18,23 @@ export const deprecationNotice = (v: CatalogueVersion): { reason: string; at: st
   v.deprecated ? { reason: v.deprecated.reason, at: v.deprecated.at } : undefined;
 
 /**
- * Catalogue records are immutable (a deprecation makes a new one), so a record's Tool for a revision is built once
- * and shared by every listing that shows it. Callers must not mutate the returned object.
+ * A version's Tool for a revision is built once and shared by every listing that shows it, for as long as its details
+ * are held (a record's own, or the reader's cache): keyed by the details, so a Tool never outlives them. Records are
+ * immutable (a deprecation makes a new one, with the notice in `_meta`), hence the deprecation in the key. Callers must
+ * not mutate the returned object.
  */
-const projected = new WeakMap<CatalogueVersion, Map<string, Readonly<Record<string, unknown>>>>();
+const projected = new WeakMap<VersionDetails, Map<string, Readonly<Record<string, unknown>>>>();
 
-export const toMcpTool = (v: CatalogueVersion, revision: string): Readonly<Record<string, unknown>> => {
-  let byRevision = projected.get(v);
-  if (!byRevision) projected.set(v, (byRevision = new Map()));
-  let tool = byRevision.get(revision);
-  if (!tool) byRevision.set(revision, (tool = project(v, revision)));
+export const toMcpTool = (v: CatalogueVersion, details: VersionDetails, revision: string): Readonly<Record<string, unknown>> => {
+  let byRevision = projected.get(details);
+  if (!byRevision) projected.set(details, (byRevision = new Map()));
+  const key = v.deprecated ? `${revision}|deprecated` : revision;
+  let tool = byRevision.get(key);
+  if (!tool) byRevision.set(key, (tool = project(v, details.definition, revision)));
   return tool;
 };
 
-const project = (v: CatalogueVersion, revision: string): Record<string, unknown> => {
-  const def = v.definition;
+const project = (v: CatalogueVersion, def: ToolDefinition, revision: string): Record<string, unknown> => {
   const tool: Record<string, unknown> = {};
   for (const field of toolFields(revision)) {
     switch (field) {

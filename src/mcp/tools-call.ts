@@ -50,7 +50,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
     const { v, executor } = resolveCall(deps, p, req.principal, req.listed);
     if (span) {
       span.updateName(`execute_tool ${v.name}`);
-      span.setAttributes({ 'gen_ai.tool.name': v.name, 'estate.tool.version': v.version, 'estate.tool.schema_hash': v.schemaHash, 'estate.run_id': p.runId });
+      span.setAttributes({ 'gen_ai.tool.name': v.name, 'estate.tool.version': v.version, 'estate.run_id': p.runId });
       span.addEvent('resolved', { 'estate.tool.version': v.version, 'estate.pinned': p.pinned !== undefined });
     }
     const facts = { v, runId: p.runId, protocolVersion: req.protocolVersion };
@@ -61,6 +61,9 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
     }
     // Warm: the validators are there and nothing is awaited; a version's first call may wait for its own compile.
     const schemas = deps.schemas.compiled(v) ?? (await deps.schemas.ready(v));
+    // The hash comes with the schemas: a record does not hold it (it is read with the version's details).
+    const schemaHash = schemas.schemaHash;
+    span?.setAttribute('estate.tool.schema_hash', schemaHash);
     const admitted = admitArguments(v, schemas, p.received);
     span?.addEvent('validated', { 'estate.admitted': admitted.ok });
     if (!admitted.ok) {
@@ -86,7 +89,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
         context: {
           principal: req.principal,
           runId: p.runId,
-          tool: { name: v.name, version: v.version, schemaHash: v.schemaHash },
+          tool: { name: v.name, version: v.version, schemaHash },
           log: teeLog(deps.handlerLog({ runId: p.runId, tool: v.name, version: v.version }), channel, v.name),
           progress: progressReporter(channel),
           ...(p.input ? { clientCapabilities: p.input.capabilities } : {}),
@@ -112,6 +115,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
     try {
       await recordCall(deps.recorder, {
         v,
+        schemaHash,
         principal: req.principal,
         runId: p.runId,
         client: req.client,

@@ -4,7 +4,7 @@
  * or repeat a tool: it is refused (`cursor expired`) and the client lists again.
  */
 import type { DiscoveryView } from '#projections/discovery';
-import type { CatalogueVersion } from '#projections/catalogue';
+import type { CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { cursorExpired, invalidCursor } from './error-map.ts';
 import { toMcpTool } from './tool-projection.ts';
 
@@ -42,12 +42,17 @@ export const pageOffset = (view: DiscoveryView, cursor: unknown): number => {
   return c.o;
 };
 
-/** The page at `offset` (from pageOffset). */
-export const listToolsPage = (view: DiscoveryView, options: { revision: string; offset: number; pageSize: number }): ListPage => {
-  const offset = options.offset;
-  const shown = view.entries.slice(offset, offset + options.pageSize);
+/** The versions of the page at `offset` (from pageOffset): cut from the view at once, before their details are read. */
+export const pageVersions = (view: DiscoveryView, offset: number, pageSize: number): CatalogueVersion[] => view.entries.slice(offset, offset + pageSize);
+
+/** The page at `offset` (from pageOffset), of `shown` (pageVersions) with their details, in order. */
+export const listToolsPage = (
+  view: { revision: number; size: number },
+  options: { revision: string; offset: number; shown: readonly CatalogueVersion[]; details: readonly VersionDetails[] },
+): ListPage => {
+  const { offset, shown, details } = options;
   const end = offset + shown.length;
-  const result: Record<string, unknown> = { tools: shown.map((v) => toMcpTool(v, options.revision)) };
-  if (end < view.entries.length) result.nextCursor = encodeCursor({ r: view.revision, o: end });
+  const result: Record<string, unknown> = { tools: shown.map((v, i) => toMcpTool(v, details[i] as VersionDetails, options.revision)) };
+  if (end < view.size) result.nextCursor = encodeCursor({ r: view.revision, o: end });
   return { result, shown };
 };

@@ -54,19 +54,20 @@ const foldRun = (run: RunFold, e: StoredEvent): void => {
   }
 };
 
+/** `c` keeps its details (the default): every record holds its definition, hashes and reasons. */
 const catalogueView = (c: CatalogueProjection): unknown =>
   c.names().map((name) =>
     c.versions(name).map((v) => ({
       name: v.name,
       version: v.version,
       status: v.status,
-      definition: v.definition,
-      schemaHash: v.schemaHash,
-      definitionHash: v.definitionHash,
-      level: v.level,
-      reasons: v.reasons,
-      publishedAt: v.publishedAt,
-      publishedBy: v.publishedBy,
+      definition: v.details?.definition,
+      schemaHash: v.details?.schemaHash,
+      definitionHash: v.details?.definitionHash,
+      level: v.details?.level,
+      reasons: v.details?.reasons,
+      publishedAt: v.details?.publishedAt,
+      publishedBy: v.details?.publishedBy,
       deprecated: v.deprecated ?? null,
       retired: v.retired ?? null,
     })),

@@ -13,7 +13,8 @@
  * in sorted order so two multi-stream batches cannot deadlock.
  *
  * The parts: postgres-schema.ts (DDL), postgres-append.ts (append), postgres-read.ts (pages and streams),
- * postgres-listener.ts (LISTEN/NOTIFY wake-ups), postgres-rows.ts (positions and rows); this file ties them to the port.
+ * postgres-listener.ts (LISTEN/NOTIFY wake-ups), postgres-rows.ts (positions and rows), postgres-snapshots.ts (projection
+ * snapshots); this file ties them to the port.
  */
 import pg from 'pg';
 import type { AppendRequest, AppendResult, EventStore, ReadAllOptions, StoredEvent, SubscribeOptions, Subscription } from '#app/ports';
@@ -22,6 +23,7 @@ import { createAppendListener } from './postgres-listener.ts';
 import { heldBack, readStream, scan, type PostgresReadContext } from './postgres-read.ts';
 import { DEFAULT_LIMIT, START, later, parsePosition, quoteSchema, validateRequest } from './postgres-rows.ts';
 import { createSchemaMigration } from './postgres-schema.ts';
+import { createPostgresSnapshots } from './postgres-snapshots.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
 export interface PostgresEventStoreOptions {
@@ -153,6 +155,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
 
     readAll,
     subscribe,
+    snapshots: createPostgresSnapshots(pool, s, schemaName),
 
     async close() {
       if (closed) return;

@@ -17,6 +17,7 @@ import {
   type Subscription,
 } from '#app/ports';
 import { checkExpectedRevision } from './expected-revision.ts';
+import { createSqliteSnapshots } from './sqlite-snapshots.ts';
 import { checkExternalCommits, releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
@@ -88,6 +89,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     )
     .raw(true);
 
+  // The first stream id at or after a prefix (the UNIQUE index's order): if it does not start with the prefix, no stream
+  // does, and a prefix read need not scan the log (a server's upstream registry on a store of only tools and runs).
+  const firstStreamFromStmt = db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE stream_id >= ? ORDER BY stream_id LIMIT 1');
+  const anyStreamWith = (prefix: string): boolean => firstStreamFromStmt.get(prefix)?.stream_id.startsWith(prefix) === true;
   const headPositionStmt = db.prepare<[], { head: number | null }>('SELECT MAX(position) AS head FROM events');
   const readPrefixUpToStmt = db
     .prepare<[number, number, number, string, number], RawRow>(
@@ -132,6 +137,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   const pollIntervalMs = options.pollIntervalMs ?? (watchable ? 1000 : 50);
   const ownWakes = new Set<Wake>();
   const subscriptions = new OpenSubscriptions();
+  const snapshots = createSqliteSnapshots(file, options.busyTimeoutMs ?? 30_000);
   let closed = false;
 
   function appendAll(requests: AppendRequest[]): AppendResult[] {
@@ -153,6 +159,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     const after = parsePosition(options.after);
     const limit = options.limit ?? DEFAULT_LIMIT;
     const prefix = options.streamPrefix;
+    if (prefix !== undefined && prefix !== '' && !anyStreamWith(prefix)) return [];
     const rows =
       prefix === undefined || prefix === ''
         ? readAllStmt.all(after, limit)
@@ -176,6 +183,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       settle(() => readStreamStmt.all(streamId, Math.max(0, options.fromRevision ?? 0)).map(toStored)),
 
     readAll: (options) => settle(() => readAll(options)),
+    snapshots,
 
     subscribe(options: SubscribeOptions): Subscription {
       // A filtered tail must not rescan what it already found nothing in: a server's catalogue subscription would
@@ -192,6 +200,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         if (prefix === '') return readAll({ after });
         const from = Math.max(parsePosition(after), skipTo);
         const head = headPositionStmt.get()?.head ?? 0;
+        if (!anyStreamWith(prefix)) {
+          skipTo = head;
+          return [];
+        }
         const rows = readPrefixUpToStmt.all(from, head, prefix.length, prefix, DEFAULT_LIMIT);
         if (rows.length === 0) skipTo = head;
         return rows.map(toStored);
@@ -236,6 +248,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       for (const wake of ownWakes) wakesOf(file).delete(wake);
       stopChecking();
       releaseWakes(file);
+      snapshots.close();
       db.close();
     },
   };

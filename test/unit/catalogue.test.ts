@@ -97,7 +97,7 @@ describe('discovery (invariant 8)', () => {
   });
   it('a version this process cannot serve (handler not bound) is not offered; the next visible one is', () => {
     const c = build(publishedEvent(aDefinition({ version: '1.0.0' })), publishedEvent(aDefinition({ version: '1.1.0', handler: 'unbound' })));
-    const idx = new DiscoveryIndex(c, { isOffered: (v) => v.definition.handler !== 'unbound' });
+    const idx = new DiscoveryIndex(c, { isOffered: (v) => v.handler !== 'unbound' });
     expect(idx.view(reader).entries.map((v) => v.version)).toEqual(['1.0.0']);
   });
 });

@@ -43,7 +43,7 @@ describe('console catalogue at 10,000 tools', () => {
     expect(byTitle.rows.map((r) => r.name)).toEqual(['team19.tool9999']);
     const filtered = searchCatalogue(catalogue, parseCatalogueQuery(new URLSearchParams('namespace=team3&classification=internal')));
     expect(filtered.total).toBe(500);
-    expect(filtered.rows.every((r) => r.name.startsWith('team3.') && r.definition.access.classification === 'internal')).toBe(true);
+    expect(filtered.rows.every((r) => r.name.startsWith('team3.') && r.access.classification === 'internal')).toBe(true);
   });
 
   it('pages through the results and never sends the whole catalogue', () => {

@@ -51,7 +51,7 @@ describe('the executor port', () => {
 });
 
 describe('the input-round step', () => {
-  const v = (sideEffect: SideEffect) => ({ name: 'fx.ask', version: '1.0.0', definition: { sideEffect } }) as never;
+  const v = (sideEffect: SideEffect) => ({ name: 'fx.ask', version: '1.0.0', sideEffect }) as never;
   const params = (input?: CallParams['input']): CallParams => ({ name: 'fx.ask', meta: {}, runId: 'r', received: {}, ...(input ? { input } : {}) });
   const proxy = executorsFrom({ 'upstream:fx/ask': ok } as HandlerMap)('upstream:fx/ask') as ToolExecutor;
   const input = { responses: { q: { action: 'accept', content: { name: 'Alice' } } }, capabilities: { elicitation: {} } };
@@ -82,7 +82,7 @@ describe('the admission step', () => {
   const cache = createCompiledSchemaCache(createSchemaCompiler());
   const version = (sideEffect: SideEffect) => {
     const definition = aDefinition({ sideEffect, inputSchema: { type: 'object', properties: { n: { type: 'integer' } }, additionalProperties: false } });
-    return { name: definition.name, version: definition.version, definition } as never;
+    return { name: definition.name, version: definition.version, sideEffect, details: { definition, schemaHash: 's', definitionHash: 'd', reasons: [] } } as never;
   };
 
   it('repairs where the side effect allows, validates only for non_idempotent, and refuses over-limit arguments before compiling', async () => {

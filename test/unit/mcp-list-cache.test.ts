@@ -14,23 +14,23 @@ describe('tools/list page cache', () => {
   it('serves one serialized page per view revision, and a new one once the view changes', async () => {
     const h = await makeHarness([open('payments.lookup'), open('payments.refund')], { 'payments.lookup': () => ({ content: [] }) }, { pageSize: 1 });
     const who = makePrincipal({});
-    const first = h.core.listTools(who, {}, '2025-11-25');
-    const again = h.core.listTools(who, {}, '2025-11-25');
+    const first = await h.core.listTools(who, {}, '2025-11-25');
+    const again = await h.core.listTools(who, {}, '2025-11-25');
     expect(again.session).toBe(first.session);
     expect(jsonTextOf(first.session)).toBe(JSON.stringify(first.session));
     expect(responseText(success(7, first.session))).toBe(JSON.stringify(success(7, first.session)));
     // Another revision's Tool shape is another page; the stateless form carries its own fields.
-    const stateless = h.core.listTools(who, {}, '2026-07-28').stateless(60_000);
+    const stateless = (await h.core.listTools(who, {}, '2026-07-28')).stateless(60_000);
     expect(stateless).toMatchObject({ ttlMs: 60_000, cacheScope: 'private', resultType: 'complete' });
     expect(jsonTextOf(stateless)).toBe(JSON.stringify(stateless));
 
     const cursor = first.session.nextCursor;
     expect(typeof cursor).toBe('string');
     await h.publish({ ...open('payments.lookup'), version: '1.1.0', description: 'Now with legs.' });
-    const changed = h.core.listTools(who, {}, '2025-11-25');
+    const changed = await h.core.listTools(who, {}, '2025-11-25');
     expect(changed.session).not.toBe(first.session);
     expect(JSON.stringify(changed.session)).toContain('Now with legs.');
     // A cursor of the old revision is refused, as before the cache.
-    expect(() => h.core.listTools(who, { cursor }, '2025-11-25')).toThrow(/cursor/i);
+    await expect(h.core.listTools(who, { cursor }, '2025-11-25')).rejects.toThrow(/cursor/i);
   });
 });

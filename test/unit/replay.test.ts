@@ -15,7 +15,7 @@ import type { CatalogueProjection } from '#projections/catalogue';
 import { aDefinition } from '../fixtures/builders.ts';
 
 const snapshot = (c: CatalogueProjection) =>
-  c.names().map((n) => ({ name: n, versions: c.versions(n).map((v) => ({ v: v.version, s: v.status, d: v.deprecated?.reason, r: v.retired?.reason, h: v.definitionHash })) }));
+  c.names().map((n) => ({ name: n, versions: c.versions(n).map((v) => ({ v: v.version, s: v.status, d: v.deprecated?.reason, r: v.retired?.reason, h: v.details?.definitionHash })) }));
 
 const command = fc.oneof(
   fc.record({

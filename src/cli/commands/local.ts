@@ -2,24 +2,27 @@
  * The local adapter of `CatalogueCommands`: the catalogue of a store opened in this process (src/main.ts), through the
  * command handler for writes and the projections for reads.
  */
+import type { CatalogueReader } from '#app/catalogue-reader';
 import { listRuns, readRun } from '#app/runs';
 import { verdictJson } from '#app/results-json';
 import { parseAsOf, replayAsOf } from '#app/replay';
+import { createDetailsSource } from '#app/version-details';
 import { DomainError } from '#domain/errors';
 import { handlerOutsideNamespace } from '#domain/tool-definition';
 import type { ToolDefinition } from '#domain/types';
 import { loadZodToolModule } from '#lib/zod-tools';
 import type { Estate } from '#compose/estate';
-import type { CatalogueProjection, CatalogueVersion } from '#projections/catalogue';
+import type { CatalogueProjection, CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { discoverNaive } from '#projections/discovery';
 import { looksLikeFile, readDefinitionSource, validateSource } from '../definition-file.ts';
 import { parseRef } from '../ref.ts';
 import { definitionRefusal, type CatalogueCommands, type DefinitionSource, type ToolStatus, type VerdictOutcome } from './port.ts';
 
-const statusOf = (v: CatalogueVersion): ToolStatus => ({
+/** `title`: the version's (default: from the details its record holds; every verb's reader keeps them). */
+const statusOf = (v: CatalogueVersion, title = v.details?.definition.title): ToolStatus => ({
   name: v.name,
   version: v.version,
-  title: v.definition.title ?? null,
+  title: title ?? null,
   status: v.status,
   ...(v.deprecated ? { deprecated: { reason: v.deprecated.reason, at: v.deprecated.at } } : {}),
 });
@@ -41,7 +44,7 @@ const listLatest = (catalogue: CatalogueProjection, includeDeprecated: boolean):
 };
 
 const notServed = (v: CatalogueVersion): { notServed?: string } => {
-  const why = handlerOutsideNamespace(v.name, v.definition.handler);
+  const why = handlerOutsideNamespace(v.name, v.handler);
   return why ? { notServed: `never served: ${why}` } : {};
 };
 
@@ -51,11 +54,12 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
   // gets from the publishing API (and a hostile file a clear refusal, not minutes of compiling).
   const check = (raw: unknown): Promise<ToolDefinition> => estate.definitions.check(raw);
   const inWorker = { classify: (before: ToolDefinition, after: ToolDefinition) => estate.definitions.classify(before, after) };
-  const caughtUp = async () => {
+  const caughtUpReader = async () => {
     const reader = estate.reader();
     await reader.catchUp();
-    return reader.catalogue;
+    return reader;
   };
+  const caughtUp = async () => (await caughtUpReader()).catalogue;
   /** Validate, or answer the refusal as a verdict (the definition never reaches the guard). */
   const judge = async (source: DefinitionSource, decide: (def: ToolDefinition) => Promise<VerdictOutcome>): Promise<VerdictOutcome> => {
     let def: ToolDefinition;
@@ -105,21 +109,23 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     async list({ principal, includeDeprecated }) {
       const catalogue = await caughtUp();
       const versions = principal ? discoverNaive(catalogue, principal, includeDeprecated) : listLatest(catalogue, includeDeprecated);
-      return versions.map(statusOf);
+      return versions.map((v) => statusOf(v));
     },
 
     async show({ name, version }) {
-      const c = await caughtUp();
+      const reader = await caughtUpReader();
+      const c = reader.catalogue;
       if (!c.tool(name)) throw new DomainError('not-found', 'unknown-tool', `unknown tool '${name}'`);
       const v = version ? c.find(name, version) : c.latest(name);
       if (!v) throw new DomainError('not-found', version ? 'unknown-version' : 'no-active-version', version ? `unknown version ${name}@${version}` : `${name} has no active version`);
+      const d = await reader.details.of(v);
       return {
-        ...v.definition,
+        ...d.definition,
         status: v.status,
-        schemaHash: v.schemaHash,
-        definitionHash: v.definitionHash,
-        publishedAt: v.publishedAt,
-        publishedBy: v.publishedBy,
+        schemaHash: d.schemaHash,
+        definitionHash: d.definitionHash,
+        publishedAt: d.publishedAt,
+        publishedBy: d.publishedBy,
         ...(v.deprecated ? { deprecated: v.deprecated } : {}),
         ...(v.retired ? { retired: v.retired } : {}),
         // Published before the handler-namespace rule: in the store, never served (docs/security.md).
@@ -128,30 +134,35 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     },
 
     async history(name) {
-      const vs = (await caughtUp()).versions(name);
+      const reader = await caughtUpReader();
+      const vs = reader.catalogue.versions(name);
       if (vs.length === 0) throw new DomainError('not-found', 'unknown-tool', `unknown tool '${name}'`);
-      return vs.map((v) => ({
-        version: v.version,
-        status: v.status,
-        level: v.level,
-        reasons: v.reasons,
-        publishedAt: v.publishedAt,
-        publishedBy: v.publishedBy,
-        ...(v.deprecated ? { deprecatedAt: v.deprecated.at, deprecatedReason: v.deprecated.reason } : {}),
-        ...(v.retired ? { retiredAt: v.retired.at, retiredReason: v.retired.reason } : {}),
-      }));
+      const details = await reader.details.ofMany(vs);
+      return vs.map((v, i) => {
+        const d = details[i] as VersionDetails;
+        return {
+          version: v.version,
+          status: v.status,
+          level: d.level,
+          reasons: d.reasons,
+          publishedAt: d.publishedAt,
+          publishedBy: d.publishedBy,
+          ...(v.deprecated ? { deprecatedAt: v.deprecated.at, deprecatedReason: v.deprecated.reason } : {}),
+          ...(v.retired ? { retiredAt: v.retired.at, retiredReason: v.retired.reason } : {}),
+        };
+      });
     },
 
     async diff(a, b) {
-      let catalogue: CatalogueProjection | undefined;
+      let reader: CatalogueReader | undefined;
       // The store is read only if a side names a published version (diff of two files runs on no store at all).
       const load = async (arg: string): Promise<ToolDefinition> => {
         if (looksLikeFile(arg)) return validateSource(await readDefinitionSource(arg), check);
         const { name, version } = parseRef(arg, true);
-        catalogue ??= await caughtUp();
-        const v = catalogue.find(name, version);
+        reader ??= await caughtUpReader();
+        const v = reader.catalogue.find(name, version);
         if (!v) throw new DomainError('not-found', 'unknown-version', `'${arg}' is neither a readable file nor a published version`);
-        return v.definition;
+        return (await reader.details.of(v)).definition;
       };
       const left = await load(a);
       return estate.definitions.classify(left, await load(b));
@@ -162,8 +173,17 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     calls: (runId) => readRun(estate.store, runId),
 
     async replay(at, includeDeprecated) {
-      const catalogue = await replayAsOf(estate.store, parseAsOf(at));
-      return { tools: listLatest(catalogue, includeDeprecated).map(statusOf), position: catalogue.position, eventCount: catalogue.eventCount };
+      // Records only: a replay of the whole log must not hold every definition. A listed version that is its tool's
+      // newest shows the tool's title; an older one (its newer versions retired, say) reads its own.
+      const catalogue = await replayAsOf(estate.store, parseAsOf(at), { keepDetails: false });
+      const details = createDetailsSource(estate.store);
+      const tools: ToolStatus[] = [];
+      for (const v of listLatest(catalogue, includeDeprecated)) {
+        const tool = catalogue.tool(v.name);
+        const newest = tool !== undefined && tool.versions[tool.versions.length - 1] === v;
+        tools.push(statusOf(v, newest ? tool.title : (await details.of(v)).definition.title));
+      }
+      return { tools, position: catalogue.position, eventCount: catalogue.eventCount };
     },
 
     close: () => estate.close(),

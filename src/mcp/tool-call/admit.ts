@@ -25,7 +25,7 @@ export const argumentLimitRefusal = (received: unknown): CallToolResult | null =
 /** Then the validators (compiled ahead of need: compiled-schemas.ts); synchronous, so a warm call awaits nothing here. */
 export const admitArguments = (v: CatalogueVersion, schemas: VersionSchemas, received: unknown): Admission => {
   const { input } = schemas;
-  if (v.definition.sideEffect === 'non_idempotent') {
+  if (v.sideEffect === 'non_idempotent') {
     const errors = input.validate(received);
     return errors.length > 0 ? refused(errors) : { ok: true, args: received as Record<string, unknown>, repairs: [] };
   }

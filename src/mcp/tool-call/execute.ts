@@ -56,7 +56,7 @@ export const executeCall = async (deps: ExecuteDeps, c: ExecuteCall): Promise<Ex
   const started = deps.now();
   const callId = randomUUID();
   const { v, principal } = c;
-  if (v.definition.sideEffect === 'non_idempotent') {
+  if (v.sideEffect === 'non_idempotent') {
     try {
       const intent = { callId, runId: c.runId, subject: principal.subject ?? 'anonymous', tenant: principal.tenant, tool: v.name, version: v.version, argsHash: c.argsHash, at: new Date(started).toISOString() };
       await traceStore('append', 'ToolCallStarted', () => deps.recorder.start(intent));
@@ -68,8 +68,8 @@ export const executeCall = async (deps: ExecuteDeps, c: ExecuteCall): Promise<Ex
   const run = await c.executor.execute({
     args: c.args,
     context: c.context,
-    sideEffect: v.definition.sideEffect,
-    timeoutMs: v.definition.timeoutMs,
+    sideEffect: v.sideEffect,
+    timeoutMs: v.timeoutMs,
     withSignal: c.withSignal,
     ...(c.cancel ? { cancel: c.cancel } : {}),
   });

@@ -49,7 +49,7 @@ const refusingAskers = (capabilities: Readonly<Record<string, unknown>>): Askers
 /** `argsHash`: the canonical hash of the arguments as sent (the pipeline's, computed once per call). */
 export const openInputRounds = (p: CallParams, v: CatalogueVersion, executor: ToolExecutor, stateKey: Buffer | undefined, argsHash: string): InputRounds | undefined => {
   if (!p.input) return undefined;
-  if (!mayRunAgain(executor, v.definition.sideEffect)) return { kind: 'once', askers: refusingAskers(p.input.capabilities) };
+  if (!mayRunAgain(executor, v.sideEffect)) return { kind: 'once', askers: refusingAskers(p.input.capabilities) };
   const identity: CallIdentity = { tool: v.name, version: v.version, argsHash };
   // Answers from the state win over a re-sent one: the run that follows must see what the earlier runs saw.
   const answers = { ...p.input.responses, ...(p.input.state !== undefined ? openState(p.input.state, identity, stateKey) : {}) };

@@ -13,6 +13,8 @@ import { storeReason } from './execute.ts';
 
 export interface CallFacts {
   v: CatalogueVersion;
+  /** The version's schemaHash (from its details, read with its schemas). */
+  schemaHash: string;
   principal: Principal;
   runId: string;
   client: { name: string; version: string } | null;
@@ -36,7 +38,7 @@ export const recordCall = async (recorder: CallRecorder, f: CallFacts): Promise<
       protocolVersion: f.protocolVersion,
       tool: f.v.name,
       version: f.v.version,
-      schemaHash: f.v.schemaHash,
+      schemaHash: f.schemaHash,
       argsHash: f.argsHash,
       repaired: f.repairs.length > 0,
       repairs: f.repairs,

@@ -29,7 +29,7 @@ export const resolveCall = (deps: ResolveDeps, p: CallParams, principal: Princip
     ...(p.pinned !== undefined ? { pinned: p.pinned } : {}),
     ...(listed !== undefined ? { listed } : {}),
   });
-  const executor = deps.executors(v.definition.handler);
+  const executor = deps.executors(v.handler);
   if (!executor) throw unknownTool(p.name);
   return { v, executor };
 };

@@ -1,0 +1,138 @@
+/**
+ * The catalogue projection as a snapshot (docs/decisions.md, "Projection snapshots"): written a chunk at a time from a
+ * consistent cut, read back chunk by chunk, and trusted only when everything checks — the version tag, the checksum
+ * over every chunk, the chunk count, and the shape of every record. Anything else is not an error: the caller
+ * rebuilds from the events, and a snapshot only ever saves time.
+ */
+import { createHash } from 'node:crypto';
+import { CATALOGUE_PROJECTION_VERSION, CatalogueProjection, type CatalogueCut } from '#projections/catalogue';
+import type { SnapshotStore, StoredSnapshotHead } from './ports.ts';
+import { ChunkEncoder, decodeChunk } from './catalogue-snapshot-records.ts';
+
+export const CATALOGUE_SNAPSHOT = 'catalogue';
+
+/** How records are laid out in a chunk (catalogue-snapshot-records.ts); bumped with any change there. */
+const LAYOUT = 4;
+
+/** The tag a snapshot must carry to be loaded: the projection's version and the layout's. */
+export const CATALOGUE_SNAPSHOT_VERSION = `catalogue-${CATALOGUE_PROJECTION_VERSION}/layout-${LAYOUT}`;
+
+/** Characters per chunk: small enough that making one, or writing one, holds the event loop only briefly. */
+const CHUNK_CHARS = 256 * 1024;
+
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+export interface SnapshotWriteStats {
+  position: string;
+  eventCount: number;
+  tools: number;
+  chunks: number;
+  chars: number;
+  /** From the cut to the head committed. */
+  ms: number;
+  /** The longest stretch the event loop was held by this process's part of the write (cut, one chunk). */
+  longestStepMs: number;
+}
+
+/** Write the catalogue as it is now. Null when there is nothing to write (no event applied yet). */
+export async function writeCatalogueSnapshot(store: SnapshotStore, catalogue: CatalogueProjection, now: () => string): Promise<SnapshotWriteStats | null> {
+  const t0 = performance.now();
+  const cut: CatalogueCut = catalogue.cut();
+  let longestStepMs = performance.now() - t0;
+  const position = cut.position;
+  if (position === null) return null;
+  const hash = createHash('sha256');
+  let chunks = 0;
+  let chars = 0;
+
+  async function* encode(): AsyncGenerator<string> {
+    let encoder = new ChunkEncoder();
+    let stepStart = performance.now();
+    const flush = (): string => {
+      const chunk = encoder.text();
+      encoder = new ChunkEncoder();
+      hash.update(chunk);
+      chunks++;
+      chars += chunk.length;
+      longestStepMs = Math.max(longestStepMs, performance.now() - stepStart);
+      return chunk;
+    };
+    for (const tool of cut.tools) {
+      encoder.add(tool);
+      if (encoder.size >= CHUNK_CHARS) {
+        yield flush();
+        await yieldToLoop();
+        stepStart = performance.now();
+      }
+    }
+    if (!encoder.empty || chunks === 0) yield flush();
+  }
+
+  await store.write(encode(), () => ({
+    name: CATALOGUE_SNAPSHOT,
+    version: CATALOGUE_SNAPSHOT_VERSION,
+    position,
+    eventCount: cut.eventCount,
+    checksum: hash.digest('hex'),
+    chunkCount: chunks,
+    chars,
+    writtenAt: now(),
+  }));
+  return { position, eventCount: cut.eventCount, tools: cut.tools.length, chunks, chars, ms: performance.now() - t0, longestStepMs };
+}
+
+export type SnapshotRead =
+  | { kind: 'none' }
+  /** Written by another version of the projection: rebuilt, said at info. */
+  | { kind: 'stale'; version: string }
+  /** Unreadable: rebuilt, said as a warning. */
+  | { kind: 'corrupt'; reason: string }
+  | { kind: 'loaded'; catalogue: CatalogueProjection; position: string; eventCount: number; tools: number; ms: number };
+
+class Corrupt extends Error {}
+
+/**
+ * Read the stored catalogue snapshot into a fresh projection, checking everything on the way. Another process may
+ * replace the snapshot while this one reads it (its old chunks go): an unreadable result is read once more when the
+ * head moved meanwhile, so that race is not reported as corruption.
+ */
+export async function readCatalogueSnapshot(store: SnapshotStore): Promise<SnapshotRead> {
+  const head = await store.head(CATALOGUE_SNAPSHOT);
+  if (!head) return { kind: 'none' };
+  const read = await readFrom(store, head);
+  if (read.kind !== 'corrupt') return read;
+  const now = await store.head(CATALOGUE_SNAPSHOT);
+  return now && now.id !== head.id ? readFrom(store, now) : read;
+}
+
+async function readFrom(store: SnapshotStore, head: StoredSnapshotHead): Promise<SnapshotRead> {
+  const t0 = performance.now();
+  if (head.version !== CATALOGUE_SNAPSHOT_VERSION) return { kind: 'stale', version: head.version };
+  const catalogue = new CatalogueProjection();
+  const hash = createHash('sha256');
+  let chunks = 0;
+  let tools = 0;
+  try {
+    if (!Number.isSafeInteger(head.chunkCount) || head.chunkCount < 1) throw new Corrupt(`chunk count ${head.chunkCount}`);
+    for await (const chunk of store.chunks(head)) {
+      hash.update(chunk);
+      chunks++;
+      try {
+        tools += decodeChunk(chunk, catalogue);
+      } catch (e) {
+        if (e instanceof SyntaxError) throw new Corrupt(`chunk ${chunks - 1} is not JSON (${e.message})`);
+        throw e;
+      }
+      await yieldToLoop();
+    }
+    if (chunks !== head.chunkCount) throw new Corrupt(`truncated: ${chunks} of ${head.chunkCount} chunks`);
+    const checksum = hash.digest('hex');
+    if (checksum !== head.checksum) throw new Corrupt('checksum mismatch');
+  } catch (e) {
+    if (e instanceof Corrupt || e instanceof TypeError) return { kind: 'corrupt', reason: e.message };
+    throw e;
+  }
+  catalogue.position = head.position;
+  catalogue.eventCount = head.eventCount;
+  return { kind: 'loaded', catalogue, position: head.position, eventCount: head.eventCount, tools, ms: performance.now() - t0 };
+}
