@@ -4,7 +4,7 @@ import { importX, createNodeResolver } from 'eslint-plugin-import-x';
 import { layerRules } from './scripts/eslint-layers.js';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.estate/**', '.cache/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'dist.*/**', 'node_modules/**', '.estate/**', '.cache/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -11,10 +11,10 @@ export function aliasTarget(imports, spec) {
   throw new Error(`no package import matches ${spec}`);
 }
 
-/** `text` of the emitted `file` (a path under `dist`) with every alias specifier made a relative `.js` path. */
-export function rewriteAliases(imports, file, text) {
+/** `text` of the emitted `file` (a path under `outDir`, default `dist`) with every alias specifier made a relative `.js` path. */
+export function rewriteAliases(imports, file, text, outDir = 'dist') {
   return text.replace(/(from\s+|import\s+|import\()(['"])(#[^'"]+)\2/g, (_, lead, q, spec) => {
-    const built = join('dist', aliasTarget(imports, spec)).replace(/\.ts$/, '.js');
+    const built = join(outDir, aliasTarget(imports, spec)).replace(/\.ts$/, '.js');
     const rel = relative(dirname(file), built).split(sep).join('/');
     return `${lead}${q}${rel.startsWith('.') ? rel : `./${rel}`}${q}`;
   });
