@@ -23,13 +23,26 @@ interface HeadRow {
   written_at: string;
 }
 
+/** `work` in one transaction on a pooled client: committed if it resolves, rolled back if it throws. */
+const inTransaction = async (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<void>): Promise<void> => {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await work(client);
+    await client.query('COMMIT');
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  } finally {
+    client.release();
+  }
+};
+
 export function createPostgresSnapshots(pool: pg.Pool, s: string, schemaName: string): SnapshotStore {
   let created: Promise<void> | null = null;
   const ensureTables = (): Promise<void> =>
     (created ??= (async () => {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
+      await inTransaction(pool, async (client) => {
         // Two processes creating the tables at once can still collide in the catalogue: they take turns.
         await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`estate-snapshots:${schemaName}`]);
         await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
@@ -53,13 +66,7 @@ export function createPostgresSnapshots(pool: pg.Pool, s: string, schemaName: st
             created_at timestamptz NOT NULL DEFAULT now(),
             PRIMARY KEY (id, seq)
           )`);
-        await client.query('COMMIT');
-      } catch (e) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw e;
-      } finally {
-        client.release();
-      }
+      });
     })().catch((e: unknown) => {
       created = null;
       throw e;
@@ -107,9 +114,7 @@ export function createPostgresSnapshots(pool: pg.Pool, s: string, schemaName: st
           await pool.query(`INSERT INTO ${s}.projection_snapshot_chunks (id, seq, data) VALUES ($1, $2, $3)`, [id, seq++, chunk]);
         }
         const h = finish();
-        const client = await pool.connect();
-        try {
-          await client.query('BEGIN');
+        await inTransaction(pool, async (client) => {
           const { rows } = await client.query<{ id: string }>(`SELECT id FROM ${s}.projection_snapshots WHERE name = $1 FOR UPDATE`, [h.name]);
           await client.query(
             `INSERT INTO ${s}.projection_snapshots (name, id, version, position, event_count, checksum, chunk_count, chars, written_at)
@@ -125,13 +130,7 @@ export function createPostgresSnapshots(pool: pg.Pool, s: string, schemaName: st
             `DELETE FROM ${s}.projection_snapshot_chunks WHERE created_at < now() - interval '${ORPHAN_AGE}'
                AND id NOT IN (SELECT id FROM ${s}.projection_snapshots)`,
           );
-          await client.query('COMMIT');
-        } catch (e) {
-          await client.query('ROLLBACK').catch(() => undefined);
-          throw e;
-        } finally {
-          client.release();
-        }
+        });
       } catch (e) {
         await pool.query(`DELETE FROM ${s}.projection_snapshot_chunks WHERE id = $1`, [id]).catch(() => undefined);
         throw e;
