@@ -74,7 +74,14 @@ export class KafkaChangeBus implements ChangeBus {
         const old = this.consumer;
         this.consumer = null;
         if (old) await within(stallMs, 'kafka consumer disconnect', old.disconnect()).catch(() => undefined);
-        this.consumer = await within(stallMs * 2, 'kafka consumer restart', this.launch(onChange, watchdog));
+        const launching = this.launch(onChange, watchdog);
+        try {
+          this.consumer = await within(stallMs * 2, 'kafka consumer restart', launching);
+        } catch (e) {
+          // Given up on: should it join after all, it must not run on unowned (stop() would never reach it).
+          void launching.then((late) => late.disconnect()).catch(() => undefined);
+          throw e;
+        }
         this.log.warn({ group: this.groupId }, 'kafka consumer: restarted; following the topic again');
       },
     });
