@@ -199,14 +199,14 @@ export const stop = (child: ChildProcess): Promise<void> =>
     child.kill('SIGTERM');
   });
 
-/** The fixture's tools, published through the command handler into `store`. */
-export const publishAll = async (store: string): Promise<void> => {
+/** The fixture's first `count` tools, published through the command handler into `store`. */
+export const publishAll = async (store: string, count = TOOL_COUNT): Promise<void> => {
   const { loadConfig } = await import('#config');
   const { openEstate } = await import('#compose/estate');
   const { validateDefinition } = await import('#domain/tool-definition');
   const estate = await openEstate(loadConfig({ store }));
   try {
-    for (let i = 0; i < TOOL_COUNT; i++) await estate.commands.publish(validateDefinition(definition(i), estate.compiler), 'bench');
+    for (let i = 0; i < count; i++) await estate.commands.publish(validateDefinition(definition(i), estate.compiler), 'bench');
   } finally {
     await estate.close();
   }

@@ -21,8 +21,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, type BenchRow } from './lib.ts';
-import { openSession, type Session } from './mcp-client.ts';
-import { VALID_ARGS, definition, toolName } from './mcp-fixture.ts';
+import { openSession, publishAll, type Session } from './mcp-client.ts';
+import { VALID_ARGS, toolName } from './mcp-fixture.ts';
 
 const TOOLS = 50;
 const CALLS = 2000;
@@ -73,17 +73,6 @@ const drive = async (call: (i: number) => Promise<void>, pid?: number): Promise<
 
 const storeDir = () => mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'estate-bench-ops-'));
 
-const publishAll = async (store: string): Promise<void> => {
-  const { loadConfig } = await import('#config');
-  const { openEstate } = await import('#compose/estate');
-  const { validateDefinition } = await import('#domain/tool-definition');
-  const estate = await openEstate(loadConfig({ store }));
-  try {
-    for (let i = 0; i < TOOLS; i++) await estate.commands.publish(validateDefinition(definition(i), estate.compiler), 'bench');
-  } finally {
-    await estate.close();
-  }
-};
 
 /** One in-process variant, in this (fresh) process: a warm-up run, then the measured one. */
 const inProcess = async (variant: Variant): Promise<Figure> => {
@@ -91,7 +80,7 @@ const inProcess = async (variant: Variant): Promise<Figure> => {
     await Promise.all([import('pino'), import('#app/call-recorder'), import('#config'), import('#compose/estate'), import('#compose/tracing'), import('#domain/access'), import('#mcp/server-core'), import('#mcp/stateful-session'), import('#ops/metrics'), import('./mcp-handlers.ts')]);
   const dir = storeDir();
   const store = `sqlite:${join(dir, 'ops.db')}`;
-  await publishAll(store);
+  await publishAll(store, TOOLS);
   const estate = await openEstate(loadConfig({ store }));
   const log = pino({ level: 'silent' });
   const tracing = variant === 'tracing' || variant === 'both' ? await startTracing(loadTracingConfig(process.env), log) : null;
@@ -203,7 +192,7 @@ export async function run(): Promise<BenchRow[]> {
       }
     }
 
-    await publishAll(`sqlite:${join(dir, 'a.db')}`);
+    await publishAll(`sqlite:${join(dir, 'a.db')}`, TOOLS);
     for (const f of readdirSync(dir)) copyFileSync(join(dir, f), join(dir, f.replace(/^a\./, 'b.')));
     const plain = await startServe(`sqlite:${join(dir, 'a.db')}`, noOtel);
     servers.push(plain.process);

@@ -1,5 +1,6 @@
 /** The PostgreSQL event store's DDL: its schema, created once on first use, without stalling running writers. */
 import type pg from 'pg';
+import { inTransaction } from './postgres-tx.ts';
 
 /**
  * A `ready()` that creates the tables on first use and resolves at once after. A failed first use (database still
@@ -19,15 +20,10 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
     // Checked first because even CREATE INDEX IF NOT EXISTS takes a lock that waits for every open writer, and every
     // later writer would queue behind it: a second process starting up must not stall the ones already running.
     if (await schemaPresent(pool)) return;
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
+    await inTransaction(pool, async (client) => {
       // Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogue; the first user migrates, others wait.
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`estate-event-store:${schemaName}`]);
-      if (await schemaPresent(client)) {
-        await client.query('COMMIT');
-        return;
-      }
+      if (await schemaPresent(client)) return;
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
       await client.query(`
         CREATE TABLE IF NOT EXISTS ${s}.streams (
@@ -46,13 +42,7 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
           UNIQUE (stream_id, revision)
         )`);
       await client.query(`CREATE INDEX IF NOT EXISTS events_global_order ON ${s}.events (transaction_id, seq)`);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   let ready: Promise<void> | null = null;

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { SnapshotHead, SnapshotStore, StoredSnapshotHead } from '#app/ports';
+import { inTransaction } from './postgres-tx.ts';
 
 const UNDEFINED_TABLE = '42P01';
 /** Chunks of a write that never got its head (the process died half-way) are removed once this old. */
@@ -22,21 +23,6 @@ interface HeadRow {
   chars: string;
   written_at: string;
 }
-
-/** `work` in one transaction on a pooled client: committed if it resolves, rolled back if it throws. */
-const inTransaction = async (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<void>): Promise<void> => {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await work(client);
-    await client.query('COMMIT');
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  } finally {
-    client.release();
-  }
-};
 
 export function createPostgresSnapshots(pool: pg.Pool, s: string, schemaName: string): SnapshotStore {
   let created: Promise<void> | null = null;
