@@ -12,18 +12,28 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DomainError, invalidDefinition, type DomainErrorKind } from '#domain/errors';
-import type { Classified, ToolDefinition } from '#domain/types';
+import type { Classified, JsonObject, ToolDefinition } from '#domain/types';
 import type { DefinitionJob, DefinitionJobResult } from './definition-worker.ts';
 
 export const DEFAULT_DEFINITION_BUDGET_MS = 2000;
 /** Jobs waiting for the worker beyond this are refused at once: a queue of hostile checks must not grow without end. */
 export const MAX_QUEUED_DEFINITIONS = 64;
+/**
+ * Schemas waiting to be compiled to source beyond this are refused at once (the caller compiles them itself). The
+ * serving process asks for each version it serves as it learns of it: the queue is as long as a burst of publishes.
+ */
+export const MAX_QUEUED_SOURCES = 4096;
 
 export interface DefinitionChecker {
   /** validateDefinition(raw) in the worker: the normalised definition, or the DomainError it threw, or `schema-too-costly`. */
   check(raw: unknown): Promise<ToolDefinition>;
   /** classifyDefinition(before, after) in the worker, under the same budget and queue: the classification, or `schema-too-costly`. */
   classify(before: ToolDefinition, after: ToolDefinition): Promise<Classified>;
+  /**
+   * A published schema's validator as source (SchemaCompiler.compileSource), undefined when it has none. Run after
+   * every waiting check and classification (a person waits for those), under the same budget.
+   */
+  source(schema: JsonObject, where: string): Promise<string | undefined>;
   close(): Promise<void>;
 }
 
@@ -38,6 +48,7 @@ interface Pending {
 const OVER_BUDGET: Record<DefinitionJob['kind'], (ms: number) => string> = {
   check: (ms) => `definition: checking its schemas took longer than the budget of ${ms} ms; use fewer or simpler patterns and subschemas`,
   classify: (ms) => `definition: classifying the change from its baseline took longer than the budget of ${ms} ms; use fewer or simpler subschemas (anyOf/oneOf/allOf branches are compared pairwise)`,
+  source: (ms) => `schema: compiling it took longer than the budget of ${ms} ms`,
 };
 
 const here = fileURLToPath(import.meta.url);
@@ -55,6 +66,8 @@ const startWorker = (): Worker => {
 export const createDefinitionChecker = (options: { budgetMs?: number } = {}): DefinitionChecker => {
   const budgetMs = options.budgetMs ?? DEFAULT_DEFINITION_BUDGET_MS;
   const queue: Pending[] = [];
+  /** `source` jobs: served after `queue` (see DefinitionChecker.source). */
+  const background: Pending[] = [];
   let worker: Worker | undefined;
   let ready = false;
   let running: Pending | undefined;
@@ -90,7 +103,7 @@ export const createDefinitionChecker = (options: { budgetMs?: number } = {}): De
       finish();
       p?.reject(err);
       // A worker that cannot even start would fail every job the same way: refuse them rather than respawn forever.
-      if (!started) for (const q of queue.splice(0)) q.reject(err);
+      if (!started) for (const q of [...queue.splice(0), ...background.splice(0)]) q.reject(err);
       pump();
     };
     w.on('error', lost);
@@ -101,14 +114,14 @@ export const createDefinitionChecker = (options: { budgetMs?: number } = {}): De
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
     running = undefined;
-    if (worker !== undefined && queue.length === 0) worker.unref();
+    if (worker !== undefined && queue.length === 0 && background.length === 0) worker.unref();
   };
 
   const pump = (): void => {
-    if (closed || running !== undefined || queue.length === 0) return;
+    if (closed || running !== undefined || (queue.length === 0 && background.length === 0)) return;
     if (worker === undefined) spawn();
     if (!ready) return;
-    const p = queue.shift() as Pending;
+    const p = (queue.shift() ?? background.shift()) as Pending;
     running = p;
     const w = worker as Worker;
     w.ref();
@@ -125,11 +138,15 @@ export const createDefinitionChecker = (options: { budgetMs?: number } = {}): De
 
   const submit = <T>(job: Job): Promise<T> => {
     if (closed) return Promise.reject(new Error('the definition checker is closed'));
-    if (queue.length >= MAX_QUEUED_DEFINITIONS) {
+    const into = job.kind === 'source' ? background : queue;
+    if (job.kind === 'source' && background.length >= MAX_QUEUED_SOURCES) {
+      return Promise.reject(new Error(`${MAX_QUEUED_SOURCES} schemas are already waiting to be compiled`));
+    }
+    if (job.kind !== 'source' && queue.length >= MAX_QUEUED_DEFINITIONS) {
       return Promise.reject(invalidDefinition('schema-too-costly', `definition: ${MAX_QUEUED_DEFINITIONS} definitions are already waiting to be checked; try again later`));
     }
     return new Promise<T>((resolve, reject) => {
-      queue.push({ job: { ...job, id: nextId++ } as DefinitionJob, resolve: resolve as (value: unknown) => void, reject });
+      into.push({ job: { ...job, id: nextId++ } as DefinitionJob, resolve: resolve as (value: unknown) => void, reject });
       pump();
     });
   };
@@ -137,6 +154,7 @@ export const createDefinitionChecker = (options: { budgetMs?: number } = {}): De
   return {
     check: (raw) => submit<ToolDefinition>({ kind: 'check', raw }),
     classify: (before, after) => submit<Classified>({ kind: 'classify', before, after }),
+    source: async (schema, where) => (await submit<string | null>({ kind: 'source', schema, where })) ?? undefined,
     async close() {
       closed = true;
       const w = worker;
@@ -145,7 +163,7 @@ export const createDefinitionChecker = (options: { budgetMs?: number } = {}): De
       const err = new Error('the definition checker is closed');
       running?.reject(err);
       running = undefined;
-      for (const p of queue.splice(0)) p.reject(err);
+      for (const p of [...queue.splice(0), ...background.splice(0)]) p.reject(err);
       if (w !== undefined) await w.terminate();
     },
   };

@@ -8,12 +8,16 @@ import { classifyDefinition } from '#domain/classify';
 import { DomainError } from '#domain/errors';
 import { createSchemaCompiler } from '#domain/schema-compiler';
 import { validateDefinition } from '#domain/tool-definition';
-import type { ToolDefinition } from '#domain/types';
+import type { JsonObject, ToolDefinition } from '#domain/types';
 
-/** `check`: validateDefinition(raw). `classify`: classifyDefinition(before, after), both already checked. */
+/**
+ * `check`: validateDefinition(raw). `classify`: classifyDefinition(before, after), both already checked. `source`: a
+ * published schema's validator as source (SchemaCompiler.compileSource; null when it has none), for the serving thread.
+ */
 export type DefinitionJob =
   | { id: number; kind: 'check'; raw: unknown }
-  | { id: number; kind: 'classify'; before: ToolDefinition; after: ToolDefinition };
+  | { id: number; kind: 'classify'; before: ToolDefinition; after: ToolDefinition }
+  | { id: number; kind: 'source'; schema: JsonObject; where: string };
 
 export type DefinitionJobResult =
   | { id: number; ok: true; value: unknown }
@@ -26,7 +30,12 @@ if (port === null) throw new Error('definition-worker.ts runs only as a worker t
 port.on('message', (job: DefinitionJob) => {
   let result: DefinitionJobResult;
   try {
-    const value = job.kind === 'check' ? validateDefinition(job.raw, compiler) : classifyDefinition(job.before, job.after);
+    const value =
+      job.kind === 'check'
+        ? validateDefinition(job.raw, compiler)
+        : job.kind === 'classify'
+          ? classifyDefinition(job.before, job.after)
+          : (compiler.compileSource(job.schema, job.where) ?? null);
     result = { id: job.id, ok: true, value };
   } catch (e) {
     result =

@@ -150,6 +150,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     reader,
     handlers,
     compiler: estate.compiler,
+    offThread: (schema, where) => estate.definitions.source(schema, where),
     recorder: createCallRecorder(estate.store),
     log,
     pageSize: estate.config.pageSize,

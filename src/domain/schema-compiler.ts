@@ -4,8 +4,8 @@
  * and anchors; never fetched), and every `pattern` run by RE2 (linear time).
  * What a schema may say is decided here once, at publish; the validator then trusts the compiled result.
  */
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import type { ValidateFunction } from 'ajv/dist/2020.js';
+import { _, Ajv2020 } from 'ajv/dist/2020.js';
+import type { KeywordCxt, ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
 import { DomainError, invalidDefinition } from './errors.ts';
 import { findInPlaceRefCycle } from './ref-cycles.ts';
@@ -17,6 +17,7 @@ import { EMPTY_ENUM_KEYWORD, indexSchemaResources, SchemaResourceError } from '.
 import { addIriFormats } from './iri-formats.ts';
 import { addUnevaluatedItemsKeyword } from './unevaluated-items.ts';
 import { createCompiledSchema, type CompiledSchema } from './validate.ts';
+import { FORMATS_MODULE, RUNTIME_MODULE, validatorFromSource, validatorSource, type SourceRuntime } from './schema-source.ts';
 
 export interface SchemaCompiler {
   /**
@@ -26,6 +27,16 @@ export interface SchemaCompiler {
   check(schema: JsonObject, where: string): void;
   /** Check, then compile. Callers cache the result per published version and compile lazily, on first use. */
   compile(schema: JsonObject, where?: string): CompiledSchema;
+  /**
+   * Check, then compile to source (schema-source.ts), for another thread to evaluate with `fromSource`; undefined when
+   * the schema has no standalone form (then `compile` it). Throws as `check` does.
+   */
+  compileSource(schema: JsonObject, where?: string): string | undefined;
+  /**
+   * The compiled schema from what `compileSource` returned for the same schema, without compiling: the costly part ran
+   * where the source was made. Only for source this process's own worker made from this very schema.
+   */
+  fromSource(schema: JsonObject, source: string): CompiledSchema;
 }
 
 const DIALECT = 'https://json-schema.org/draft/2020-12/schema';
@@ -80,8 +91,14 @@ const oneLine = (s: string): string => s.replace(/\s*\n\s*/g, ' ');
  */
 export const LARGE_SCHEMA_SUBSCHEMAS = 64;
 
-/** One Ajv configured as SPEC §1 says; `optimize` is Ajv's code optimisation pass (see LARGE_SCHEMA_SUBSCHEMAS). */
-const createAjv = (optimize: boolean): Ajv2020 => {
+/** Estate's keyword helpers, as the validators' source requires them (RUNTIME_MODULE). */
+const helpers = { allDistinct };
+
+/**
+ * One Ajv configured as SPEC §1 says; `optimize` is Ajv's code optimisation pass (see LARGE_SCHEMA_SUBSCHEMAS), `source`
+ * keeps what a validator's standalone source needs (compileSource).
+ */
+const createAjv = (optimize: boolean, source = false): Ajv2020 => {
   const ajv = new Ajv2020({
     allErrors: true,
     verbose: true, // errors carry the value and schema: the validator needs them to word its messages
@@ -102,28 +119,39 @@ const createAjv = (optimize: boolean): Ajv2020 => {
     addUsedSchema: false,
     inlineRefs: true,
     logger: false, // the pure core prints nothing
-    code: { regExp: regExpEngine, optimize },
+    // `formats`: how a validator's standalone source names the formats (ajv-formats keeps a value given here).
+    code: { regExp: regExpEngine, optimize, source, formats: _`require(${FORMATS_MODULE})` },
   });
   // ajv-formats is CommonJS: Node's default import is module.exports, whose `default` is the plugin itself.
   addFormatsPlugin.default(ajv);
   addIriFormats(ajv);
-  ajv.addKeyword({ keyword: EMPTY_ENUM_KEYWORD, schemaType: 'boolean', errors: false, validate: () => false });
+  // Both written as code (not as a function Ajv calls), so that a validator using them has a standalone source.
+  ajv.addKeyword({ keyword: EMPTY_ENUM_KEYWORD, schemaType: 'boolean', code: (cxt: KeywordCxt) => cxt.fail() });
   addUnevaluatedItemsKeyword(ajv);
   ajv.removeKeyword('uniqueItems');
   ajv.addKeyword({
     keyword: 'uniqueItems',
     type: 'array',
     schemaType: 'boolean',
-    errors: false,
-    validate: (unique: boolean, data: unknown[]) => !unique || allDistinct(data),
+    code(cxt: KeywordCxt) {
+      if (cxt.schema !== true) return;
+      const distinct = cxt.gen.scopeValue('func', { ref: allDistinct, code: _`require(${RUNTIME_MODULE}).allDistinct` });
+      cxt.fail(_`!${distinct}(${cxt.data})`);
+    },
   });
   return ajv;
 };
+
+/** compileSource's Ajv is replaced after this many compilations: Ajv's scope keeps every schema it ever compiled. */
+const SOURCE_AJV_USES = 256;
 
 export function createSchemaCompiler(): SchemaCompiler {
   const ajv = createAjv(true);
   const largeAjv = createAjv(false);
   const formats = new Set(Object.keys(ajv.formats));
+  let sourceAjv: Ajv2020 | undefined;
+  let sourceAjvUses = 0;
+  const runtime: SourceRuntime = { regExp: regExpEngine, formats: ajv.formats, helpers };
 
   const refuse = (code: string, message: string): never => {
     throw invalidDefinition(code, oneLine(message));
@@ -215,8 +243,10 @@ export function createSchemaCompiler(): SchemaCompiler {
     }
   };
 
-  const compileChecked = (schema: JsonObject, where: string): CompiledSchema => {
-    const compiler = checkStatic(schema, where) > LARGE_SCHEMA_SUBSCHEMAS ? largeAjv : ajv;
+  /** Checked and compiled by `compiler` (the size-chosen one when not given): our copy, its normalised form, the function. */
+  const compileWith = (schema: JsonObject, where: string, given?: Ajv2020) => {
+    const count = checkStatic(schema, where);
+    const compiler = given ?? (count > LARGE_SCHEMA_SUBSCHEMAS ? largeAjv : ajv);
     let own: JsonObject | undefined;
     let fn: ValidateFunction;
     let normalised: JsonObject | undefined;
@@ -236,6 +266,11 @@ export function createSchemaCompiler(): SchemaCompiler {
       if (normalised !== undefined) compiler.removeSchema(normalised);
       else if (own !== undefined) compiler.removeSchema(own);
     }
+    return { own, normalised, fn };
+  };
+
+  const compileChecked = (schema: JsonObject, where: string): CompiledSchema => {
+    const { own, normalised, fn } = compileWith(schema, where);
     return createCompiledSchema(own, fn, normalised);
   };
 
@@ -245,6 +280,22 @@ export function createSchemaCompiler(): SchemaCompiler {
     },
     compile(schema, where = 'schema') {
       return compileChecked(schema, where);
+    },
+    compileSource(schema, where = 'schema') {
+      if (sourceAjv === undefined || sourceAjvUses >= SOURCE_AJV_USES) {
+        sourceAjv = createAjv(true, true);
+        sourceAjvUses = 0;
+      }
+      sourceAjvUses++;
+      const { own, normalised, fn } = compileWith(schema, where, sourceAjv);
+      return validatorSource(sourceAjv, fn, normalised ?? own);
+    },
+    fromSource(schema, source) {
+      // The same copy and normal form compileSource compiled from (resolveReferences is deterministic), unchecked:
+      // the source's maker checked this schema.
+      const own = structuredClone(schema);
+      const normalised = resolveReferences(own, 'schema');
+      return createCompiledSchema(own, validatorFromSource(source, normalised ?? own, runtime), normalised);
     },
   };
 }

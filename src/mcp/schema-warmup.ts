@@ -10,7 +10,7 @@ import type { CatalogueReader } from '#app/catalogue-reader';
 import type { SchemaCompiler } from '#domain/schema-compiler';
 import { handlerOutsideNamespace } from '#domain/tool-definition';
 import type { CatalogueVersion } from '#projections/catalogue';
-import { createCompiledSchemaCache, DEFAULT_SCHEMA_CACHE, type CompiledSchemaCache } from './compiled-schemas.ts';
+import { createCompiledSchemaCache, DEFAULT_SCHEMA_CACHE, type CompiledSchemaCache, type CompiledSchemaCacheOptions } from './compiled-schemas.ts';
 
 export interface SchemaWarmup {
   readonly cache: CompiledSchemaCache;
@@ -24,6 +24,8 @@ export interface SchemaWarmupOptions {
   log: Pick<Logger, 'warn'>;
   /** Versions compiled ahead at start (default: half the cache, so the warm set is never evicted by itself). */
   warmLimit?: number;
+  /** Where large schemas are compiled (compiled-schemas.ts `offThread`). */
+  offThread?: CompiledSchemaCacheOptions['offThread'];
 }
 
 export const DEFAULT_WARM_LIMIT = DEFAULT_SCHEMA_CACHE / 2;
@@ -33,6 +35,7 @@ const SCAN_SLICE = 2000;
 export const createSchemaWarmup = (o: SchemaWarmupOptions): SchemaWarmup => {
   const cache = createCompiledSchemaCache(o.compiler, {
     details: (v) => o.reader.details.of(v),
+    ...(o.offThread ? { offThread: o.offThread } : {}),
     onFailure: (v, reason) =>
       o.log.warn({ tool: v.name, version: v.version, reason }, 'a published version\'s schemas do not compile here: every call to it is refused with the reason'),
   });

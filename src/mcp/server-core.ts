@@ -7,6 +7,7 @@
 import type { CallRecorder } from '#app/call-recorder';
 import type { CatalogueReader } from '#app/catalogue-reader';
 import type { SchemaCompiler } from '#domain/schema-compiler';
+import type { JsonObject } from '#domain/types';
 import { handlerOutsideNamespace } from '#domain/tool-definition';
 import type { Principal } from '#domain/types';
 import type { RootLog } from '#app/log';
@@ -27,6 +28,8 @@ export interface ServerCoreOptions {
   reader: CatalogueReader;
   handlers: HandlerMap;
   compiler: SchemaCompiler;
+  /** Compiles large schemas to source in another thread (the definition worker); absent: every schema compiles here. */
+  offThread?: (schema: JsonObject, where: string) => Promise<string | undefined>;
   recorder: CallRecorder;
   log: RootLog;
   pageSize: number;
@@ -72,7 +75,7 @@ export class ServerCore {
     this.listTtlMs = o.listTtlMs;
     const isOffered = isOfferedBy(o.handlers);
     // Validators compiled ahead of the first call, in slices off the request path (compiled-schemas.ts).
-    this.warmup = createSchemaWarmup({ compiler: o.compiler, reader: o.reader, isOffered, log: o.log });
+    this.warmup = createSchemaWarmup({ compiler: o.compiler, reader: o.reader, isOffered, log: o.log, ...(o.offThread ? { offThread: o.offThread } : {}) });
     this.notifier = new ChangeNotifier(o.reader);
     const metrics = o.metrics;
     this.pipeline = createToolCallPipeline({

@@ -130,6 +130,48 @@ describe(`JSON Schema Test Suite draft2020-12 (${SUITE_COMMIT.slice(0, 12)}) thr
   });
 });
 
+/**
+ * The same suite through the path a large schema takes in the serving process (compiled-schemas.ts `offThread`):
+ * compiled to source (in the definition worker there; here, in this thread) and evaluated by fromSource. Every answer
+ * and every refusal must be the one the in-thread compile gives, and the error lines too. A schema with no standalone
+ * form (Estate's unevaluatedItems keyword) is compiled in-thread there as here, and counted.
+ */
+describe('the suite through compileSource + fromSource gives exactly the in-thread answers and error lines', () => {
+  let standalone = 0;
+  let inThread = 0;
+  const errorLines: string[] = [];
+  const viaSource = {
+    compile(schema: JsonObject) {
+      const source = compiler.compileSource(schema, 'schema');
+      if (source === undefined) {
+        inThread++;
+        return estate.compile(schema);
+      }
+      standalone++;
+      const fromSource = compiler.fromSource(schema, source);
+      const direct = compiler.compile(schema, 'schema');
+      return {
+        validate: (value: unknown) => {
+          const errors = fromSource.validate(value);
+          const expected = direct.validate(value);
+          if (JSON.stringify(errors) !== JSON.stringify(expected)) errorLines.push(`${JSON.stringify(schema).slice(0, 200)}: ${JSON.stringify(errors)} vs ${JSON.stringify(expected)}`);
+          return errors.length === 0;
+        },
+      };
+    },
+  };
+
+  it('agrees on every test of every file', () => {
+    const direct = runSuite(suiteFiles(), estate);
+    const outcomes = runSuite(suiteFiles(), viaSource);
+    console.log(`json-schema-suite through source: ${standalone} schemas evaluated from source, ${inThread} without a standalone form`);
+    expect(outcomes).toEqual(direct);
+    expect(errorLines).toEqual([]);
+    expect(standalone).toBeGreaterThan(300);
+    expect(inThread).toBeLessThan(40);
+  });
+});
+
 describe('toolShaped: how a suite schema is held as a tool schema', () => {
   const validates = (schema: unknown, data: unknown): boolean => {
     const shaped = toolShaped(schema);

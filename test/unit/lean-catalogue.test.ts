@@ -116,7 +116,7 @@ describe('estate replay on records only', () => {
 });
 
 describe('bounded validators', () => {
-  const compiledBy = (real: SchemaCompiler, compiled: string[]): SchemaCompiler => ({ check: (s, w) => real.check(s, w), compile: (s, w) => (compiled.push(w ?? ''), real.compile(s, w)) });
+  const compiledBy = (real: SchemaCompiler, compiled: string[]): SchemaCompiler => ({ ...real, check: (s, w) => real.check(s, w), compile: (s, w) => (compiled.push(w ?? ''), real.compile(s, w)) });
 
   it('keeps at most `capacity` versions compiled, dropping the least recently used; a dropped one is made again', async () => {
     const store = createMemoryEventStore();

@@ -101,6 +101,23 @@ describe('the definition budget (a worker thread with a deadline)', { timeout: 1
     // Compiling synchronously would have allowed no tick at all before it finished.
     expect(ticks).toBeGreaterThan(10);
   });
+
+  it('compiles a published schema to source in the worker, after every waiting check; the source validates as compile does', async () => {
+    const schema: JsonObject = { type: 'object', properties: Object.fromEntries(Object.entries(hostile).slice(0, 60)) };
+    const order: string[] = [];
+    const sources = [0, 1, 2, 3].map((i) => generous.source(schema, 'inputSchema').then((s) => (order.push(`source${i}`), s)));
+    const checked = generous.check(def({ a: { type: 'string' } })).then(() => order.push('check'));
+    const [source] = await Promise.all([...sources, checked]);
+    // The first source job may already be running when the check arrives; the check goes before the rest.
+    expect(order.indexOf('check')).toBeLessThanOrEqual(1);
+    expect(typeof source).toBe('string');
+    const fromSource = compiler.fromSource(schema, source as string);
+    const direct = compiler.compile(schema, 'inputSchema');
+    for (const value of [{}, { p0: 'ab0' }, { p0: 'aab0', p1: 'x', p59: 3 }]) expect(fromSource.validate(value)).toEqual(direct.validate(value));
+    expect(fromSource.validate({ p1: 'x' })).toEqual([{ path: '$.p1', message: "does not match pattern '^(a{1,400}b){1,2}b1$'" }]);
+    // A schema with no standalone form (unevaluatedItems) has no source: the serving thread compiles it itself.
+    await expect(generous.source({ type: 'object', properties: { l: { type: 'array', unevaluatedItems: false } } }, 'inputSchema')).resolves.toBeUndefined();
+  });
 });
 
 describe('depth before parse', () => {

@@ -41,6 +41,7 @@ const costlyPatterns = (n: number, tag: string): JsonObject => {
 };
 
 const counting = (real: SchemaCompiler, compiled: string[]): SchemaCompiler => ({
+  ...real,
   check: (s, w) => real.check(s, w),
   compile: (s, w) => (compiled.push(w ?? ''), real.compile(s, w)),
 });
@@ -128,5 +129,50 @@ describe('compiled schema cache', () => {
     expect(await cache.ready(v)).toBe(schemas);
     expect(failures).toHaveLength(1);
     expect(cache.stats()).toMatchObject({ ready: 1, failed: 1 });
+  });
+});
+
+describe('large schemas compiled in another thread (offThread)', () => {
+  /** A schema past OFF_THREAD_SUBSCHEMAS: properties with patterns, a recursive $defs entry, unique items. */
+  const large = (tag: string): JsonObject => ({
+    ...costlyPatterns(40, tag),
+    $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node' }, v: { enum: ['x', 'y'] } }, required: ['v'] } },
+  });
+  const withList = (tag: string): JsonObject => {
+    const s = large(tag);
+    (s['properties'] as JsonObject)['list'] = { type: 'array', uniqueItems: true, items: { anyOf: [{ $ref: '#/$defs/node' }, { type: 'integer' }] } };
+    return s;
+  };
+  const values = [{}, { p1: 'ab' }, { list: [1, 1] }, { list: [{ v: 'x', next: { v: 'q' } }, 'a'] }, { p0: 7, list: [{ v: 'y' }] }];
+
+  it('compiles nothing here for a large schema: it evaluates the source made elsewhere, with the same answers', async () => {
+    const real = createSchemaCompiler();
+    const compiled: string[] = [];
+    const asked: string[] = [];
+    const cache = createCompiledSchemaCache(counting(real, compiled), {
+      // A fake of the worker (definition-budget.ts): the same compileSource, run here.
+      offThread: (schema, where) => (asked.push(where), Promise.resolve(real.compileSource(schema, where))),
+    });
+    const def = aDefinition({ name: 'b.big', handler: 'b.big', inputSchema: withList('a'), outputSchema: { type: 'object' } });
+    const schemas = await cache.ready(versionOf(def));
+    expect(asked).toEqual(['inputSchema']); // the small output schema is compiled here, as before
+    expect(compiled).toEqual(['outputSchema']);
+    const direct = real.compile(def.inputSchema, 'inputSchema');
+    for (const v of values) expect(schemas.input.validate(v)).toEqual(direct.validate(v));
+    expect(schemas.input.validate({ list: [1, 1] })).toEqual([{ path: '$.list', message: 'must have unique items' }]);
+  });
+
+  it('compiles here when the other thread fails or has no source for the schema', async () => {
+    const real = createSchemaCompiler();
+    const compiled: string[] = [];
+    const failing = createCompiledSchemaCache(counting(real, compiled), { offThread: () => Promise.reject(new Error('worker gone')) });
+    const none = createCompiledSchemaCache(counting(real, compiled), { offThread: () => Promise.resolve(undefined) });
+    const broken = createCompiledSchemaCache(counting(real, compiled), { offThread: () => Promise.resolve('module.exports = 1') });
+    for (const [i, cache] of [failing, none, broken].entries()) {
+      const schemas = await cache.ready(versionOf(aDefinition({ name: `b.l${i}`, handler: `b.l${i}`, inputSchema: large(`l${i}`) })));
+      expect(schemas.refusal).toBeUndefined();
+      expect(schemas.input.validate({ p0: 'zz' })).toHaveLength(1);
+    }
+    expect(compiled).toEqual(['inputSchema', 'inputSchema', 'inputSchema']);
   });
 });
