@@ -128,7 +128,9 @@ export async function run(): Promise<BenchRow[]> {
     const def = join(dir, 'bench.echo.json');
     writeFileSync(def, JSON.stringify(localEcho));
     await cli(['publish', def], store);
-    const estate = spawn(process.execPath, [ESTATE, 'serve', '--http', '--port', '0', '--store', store, '--handlers', fileURLToPath(import.meta.url), '--scopes', 'bench.use', '--clearance', 'internal', '--upstream-sync-interval', '0'], {
+    // ESTATE_BENCH_CPU_PROF=<dir>: the Estate process writes a V8 CPU profile there (read it with bench/cpuprofile-summary.ts).
+    const profile = process.env.ESTATE_BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-interval=250', `--cpu-prof-dir=${process.env.ESTATE_BENCH_CPU_PROF}`] : [];
+    const estate = spawn(process.execPath, [...profile, ESTATE, 'serve', '--http', '--port', '0', '--store', store, '--handlers', fileURLToPath(import.meta.url), '--scopes', 'bench.use', '--clearance', 'internal', '--upstream-sync-interval', '0'], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, ESTATE_LOG_LEVEL: 'info' },

@@ -142,16 +142,35 @@ const createAjv = (optimize: boolean, source = false): Ajv2020 => {
   return ajv;
 };
 
-/** compileSource's Ajv is replaced after this many compilations: Ajv's scope keeps every schema it ever compiled. */
-const SOURCE_AJV_USES = 256;
+/**
+ * Each Ajv is replaced by a fresh one after this many compilations. Ajv's scope keeps every schema it compiled, and
+ * each validator it made holds that scope: without replacing it, a process that compiles versions again and again (a
+ * catalogue larger than the validator cache) grows by ~11 KB per compilation, for ever. A replaced Ajv is freed with
+ * the last validator it made.
+ */
+const AJV_USES = 256;
+
+/** `make()` for at most AJV_USES uses, then a fresh one. */
+const rotating = (make: () => Ajv2020): (() => Ajv2020) => {
+  let current = make();
+  let uses = 0;
+  return () => {
+    if (uses >= AJV_USES) {
+      current = make();
+      uses = 0;
+    }
+    uses++;
+    return current;
+  };
+};
 
 export function createSchemaCompiler(): SchemaCompiler {
-  const ajv = createAjv(true);
-  const largeAjv = createAjv(false);
-  const formats = new Set(Object.keys(ajv.formats));
-  let sourceAjv: Ajv2020 | undefined;
-  let sourceAjvUses = 0;
-  const runtime: SourceRuntime = { regExp: regExpEngine, formats: ajv.formats, helpers };
+  const ajv = rotating(() => createAjv(true));
+  const largeAjv = rotating(() => createAjv(false));
+  const sourceAjv = rotating(() => createAjv(true, true));
+  const formatDefinitions = createAjv(true).formats;
+  const formats = new Set(Object.keys(formatDefinitions));
+  const runtime: SourceRuntime = { regExp: regExpEngine, formats: formatDefinitions, helpers };
 
   const refuse = (code: string, message: string): never => {
     throw invalidDefinition(code, oneLine(message));
@@ -246,7 +265,7 @@ export function createSchemaCompiler(): SchemaCompiler {
   /** Checked and compiled by `compiler` (the size-chosen one when not given): our copy, its normalised form, the function. */
   const compileWith = (schema: JsonObject, where: string, given?: Ajv2020) => {
     const count = checkStatic(schema, where);
-    const compiler = given ?? (count > LARGE_SCHEMA_SUBSCHEMAS ? largeAjv : ajv);
+    const compiler = given ?? (count > LARGE_SCHEMA_SUBSCHEMAS ? largeAjv() : ajv());
     let own: JsonObject | undefined;
     let fn: ValidateFunction;
     let normalised: JsonObject | undefined;
@@ -282,13 +301,9 @@ export function createSchemaCompiler(): SchemaCompiler {
       return compileChecked(schema, where);
     },
     compileSource(schema, where = 'schema') {
-      if (sourceAjv === undefined || sourceAjvUses >= SOURCE_AJV_USES) {
-        sourceAjv = createAjv(true, true);
-        sourceAjvUses = 0;
-      }
-      sourceAjvUses++;
-      const { own, normalised, fn } = compileWith(schema, where, sourceAjv);
-      return validatorSource(sourceAjv, fn, normalised ?? own);
+      const compiler = sourceAjv();
+      const { own, normalised, fn } = compileWith(schema, where, compiler);
+      return validatorSource(compiler, fn, normalised ?? own);
     },
     fromSource(schema, source) {
       // The same copy and normal form compileSource compiled from (resolveReferences is deterministic), unchecked:

@@ -255,3 +255,30 @@ describe('large schemas (compiled without Ajv\'s optimisation pass)', () => {
     expect(large.validate({ pad3: 'nope' })).toHaveLength(1);
   });
 });
+
+describe('schema compiler: memory', () => {
+  it('keeps nothing of a validator once its holder lets it go: compiling again and again leaves the heap flat', async () => {
+    const { setFlagsFromString } = await import('node:v8');
+    const { runInNewContext } = await import('node:vm');
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const own = createSchemaCompiler();
+    const heapMiB = (): number => {
+      gc();
+      return process.memoryUsage().heapUsed / 2 ** 20;
+    };
+    const compileMany = (tag: string): void => {
+      for (let i = 0; i < 2000; i++) {
+        const properties: JsonObject = {};
+        for (let k = 0; k < 10; k++) properties[`${tag}${i}_${k}`] = { type: 'string', description: 'd'.repeat(200) };
+        expect(own.compile({ type: 'object', properties }, 'inputSchema').validate({})).toEqual([]);
+      }
+    };
+    compileMany('warm');
+    const before = heapMiB();
+    compileMany('a');
+    compileMany('b');
+    // Ajv alone keeps every schema it compiled (~11 KB each here: 4,000 would be ~45 MiB).
+    expect(heapMiB() - before).toBeLessThan(15);
+  });
+});
