@@ -111,7 +111,12 @@ export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ct
   if (message.method.startsWith('notifications/')) return { kind: 'none' };
   if (!isRequest(message)) return { kind: 'none' };
   // One span per request (src/app/tracing.ts), parented on the caller's params._meta.traceparent; no session.
-  return traceRequest(countedMethod(message.method), message.params?._meta, STATELESS_REVISION, false, () => answerStateless(core, message, ctx), errorOfOutcome);
+  const method = countedMethod(message.method);
+  const out = await traceRequest(method, message.params?._meta, STATELESS_REVISION, false, () => answerStateless(core, message, ctx), errorOfOutcome);
+  // Counted like a session's requests (stateful-session.ts): `ok` or the JSON-RPC error code, gate refusals included.
+  const error = errorOfOutcome(out);
+  core.observeRequest(method, STATELESS_REVISION, error === undefined ? 'ok' : String(error.code));
+  return out;
 };
 
 const errorOfOutcome = (out: StatelessOutcome) => (out.kind === 'response' ? errorOfResponse(out.response) : undefined);

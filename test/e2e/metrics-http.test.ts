@@ -61,6 +61,24 @@ describe('/metrics', () => {
     // No upstream registered: no upstream series at all (the lead wires src/upstream/ in).
     expect(after).not.toMatch(/^estate_upstream_up\{/m);
   });
+
+  it('counts 2026-07-28 stateless requests too, by method and outcome (a header refusal included)', async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const stateless = (method: string, params: Record<string, unknown>, headers: Record<string, string> = {}) =>
+      fetch(srv.url, {
+        method: 'POST',
+        headers: { ...JSON_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta } }),
+      }).then((r) => r.text());
+    await stateless('tools/list', {});
+    await stateless('tools/list', {});
+    await stateless('tools/call', { name: 'payments.lookup', arguments: { reference: 'PMT-771' } }, { 'mcp-name': 'payments.lookup' });
+    await stateless('tools/call', { name: 'payments.lookup', arguments: {} }, { 'mcp-name': 'other.tool' }); // Mcp-Name mismatch
+    const text = await scrape();
+    expect(value(text, 'estate_mcp_requests_total{method="tools/list",revision="2026-07-28",outcome="ok"}')).toBe(2);
+    expect(value(text, 'estate_mcp_requests_total{method="tools/call",revision="2026-07-28",outcome="ok"}')).toBe(1);
+    expect(text).toMatch(/^estate_mcp_requests_total\{method="tools\/call",revision="2026-07-28",outcome="-32\d+"\} 1$/m);
+  });
 });
 
 describe('/metrics and the Host check', () => {
