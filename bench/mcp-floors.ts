@@ -32,7 +32,7 @@ export const diskFloors = (dir: string): DiskFloors => {
     const db = new Database(join(here, 'commit.db'));
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
-    db.exec('CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, stream_id TEXT NOT NULL, revision INTEGER NOT NULL, data TEXT NOT NULL, UNIQUE (stream_id, revision))');
+    db.exec('CREATE TABLE events (position INTEGER PRIMARY KEY, stream_id TEXT NOT NULL, revision INTEGER NOT NULL, data TEXT NOT NULL, UNIQUE (stream_id, revision))');
     const insert = db.prepare('INSERT INTO events (stream_id, revision, data) VALUES (?, ?, ?)');
     const row = JSON.stringify({ tool: 'bench.tool_0001', version: '1.0.0', schemaHash: 'a'.repeat(64), argsHash: 'b'.repeat(64), outcome: 'ok', at: new Date().toISOString() });
     const commits: number[] = [];

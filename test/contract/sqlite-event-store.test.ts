@@ -73,6 +73,32 @@ describe('SqliteEventStore specifics', () => {
     expect(after).toEqual(['2']);
   });
 
+  it('commits no sequence table (one page less per commit), and a store created with AUTOINCREMENT works the same', async () => {
+    const path = join(tempDir(), 'estate.db');
+    const store = createSqliteEventStore({ path });
+    stores.push(store);
+    await store.append('run-a', [{ type: 'A', data: 1 }, { type: 'A', data: 2 }], { expectedRevision: 'any' });
+    const raw = new Database(path, { readonly: true });
+    try {
+      expect(raw.prepare("SELECT COUNT(*) FROM sqlite_master WHERE name = 'sqlite_sequence'").pluck().get()).toBe(0);
+    } finally {
+      raw.close();
+    }
+
+    // An older Estate's store: its AUTOINCREMENT stays, positions go on from its last one.
+    const oldPath = join(tempDir(), 'old.db');
+    const old = new Database(oldPath);
+    old.pragma('journal_mode = WAL');
+    old.exec(`CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, stream_id TEXT NOT NULL, revision INTEGER NOT NULL,
+      type TEXT NOT NULL, data TEXT NOT NULL, recorded_at TEXT NOT NULL, UNIQUE (stream_id, revision))`);
+    old.prepare('INSERT INTO events (stream_id, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?)').run('tool-a', 0, 'A', '1', new Date().toISOString());
+    old.close();
+    const reopened = createSqliteEventStore({ path: oldPath });
+    stores.push(reopened);
+    expect((await reopened.append('tool-a', [{ type: 'B', data: 2 }], { expectedRevision: 0 })).positions).toEqual(['2']);
+    expect((await reopened.readStream('tool-a')).map((e) => e.data)).toEqual([1, 2]);
+  });
+
   it('a subscription finds rows committed by a writer it is never told about, by polling', async () => {
     const path = join(tempDir(), 'estate.db');
     const store = createSqliteEventStore({ path, pollIntervalMs: 20 });
