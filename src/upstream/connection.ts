@@ -10,6 +10,7 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { DomainError } from '#domain/errors';
 import type { UpstreamTarget } from '#domain/events';
 import type { UpstreamTool } from './candidate.ts';
+import { createUpstreamFetch } from './http-fetch.ts';
 
 /** The stateless revision: no session, questions embedded in results, change notices on a listen stream. */
 export const STATELESS_REVISION = '2026-07-28';
@@ -80,8 +81,11 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
     }
     return t;
   }
-  return new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: resolveNamed(ns, target.headers, env, '--header') } });
+  return new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: resolveNamed(ns, target.headers, env, '--header') }, fetch: upstreamFetch });
 };
+
+/** One for every HTTP upstream: its kept-alive connections are shared (http-fetch.ts). */
+const upstreamFetch = createUpstreamFetch();
 
 export const openUpstream = async (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv, hooks: UpstreamHooks = {}, timeoutMs = 30_000): Promise<UpstreamSession> => {
   const transport = transportFor(ns, target, env, hooks);

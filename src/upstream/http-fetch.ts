@@ -1,0 +1,224 @@
+/**
+ * The `fetch` an HTTP upstream's SDK transport (StreamableHTTPClientTransport) is given: POSTs go over node:http with
+ * kept-alive connections, and an answer sent as an event stream that holds nothing but the response (the usual
+ * tools/call answer) is handed to the SDK as the JSON body it would parse from that stream anyway. The SDK then takes
+ * its JSON path instead of piping the body through two web-stream transforms, and the proxy's own hop costs less than
+ * the SDK client's (bench/upstream.ts). Everything else is what the SDK would see from the global fetch:
+ * - an event stream that carries anything before its response (a log line, a progress notification, a question for
+ *   the caller), or stays open after it, is handed over as that stream, every byte in order, as soon as that is known;
+ * - a stream that fails before its response is handed over as far as it came, then fails (the SDK resumes it);
+ * - GET and DELETE, and any request this does not recognise, go to the global fetch.
+ * Bodies are bounded (MAX_UPSTREAM_BODY_BYTES): an upstream is not trusted to send a sane amount.
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+
+/** Most bytes read of one answer that is not handed over as a stream (a JSON body, a buffered event stream). */
+export const MAX_UPSTREAM_BODY_BYTES = 64 * 1024 * 1024;
+/** How long a stream that has sent its response may stay open before it is handed over as a stream. */
+const END_AFTER_RESPONSE_MS = 25;
+
+const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }) };
+
+type Fetch = typeof fetch;
+
+const abortError = (signal: AbortSignal): unknown =>
+  signal.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError');
+
+const headersOf = (res: IncomingMessage, contentType?: string): Headers => {
+  const h = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) h.append(name, v);
+  }
+  if (contentType !== undefined) {
+    h.set('content-type', contentType);
+    h.delete('content-length');
+  }
+  return h;
+};
+
+/** A JSON-RPC response (not a request or notification): what ends a POST's stream. */
+const isResponse = (data: string): boolean => {
+  try {
+    const m = JSON.parse(data) as unknown;
+    return typeof m === 'object' && m !== null && !Array.isArray(m) && 'id' in m && ('result' in m || 'error' in m) && !('method' in m);
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Reads an event stream's events as they complete (`\n\n`, `\r\n\r\n` or `\r\r`); says what they hold so far: only
+ * events without data (a priming event's id, comments, retry), or one response and nothing else.
+ */
+class StreamSniffer {
+  private text = '';
+  private scanned = 0;
+  dataEvents = 0;
+  response: string | undefined;
+  other = false;
+
+  push(chunk: string): void {
+    this.text += chunk;
+    for (;;) {
+      const rest = this.text.slice(this.scanned);
+      const m = /\r\n\r\n|\n\n|\r\r/.exec(rest);
+      if (m === null) return;
+      this.event(rest.slice(0, m.index));
+      this.scanned += m.index + m[0].length;
+    }
+  }
+
+  private event(block: string): void {
+    const data: string[] = [];
+    let type = 'message';
+    for (const line of block.split(/\r\n|\n|\r/)) {
+      if (line === '' || line.startsWith(':')) continue;
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+      if (field === 'data') data.push(value);
+      else if (field === 'event') type = value;
+    }
+    const joined = data.join('\n');
+    if (joined === '') return; // a priming event (its id only): the SDK skips events without data too
+    this.dataEvents++;
+    if (type === 'message' && this.dataEvents === 1 && isResponse(joined)) this.response = joined;
+    else this.other = true;
+  }
+}
+
+/** `globalThis.fetch` for what this does not handle itself. */
+export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch): Fetch => {
+  const upstreamFetch = (input: Parameters<Fetch>[0], init?: RequestInit): Promise<Response> => {
+    const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : undefined;
+    if (url === undefined || init?.method !== 'POST' || typeof init.body !== 'string' || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      return fallback(input, init);
+    }
+    const signal = init.signal ?? undefined;
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, name) => (headers[name] = value));
+    headers['content-length'] = String(Buffer.byteLength(init.body));
+    const body = init.body;
+
+    return new Promise<Response>((resolve, reject) => {
+      let settled = false;
+      const settle = (r: Response | Error): void => {
+        if (settled) return;
+        settled = true;
+        if (r instanceof Response) resolve(r);
+        else reject(r);
+      };
+      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const req = send(url, { method: 'POST', headers, agent: url.protocol === 'https:' ? agents.https : agents.http });
+      const onAbort = (): void => {
+        req.destroy(abortError(signal as AbortSignal) as Error);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('error', (e) => {
+        settle(e);
+      });
+      req.on('close', () => signal?.removeEventListener('abort', onAbort));
+      req.on('response', (res) => {
+        const status = res.statusCode ?? 0;
+        const statusText = res.statusMessage ?? '';
+        const type = String(res.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+        const chunks: Buffer[] = [];
+        let bytes = 0;
+        let lingering: NodeJS.Timeout | undefined;
+        if (status === 204 || status === 304) {
+          res.resume();
+          return settle(new Response(null, { status, statusText, headers: headersOf(res) }));
+        }
+
+        let ended = false;
+        let failed: Error | undefined;
+        res.on('end', () => (ended = true));
+        res.on('error', (e) => (failed ??= e));
+        res.on('close', () => {
+          if (!res.complete) failed ??= new Error('upstream closed the stream before its end');
+        });
+
+        /** Hand the stream over: what was read so far, then the rest as it comes (or how it ended meanwhile). */
+        const asStream = (): void => {
+          if (settled) return;
+          clearTimeout(lingering);
+          res.removeAllListeners('data');
+          res.pause();
+          // A failure is reported once every byte before it was read (erroring a stream drops what it still holds).
+          let failure: Error | undefined;
+          const fail = (controller: ReadableStreamDefaultController<Uint8Array>, e: Error): void => {
+            if ((controller.desiredSize ?? 0) >= 1) controller.error(e);
+            else failure = e;
+          };
+          const stream = new ReadableStream<Uint8Array>({
+            start(controller) {
+              for (const c of chunks) controller.enqueue(new Uint8Array(c));
+              chunks.length = 0;
+              if (failed !== undefined) return fail(controller, failed);
+              if (ended) return controller.close();
+              res.on('data', (c: Buffer) => controller.enqueue(new Uint8Array(c)));
+              res.on('end', () => controller.close());
+              res.on('close', () => {
+                if (!res.complete) fail(controller, failed ?? new Error('upstream closed the stream before its end'));
+              });
+            },
+            pull(controller) {
+              if (failure !== undefined) return controller.error(failure);
+              res.resume();
+            },
+            cancel() {
+              res.destroy();
+            },
+          });
+          settle(new Response(stream, { status, statusText, headers: headersOf(res) }));
+        };
+
+        const tooLarge = (): void => {
+          res.destroy();
+          settle(new Error(`upstream answer larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`));
+        };
+
+        if (type !== 'text/event-stream' || status < 200 || status >= 300) {
+          res.on('data', (c: Buffer) => {
+            bytes += c.length;
+            if (bytes > MAX_UPSTREAM_BODY_BYTES) return tooLarge();
+            chunks.push(c);
+          });
+          res.on('end', () => settle(new Response(Buffer.concat(chunks), { status, statusText, headers: headersOf(res) })));
+          res.on('close', () => {
+            if (!res.complete) settle(failed ?? new Error('upstream closed the connection before the end of its answer'));
+          });
+          return;
+        }
+
+        const sniffer = new StreamSniffer();
+        const decoder = new TextDecoder();
+        res.on('data', (c: Buffer) => {
+          bytes += c.length;
+          if (bytes > MAX_UPSTREAM_BODY_BYTES) return asStream();
+          chunks.push(c);
+          sniffer.push(decoder.decode(c, { stream: true }));
+          if (sniffer.other) return asStream();
+          if (sniffer.response !== undefined && lingering === undefined) lingering = setTimeout(asStream, END_AFTER_RESPONSE_MS);
+        });
+        res.on('end', () => {
+          clearTimeout(lingering);
+          if (settled) return;
+          if (sniffer.response !== undefined && !sniffer.other) {
+            return settle(new Response(sniffer.response, { status, statusText, headers: headersOf(res, 'application/json') }));
+          }
+          asStream();
+        });
+        // Failed before its response: what came so far, then the failure, for the SDK to resume from the last event id.
+        res.on('close', () => {
+          if (!res.complete) asStream();
+        });
+      });
+      req.end(body);
+    });
+  };
+  return upstreamFetch as Fetch;
+};

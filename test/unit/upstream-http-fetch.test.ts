@@ -1,0 +1,149 @@
+/**
+ * The fetch an HTTP upstream's SDK transport is given (src/upstream/http-fetch.ts), against a real node:http server
+ * answering as an MCP server may: an event stream holding only the response becomes its JSON body; anything else is
+ * handed over exactly as sent (every byte, in order, as a stream), failures stay failures, and nothing is unbounded.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUpstreamFetch, MAX_UPSTREAM_BODY_BYTES } from '#upstream/http-fetch';
+
+const RESPONSE = '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: x"}]}}';
+const NOTE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}';
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+const routes: Record<string, Handler> = {
+  '/priming-then-response': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 's-1' });
+    res.write('id: ev-1\ndata: \n\n');
+    res.end(`event: message\nid: ev-2\ndata: ${RESPONSE}\n\n`);
+  },
+  '/note-then-response': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(`data: ${NOTE}\n\n`);
+    setTimeout(() => res.end(`data: ${RESPONSE}\n\n`), 30);
+  },
+  '/response-then-open': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(`data: ${RESPONSE}\n\n`);
+    setTimeout(() => res.end(`data: ${NOTE}\n\n`), 200);
+  },
+  '/json': (req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-echo-header': String(req.headers['x-test'] ?? '') });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { echoed: JSON.parse(body) as unknown } }));
+    });
+  },
+  '/not-found': (_req, res) => {
+    res.writeHead(404, { 'content-type': 'text/plain' });
+    res.end('Session not found');
+  },
+  '/accepted': (_req, res) => {
+    res.writeHead(202);
+    res.end();
+  },
+  '/broken-stream': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('id: ev-1\ndata: \n\n');
+    setTimeout(() => res.socket?.destroy(), 20);
+  },
+  '/slow': () => undefined, // never answers
+  '/huge': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const chunk = Buffer.alloc(1024 * 1024, 32);
+    let sent = 0;
+    const more = (): void => {
+      while (sent <= MAX_UPSTREAM_BODY_BYTES) {
+        sent += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', more);
+      }
+      res.end();
+    };
+    more();
+  },
+};
+
+let server: Server;
+let base: string;
+beforeAll(async () => {
+  server = createServer((req, res) => (routes[req.url ?? ''] ?? ((_q, r) => r.writeHead(500).end()))(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+const upstreamFetch = createUpstreamFetch();
+const post = (path: string, init: RequestInit = {}) =>
+  upstreamFetch(new URL(`${base}${path}`), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":7,"method":"tools/call"}', ...init });
+
+describe('the upstream fetch', () => {
+  it('hands an event stream that holds only its response (after a priming event) over as that JSON, headers kept', async () => {
+    const r = await post('/priming-then-response');
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('application/json');
+    expect(r.headers.get('mcp-session-id')).toBe('s-1');
+    expect(await r.text()).toBe(RESPONSE);
+  });
+
+  it('hands a stream that carries anything before its response over as the stream, every byte in order', async () => {
+    const r = await post('/note-then-response');
+    expect(r.headers.get('content-type')).toBe('text/event-stream');
+    expect(await r.text()).toBe(`data: ${NOTE}\n\ndata: ${RESPONSE}\n\n`);
+  });
+
+  it('hands a stream that stays open after its response over as the stream, so what follows is not lost', async () => {
+    const r = await post('/response-then-open');
+    expect(r.headers.get('content-type')).toBe('text/event-stream');
+    expect(await r.text()).toBe(`data: ${RESPONSE}\n\ndata: ${NOTE}\n\n`);
+  });
+
+  it('passes JSON answers, the body it sends and the headers it is given, unchanged', async () => {
+    const r = await post('/json', { headers: { 'content-type': 'application/json', 'x-test': 'yes' }, body: '{"a":[1,"é"]}' });
+    expect(r.headers.get('x-echo-header')).toBe('yes');
+    expect(await r.json()).toEqual({ jsonrpc: '2.0', id: 1, result: { echoed: { a: [1, 'é'] } } });
+  });
+
+  it('keeps error statuses and their text, and 202 with no body', async () => {
+    const missing = await post('/not-found');
+    expect([missing.status, missing.ok, await missing.text()]).toEqual([404, false, 'Session not found']);
+    const accepted = await post('/accepted');
+    expect([accepted.status, await accepted.text()]).toEqual([202, '']);
+  });
+
+  it('hands a stream that breaks before its response over as far as it came, then as failed', async () => {
+    const r = await post('/broken-stream');
+    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+    let text = '';
+    await expect(
+      (async () => {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return;
+          text += new TextDecoder().decode(value);
+        }
+      })(),
+    ).rejects.toThrow();
+    expect(text).toBe('id: ev-1\ndata: \n\n');
+  });
+
+  it('gives up on an answer larger than the bound, and on abort', async () => {
+    await expect(post('/huge')).rejects.toThrow(/larger than/);
+    const controller = new AbortController();
+    const pending = post('/slow', { signal: controller.signal });
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('leaves GET (the standalone stream) and anything that is not a string POST to the fallback', async () => {
+    const seen: string[] = [];
+    const withFallback = createUpstreamFetch(async (input, init) => (seen.push(`${init?.method ?? 'GET'} ${String(input)}`), new Response('fallback')));
+    expect(await (await withFallback(`${base}/json`, { method: 'GET' })).text()).toBe('fallback');
+    expect(await (await withFallback(`${base}/json`, { method: 'DELETE' })).text()).toBe('fallback');
+    expect(seen).toEqual([`GET ${base}/json`, `DELETE ${base}/json`]);
+  });
+});
