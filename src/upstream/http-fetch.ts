@@ -8,13 +8,19 @@
  *   the caller), or stays open after it, is handed over as that stream, every byte in order, as soon as that is known;
  * - a stream that fails before its response is handed over as far as it came, then fails (the SDK resumes it);
  * - GET and DELETE, and any request this does not recognise, go to the global fetch.
- * Bodies are bounded (MAX_UPSTREAM_BODY_BYTES): an upstream is not trusted to send a sane amount.
+ * What is held is bounded (MAX_UPSTREAM_BODY_BYTES for a body read whole, SNIFF_BYTES of a stream before it is handed
+ * over): an upstream is not trusted to send a sane amount.
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 
 /** Most bytes read of one answer that is not handed over as a stream (a JSON body, a buffered event stream). */
 export const MAX_UPSTREAM_BODY_BYTES = 64 * 1024 * 1024;
+/**
+ * Most bytes of an event stream read before deciding: past it (a large result, or an event that never ends) the
+ * stream is handed over as it is, so what is searched for event boundaries stays small.
+ */
+const SNIFF_BYTES = 1024 * 1024;
 /** How long a stream that has sent its response may stay open before it is handed over as a stream. */
 const END_AFTER_RESPONSE_MS = 25;
 
@@ -53,21 +59,24 @@ const isResponse = (data: string): boolean => {
  * events without data (a priming event's id, comments, retry), or one response and nothing else.
  */
 class StreamSniffer {
-  private text = '';
-  private scanned = 0;
+  /** The text after the last complete event. */
+  private pending = '';
   dataEvents = 0;
   response: string | undefined;
   other = false;
 
   push(chunk: string): void {
-    this.text += chunk;
-    for (;;) {
-      const rest = this.text.slice(this.scanned);
-      const m = /\r\n\r\n|\n\n|\r\r/.exec(rest);
-      if (m === null) return;
-      this.event(rest.slice(0, m.index));
-      this.scanned += m.index + m[0].length;
+    // Only the new text (and the 3 characters before it, where a separator may start) is searched: an upstream that
+    // never ends an event costs linear time, not quadratic.
+    const boundary = /\r\n\r\n|\n\n|\r\r/g;
+    boundary.lastIndex = Math.max(0, this.pending.length - 3);
+    this.pending += chunk;
+    let start = 0;
+    for (let m = boundary.exec(this.pending); m !== null; m = boundary.exec(this.pending)) {
+      this.event(this.pending.slice(start, m.index));
+      start = m.index + m[0].length;
     }
+    if (start > 0) this.pending = this.pending.slice(start);
   }
 
   private event(block: string): void {
@@ -159,7 +168,17 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch): Fetch =
               chunks.length = 0;
               if (failed !== undefined) return fail(controller, failed);
               if (ended) return controller.close();
-              res.on('data', (c: Buffer) => controller.enqueue(new Uint8Array(c)));
+              // The SDK holds an event until it ends: one event may not grow past the bound.
+              let sinceBoundary = bytes;
+              res.on('data', (c: Buffer) => {
+                const end = Math.max(c.lastIndexOf('\n\n'), c.lastIndexOf('\r\r'), c.lastIndexOf('\r\n\r\n'));
+                sinceBoundary = end < 0 ? sinceBoundary + c.length : c.length - end;
+                if (sinceBoundary > MAX_UPSTREAM_BODY_BYTES) {
+                  res.destroy();
+                  return fail(controller, new Error(`upstream event larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`));
+                }
+                controller.enqueue(new Uint8Array(c));
+              });
               res.on('end', () => controller.close());
               res.on('close', () => {
                 if (!res.complete) fail(controller, failed ?? new Error('upstream closed the stream before its end'));
@@ -198,8 +217,8 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch): Fetch =
         const decoder = new TextDecoder();
         res.on('data', (c: Buffer) => {
           bytes += c.length;
-          if (bytes > MAX_UPSTREAM_BODY_BYTES) return asStream();
           chunks.push(c);
+          if (bytes > SNIFF_BYTES) return asStream();
           sniffer.push(decoder.decode(c, { stream: true }));
           if (sniffer.other) return asStream();
           if (sniffer.response !== undefined && lingering === undefined) lingering = setTimeout(asStream, END_AFTER_RESPONSE_MS);

@@ -50,6 +50,21 @@ const routes: Record<string, Handler> = {
     setTimeout(() => res.socket?.destroy(), 20);
   },
   '/slow': () => undefined, // never answers
+  '/endless-event': (_req, res) => {
+    // One event that never ends, far past what is read before deciding: handed over as a stream, not held.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const chunk = Buffer.alloc(256 * 1024, 'a'.charCodeAt(0));
+    let sent = 0;
+    res.write('data: ');
+    const more = (): void => {
+      while (sent <= MAX_UPSTREAM_BODY_BYTES) {
+        sent += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', more);
+      }
+      res.end('\n\n');
+    };
+    more();
+  },
   '/huge': (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     const chunk = Buffer.alloc(1024 * 1024, 32);
@@ -129,6 +144,19 @@ describe('the upstream fetch', () => {
       })(),
     ).rejects.toThrow();
     expect(text).toBe('id: ev-1\ndata: \n\n');
+  });
+
+  it('hands an event stream that does not end an event within the first MiB over as a stream, and fails an event past the bound', async () => {
+    const r = await post('/endless-event');
+    expect(r.headers.get('content-type')).toBe('text/event-stream');
+    let bytes = 0;
+    await expect(
+      (async () => {
+        for await (const c of r.body as unknown as AsyncIterable<Uint8Array>) bytes += c.length;
+      })(),
+    ).rejects.toThrow(/upstream event larger than/);
+    expect(bytes).toBeGreaterThan(1024 * 1024);
+    expect(bytes).toBeLessThanOrEqual(MAX_UPSTREAM_BODY_BYTES);
   });
 
   it('gives up on an answer larger than the bound, and on abort', async () => {
