@@ -32,6 +32,8 @@ export interface RunFilter {
 interface Acc extends RunSummary {
   started: Set<string>;
   finished: Set<string>;
+  /** Where in the log its latest call was written: orders runs whose latest calls share a millisecond. */
+  lastSeq: number;
 }
 
 const str = (d: unknown, k: string): string | undefined => {
@@ -41,19 +43,23 @@ const str = (d: unknown, k: string): string | undefined => {
 
 export const listRuns = async (store: EventStore, filter: RunFilter = {}): Promise<RunSummary[]> => {
   const runs = new Map<string, Acc>();
+  let seq = 0;
   const take = (e: StoredEvent): void => {
     if (e.type !== 'ToolCalled' && e.type !== 'ToolCallStarted') return;
     const at = str(e.data, 'at') ?? e.recordedAt;
     const runId = str(e.data, 'runId') ?? e.streamId.slice('run-'.length);
     let r = runs.get(e.streamId);
     if (!r) {
-      r = { runId, calls: 0, unfinished: 0, first: at, last: at, subject: str(e.data, 'subject') ?? '', tenant: str(e.data, 'tenant') ?? '', tools: [], started: new Set(), finished: new Set() };
+      r = { runId, calls: 0, unfinished: 0, first: at, last: at, subject: str(e.data, 'subject') ?? '', tenant: str(e.data, 'tenant') ?? '', tools: [], started: new Set(), finished: new Set(), lastSeq: 0 };
       runs.set(e.streamId, r);
     }
     const tool = str(e.data, 'tool');
     if (tool !== undefined && !r.tools.includes(tool)) r.tools.push(tool);
     if (at < r.first) r.first = at;
-    if (at > r.last) r.last = at;
+    if (at >= r.last) {
+      r.last = at;
+      r.lastSeq = ++seq;
+    }
     const callId = str(e.data, 'callId');
     if (e.type === 'ToolCalled') {
       r.calls++;
@@ -67,15 +73,16 @@ export const listRuns = async (store: EventStore, filter: RunFilter = {}): Promi
     for (const e of page) take(e);
     after = (page[page.length - 1] as StoredEvent).position;
   }
-  const out: RunSummary[] = [];
-  for (const { started, finished, ...r } of runs.values()) {
-    r.unfinished = [...started].filter((c) => !finished.has(c)).length;
+  const kept: Acc[] = [];
+  for (const r of runs.values()) {
+    r.unfinished = [...r.started].filter((c) => !r.finished.has(c)).length;
     if (filter.since !== undefined && r.last < filter.since) continue;
     if (filter.tool !== undefined && !r.tools.includes(filter.tool)) continue;
-    out.push(r);
+    kept.push(r);
   }
-  out.sort((a, b) => (a.last < b.last ? 1 : a.last > b.last ? -1 : 0));
-  return out.slice(0, filter.limit ?? 20);
+  // Newest latest call first; calls in the same millisecond in the order they were written (newest first).
+  kept.sort((a, b) => (a.last < b.last ? 1 : a.last > b.last ? -1 : b.lastSeq - a.lastSeq));
+  return kept.slice(0, filter.limit ?? 20).map(({ started: _s, finished: _f, lastSeq: _q, ...r }) => r);
 };
 
 export type CallView = CallRecordView | StartedCallView;
