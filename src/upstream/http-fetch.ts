@@ -110,6 +110,8 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch): Fetch =
     const headers: Record<string, string> = {};
     new Headers(init.headers).forEach((value, name) => (headers[name] = value));
     headers['content-length'] = String(Buffer.byteLength(init.body));
+    // node:http does not decompress (the global fetch does): ask for the body as it is.
+    headers['accept-encoding'] = 'identity';
     const body = init.body;
 
     return new Promise<Response>((resolve, reject) => {
