@@ -9,6 +9,11 @@
  * the call record), the 2026-07-28 stateless path (no session), a client that can be asked things (event streams).
  * The issue-15 targets are named in the notes of the rows that judge them.
  *
+ * Warm calls are measured INTERLEAVED: every server's session makes one call in turn (rotating the order), and
+ * throughput runs in rounds that alternate between the servers, so a burst of load from elsewhere on the machine (the
+ * disk's other users, a noisy neighbour) falls on every side alike; run one after the other, the same commit's ratios
+ * moved by 0.3–0.8 between runs minutes apart (docs/benchmarks.md).
+ *
  * Runnable alone: `node --import tsx bench/mcp.ts`. Estate loads the handler from bench/mcp-handlers.ts; the SDK peer
  * is bench/mcp-sdk-server.ts; both serve the tools of bench/mcp-fixture.ts.
  */
@@ -17,13 +22,15 @@ import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { percentile, sample, type BenchRow } from './lib.ts';
+import { median, percentile, sample, type BenchRow } from './lib.ts';
 import { diskFloors } from './mcp-floors.ts';
 import { callMessage, callOnce, listAll, openSession, openStateless, PROTOCOL, publishAll, REPO_ROOT, startEstate, stop, throughput, timeAsync, waitForJsonLine, type Session } from './mcp-client.ts';
 import { TOOL_COUNT } from './mcp-fixture.ts';
 
 const CALL_LATENCY_ITERATIONS = 1500;
 const CALL_THROUGHPUT_REQUESTS = 3000;
+/** Throughput rounds per server, alternating between them; the median round is reported. */
+const THROUGHPUT_ROUNDS = 5;
 const CONCURRENCY = 16;
 const LIST_ITERATIONS = 60;
 const WARMUP = 150;
@@ -37,7 +44,7 @@ interface CallFigures {
   callsPerSecond: number;
 }
 
-interface Figures extends CallFigures {
+interface ListFigures {
   listP50: number;
   listP99: number;
   listTools: number;
@@ -48,17 +55,39 @@ interface Figures extends CallFigures {
   listResponse: string;
   /** Every page of one full list, as answered. */
   listPages: string[];
+  /** The session, for the warm calls measured later beside the other servers'. */
+  session: Session;
 }
 
-/** Warm calls only: latency then throughput. */
-const measureCalls = async (s: Session): Promise<CallFigures> => {
-  for (let i = 0; i < WARMUP; i++) await callOnce(s, i);
-  const calls = await timeAsync(CALL_LATENCY_ITERATIONS, (i) => callOnce(s, i));
-  const callsPerSecond = await throughput(s, CALL_THROUGHPUT_REQUESTS, CONCURRENCY);
-  return { callP50: percentile(calls, 50), callP99: percentile(calls, 99), callsPerSecond };
+type Figures = ListFigures & CallFigures;
+
+/**
+ * Warm calls of several sessions, interleaved call by call (the order rotating each round), then throughput in rounds
+ * alternating between them (the median round). Each session's figures, in the order given.
+ */
+const measureCallsInterleaved = async (sessions: Session[]): Promise<CallFigures[]> => {
+  for (const s of sessions) for (let i = 0; i < WARMUP; i++) await callOnce(s, i);
+  const latencies = sessions.map(() => [] as number[]);
+  for (let i = 0; i < CALL_LATENCY_ITERATIONS; i++) {
+    for (let k = 0; k < sessions.length; k++) {
+      const j = (i + k) % sessions.length;
+      const t0 = process.hrtime.bigint();
+      await callOnce(sessions[j] as Session, i);
+      (latencies[j] as number[]).push(Number(process.hrtime.bigint() - t0) / 1000);
+    }
+  }
+  const rates = sessions.map(() => [] as number[]);
+  for (let r = 0; r < THROUGHPUT_ROUNDS; r++) {
+    for (let k = 0; k < sessions.length; k++) {
+      const j = (r + k) % sessions.length;
+      (rates[j] as number[]).push(await throughput(sessions[j] as Session, CALL_THROUGHPUT_REQUESTS / THROUGHPUT_ROUNDS, CONCURRENCY));
+    }
+  }
+  return sessions.map((_, j) => ({ callP50: percentile(latencies[j] as number[], 50), callP99: percentile(latencies[j] as number[], 99), callsPerSecond: median(rates[j] as number[]) }));
 };
 
-export const measure = async (url: string, open: (url: string) => Promise<Session> = openSession): Promise<Figures> => {
+/** Lists (full, every page) and each tool's first call; the warm calls come later, interleaved. */
+export const measure = async (url: string, open: (url: string) => Promise<Session> = openSession): Promise<ListFigures> => {
   const s = await open(url);
   const first = await listAll(s);
   for (let i = 0; i < 5; i++) await listAll(s);
@@ -76,11 +105,11 @@ export const measure = async (url: string, open: (url: string) => Promise<Sessio
     callResponse,
     listResponse: first.text,
     listPages: first.pages,
-    ...(await measureCalls(s)),
+    session: s,
   };
 };
 
-const floor = (f: Figures): { list: number; call: number; allPages: number } => {
+const floor = (f: ListFigures): { list: number; call: number; allPages: number } => {
   // Both directions of one exchange: the client writes the request and reads the response, the server the reverse.
   const roundTrip = (request: string, response: string) => () => {
     JSON.stringify(JSON.parse(request));
@@ -117,16 +146,26 @@ export async function run(): Promise<BenchRow[]> {
     const sdkReady = { url: await startSdk(false) };
     const sdkSseUrl = await startSdk(true);
 
-    const estate = await measure(estateUrl);
-    const sdk = await measure(String(sdkReady.url));
-    const sdkSse = await measure(sdkSseUrl);
+    const estateLists = await measure(estateUrl);
+    const sdkLists = await measure(String(sdkReady.url));
+    const sdkSseLists = await measure(sdkSseUrl);
     const shmUrl = shmDir ? (await startEstate(`sqlite:${join(shmDir, 'bench.db')}`, children)).url : undefined;
-    const shm = shmUrl ? await measure(shmUrl) : undefined;
+    const shmLists = shmUrl ? await measure(shmUrl) : undefined;
+    const statelessLists = await measure(estateUrl, openStateless);
     // The stateless path without the disk: what it costs on its own (the disk's share varies with its other users).
-    const shmStateless = shmUrl ? await measureCalls(await openStateless(shmUrl)) : undefined;
-    const stateless = await measure(estateUrl, openStateless);
-    // A client that declared elicitation may be asked things mid-call: Estate answers its calls as event streams.
-    const estateSse = await measureCalls(await openSession(estateUrl, { elicitation: {} }));
+    const shmStatelessSession = shmUrl ? await openStateless(shmUrl) : undefined;
+    // Every warm-call figure below comes from ONE interleaved measurement of these sessions.
+    const interleaved = [estateLists.session, sdkLists.session, statelessLists.session, ...(shmLists ? [shmLists.session] : []), ...(shmStatelessSession ? [shmStatelessSession] : [])];
+    const [estateCalls, sdkCalls, statelessCalls, ...shmCalls] = (await measureCallsInterleaved(interleaved)) as [CallFigures, CallFigures, CallFigures, ...CallFigures[]];
+    const estate: Figures = { ...estateLists, ...estateCalls };
+    const sdk: Figures = { ...sdkLists, ...sdkCalls };
+    const stateless: Figures = { ...statelessLists, ...statelessCalls };
+    const shm: Figures | undefined = shmLists ? { ...shmLists, ...(shmCalls[0] as CallFigures) } : undefined;
+    const shmStateless = shmStatelessSession ? shmCalls[shmLists ? 1 : 0] : undefined;
+    // A client that declared elicitation may be asked things mid-call: Estate answers its calls as event streams;
+    // interleaved with the SDK answering as event streams.
+    const [estateSse, sdkSseCalls] = (await measureCallsInterleaved([await openSession(estateUrl, { elicitation: {} }), sdkSseLists.session])) as [CallFigures, CallFigures];
+    const sdkSse: Figures = { ...sdkSseLists, ...sdkSseCalls };
     const disk = diskFloors(dir);
     const fl = floor(estate);
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
@@ -135,9 +174,9 @@ export async function run(): Promise<BenchRow[]> {
     const rows: BenchRow[] = [
       { bench: 'mcp', case: 'tools/list, full list (all pages), p50', unit: 'µs', estate: estate.listP50, peerName, peer: sdk.listP50, notes: `${common}; Estate ${estate.listTools} tools in pages of ≤500, SDK ${sdk.listTools} in one; Estate/SDK ${ratio(estate.listP50, sdk.listP50)}` },
       { bench: 'mcp', case: 'tools/list, full list (all pages), p99', unit: 'µs', estate: estate.listP99, peerName, peer: sdk.listP99, notes: `${LIST_ITERATIONS} sequential lists; Estate/SDK ${ratio(estate.listP99, sdk.listP99)}` },
-      { bench: 'mcp', case: 'tools/call, valid arguments, p50', unit: 'µs', estate: estate.callP50, peerName, peer: sdk.callP50, notes: `${CALL_LATENCY_ITERATIONS} sequential calls, every tool warm; Estate validates with Ajv and commits a call record (SQLite, synchronous=FULL) before answering, the SDK records nothing; Estate/SDK ${ratio(estate.callP50, sdk.callP50)}` },
+      { bench: 'mcp', case: 'tools/call, valid arguments, p50', unit: 'µs', estate: estate.callP50, peerName, peer: sdk.callP50, notes: `${CALL_LATENCY_ITERATIONS} sequential calls each, interleaved call by call with the peer's and Estate's variants, every tool warm; Estate validates with Ajv and commits a call record (SQLite, synchronous=FULL) before answering, the SDK records nothing; Estate/SDK ${ratio(estate.callP50, sdk.callP50)}` },
       { bench: 'mcp', case: 'tools/call, valid arguments, p99', unit: 'µs', estate: estate.callP99, peerName, peer: sdk.callP99, notes: `Estate/SDK ${ratio(estate.callP99, sdk.callP99)}` },
-      { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight`, unit: 'calls/s', estate: estate.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `${CALL_THROUGHPUT_REQUESTS} calls; durable records, group commit; Estate/SDK ${ratio(estate.callsPerSecond, sdk.callsPerSecond)} (issue 15 target: ≥ 1.5x)` },
+      { bench: 'mcp', case: `tools/call throughput, ${CONCURRENCY} in flight`, unit: 'calls/s', estate: estate.callsPerSecond, peerName, peer: sdk.callsPerSecond, notes: `median of ${THROUGHPUT_ROUNDS} rounds of ${CALL_THROUGHPUT_REQUESTS / THROUGHPUT_ROUNDS} calls, rounds alternating with the peer's; durable records, group commit; Estate/SDK ${ratio(estate.callsPerSecond, sdk.callsPerSecond)} (issue 15 target: ≥ 1.5x)` },
       { bench: 'mcp', case: 'tools/call, first call of each tool (cold), p50', unit: 'µs', estate: estate.coldP50, peerName, peer: sdk.coldP50, notes: `${TOOL_COUNT} calls, one per tool, before the loops above; Estate compiles a validator on a version's first call; Estate/SDK ${ratio(estate.coldP50, sdk.coldP50)}` },
     ];
     const ssePeer = 'SDK v2 McpServer answering as event streams (Estate\'s response mode)';
