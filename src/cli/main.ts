@@ -4,6 +4,7 @@
  * the one list of them (its order is the order of `estate --help`).
  */
 import { Command, CommanderError, Option } from 'commander';
+import { stdoutTaken } from '#mcp/stdout-guard';
 import { EXIT } from './exit.ts';
 import { fail, type GlobalOptions } from './run.ts';
 import * as check from './verbs/check.ts';
@@ -47,6 +48,15 @@ Examples:
   for (const verb of VERBS) verb.register(program);
   return program;
 };
+
+/**
+ * `estate list | head`: the reader went away, so nothing more can be printed: stop, as command-line tools do, instead
+ * of failing on an unhandled EPIPE. A stdio server's stdout is its protocol: it stops when its client closes stdin.
+ */
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code !== 'EPIPE') throw e;
+  if (!stdoutTaken()) process.exit(process.exitCode ?? EXIT.ok);
+});
 
 const main = async (): Promise<void> => {
   const program = buildProgram();

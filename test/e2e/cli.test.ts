@@ -208,3 +208,18 @@ describe('what a new user trips over (issue 8)', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ result: 'unchanged', name: 'already.there', version: '1.0.0' });
   });
 });
+
+describe('output piped into a reader that stops early (`estate --help | head -1`)', () => {
+  it('ends quietly with exit 0 instead of failing on EPIPE', async () => {
+    const { spawn } = await import('node:child_process');
+    const { ESTATE_BIN } = await import('./helpers.ts');
+    const child = spawn(process.execPath, [ESTATE_BIN, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    // The reader takes nothing and goes away at once, as `head` does once it has its line.
+    child.stdout.destroy();
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(stderr).not.toMatch(/EPIPE|Unhandled/);
+    expect(code).toBe(0);
+  });
+});
