@@ -54,7 +54,8 @@ Examples:
  * of failing on an unhandled EPIPE. A stdio server's stdout is its protocol: it stops when its client closes stdin.
  */
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-  if (e.code !== 'EPIPE') throw e;
+  const gone = e.code === 'EPIPE' || e.code === 'ERR_STREAM_DESTROYED';
+  if (!gone) throw e;
   if (!stdoutTaken()) process.exit(process.exitCode ?? EXIT.ok);
 });
 
