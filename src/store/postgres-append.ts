@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { AppendRequest, AppendResult } from '#app/ports';
 import { checkExpectedRevision } from './expected-revision.ts';
 import { DIVISION_BY_ZERO, UNIQUE_VIOLATION, formatPosition, toConflict } from './postgres-rows.ts';
+import { inTransaction } from './postgres-tx.ts';
 
 export interface PostgresAppendContext {
   pool: pg.Pool;
@@ -110,66 +111,62 @@ export async function appendInTransaction(c: PostgresAppendContext, requests: Ap
   const { pool, s, channel } = c;
   const streamIds = [...new Set(requests.map((r) => r.streamId))].sort();
 
-  const client = await pool.connect();
   try {
-    await client.query('BEGIN');
-    // DO UPDATE (not DO NOTHING) locks an existing head and returns its latest committed revision in one statement.
-    const heads = await client.query<{ stream_id: string; revision: string }>(
-      `INSERT INTO ${s}.streams (stream_id, revision)
-       SELECT id, -1 FROM unnest($1::text[]) WITH ORDINALITY AS h(id, ord) ORDER BY ord
-       ON CONFLICT (stream_id) DO UPDATE SET stream_id = excluded.stream_id
-       RETURNING stream_id, revision`,
-      [streamIds],
-    );
-    const planned = new Map(heads.rows.map((row) => [row.stream_id, Number(row.revision)]));
-
-    const ids: string[] = [];
-    const revisions: number[] = [];
-    const types: string[] = [];
-    const payloads: string[] = [];
-    const times: (string | null)[] = [];
-    const results = requests.map((request) => {
-      const actual = planned.get(request.streamId) ?? -1;
-      checkExpectedRevision(request.streamId, request.expectedRevision, actual);
-      request.events.forEach((event, i) => {
-        ids.push(request.streamId);
-        revisions.push(actual + 1 + i);
-        types.push(event.type);
-        payloads.push(JSON.stringify(event.data ?? null));
-        times.push(event.recordedAt ?? null);
-      });
-      planned.set(request.streamId, actual + request.events.length);
-      return { streamId: request.streamId, first: actual + 1, count: request.events.length };
-    });
-
-    const positions = new Map<string, string>();
-    if (ids.length > 0) {
-      const inserted = await client.query<{ xid: string; seq: string; stream_id: string; revision: string }>(
-        `WITH moved AS (
-           UPDATE ${s}.streams AS st SET revision = h.revision
-           FROM unnest($5::text[], $6::bigint[]) AS h(stream_id, revision)
-           WHERE st.stream_id = h.stream_id
-         )
-         INSERT INTO ${s}.events (stream_id, revision, type, data, recorded_at)
-         SELECT stream_id, revision, type, data::json, COALESCE(at::timestamptz, now())
-         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $7::text[]) WITH ORDINALITY AS e(stream_id, revision, type, data, at, ord)
-         ORDER BY ord
-         RETURNING transaction_id::text AS xid, seq::text AS seq, stream_id, revision::text AS revision`,
-        [ids, revisions, types, payloads, [...planned.keys()], [...planned.values()], times],
+    return await inTransaction(pool, async (client) => {
+      // DO UPDATE (not DO NOTHING) locks an existing head and returns its latest committed revision in one statement.
+      const heads = await client.query<{ stream_id: string; revision: string }>(
+        `INSERT INTO ${s}.streams (stream_id, revision)
+         SELECT id, -1 FROM unnest($1::text[]) WITH ORDINALITY AS h(id, ord) ORDER BY ord
+         ON CONFLICT (stream_id) DO UPDATE SET stream_id = excluded.stream_id
+         RETURNING stream_id, revision`,
+        [streamIds],
       );
-      for (const row of inserted.rows) positions.set(`${row.revision}\u0000${row.stream_id}`, formatPosition(row.xid, row.seq));
-    }
-    if (ids.length > 0) await client.query('SELECT pg_notify($1, $2)', [channel, '']);
-    await c.beforeCommit?.(requests);
-    await client.query('COMMIT');
-    return results.map(({ streamId, first, count }) => ({
-      revision: first + count - 1,
-      positions: Array.from({ length: count }, (_, i) => positions.get(`${first + i}\u0000${streamId}`)!),
-    }));
+      const planned = new Map(heads.rows.map((row) => [row.stream_id, Number(row.revision)]));
+
+      const ids: string[] = [];
+      const revisions: number[] = [];
+      const types: string[] = [];
+      const payloads: string[] = [];
+      const times: (string | null)[] = [];
+      const results = requests.map((request) => {
+        const actual = planned.get(request.streamId) ?? -1;
+        checkExpectedRevision(request.streamId, request.expectedRevision, actual);
+        request.events.forEach((event, i) => {
+          ids.push(request.streamId);
+          revisions.push(actual + 1 + i);
+          types.push(event.type);
+          payloads.push(JSON.stringify(event.data ?? null));
+          times.push(event.recordedAt ?? null);
+        });
+        planned.set(request.streamId, actual + request.events.length);
+        return { streamId: request.streamId, first: actual + 1, count: request.events.length };
+      });
+
+      const positions = new Map<string, string>();
+      if (ids.length > 0) {
+        const inserted = await client.query<{ xid: string; seq: string; stream_id: string; revision: string }>(
+          `WITH moved AS (
+             UPDATE ${s}.streams AS st SET revision = h.revision
+             FROM unnest($5::text[], $6::bigint[]) AS h(stream_id, revision)
+             WHERE st.stream_id = h.stream_id
+           )
+           INSERT INTO ${s}.events (stream_id, revision, type, data, recorded_at)
+           SELECT stream_id, revision, type, data::json, COALESCE(at::timestamptz, now())
+           FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $7::text[]) WITH ORDINALITY AS e(stream_id, revision, type, data, at, ord)
+           ORDER BY ord
+           RETURNING transaction_id::text AS xid, seq::text AS seq, stream_id, revision::text AS revision`,
+          [ids, revisions, types, payloads, [...planned.keys()], [...planned.values()], times],
+        );
+        for (const row of inserted.rows) positions.set(`${row.revision}\u0000${row.stream_id}`, formatPosition(row.xid, row.seq));
+      }
+      if (ids.length > 0) await client.query('SELECT pg_notify($1, $2)', [channel, '']);
+      await c.beforeCommit?.(requests);
+      return results.map(({ streamId, first, count }) => ({
+        revision: first + count - 1,
+        positions: Array.from({ length: count }, (_, i) => positions.get(`${first + i}\u0000${streamId}`)!),
+      }));
+    });
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
     throw toConflict(error, requests);
-  } finally {
-    client.release();
   }
 }
