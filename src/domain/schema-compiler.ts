@@ -150,9 +150,9 @@ const createAjv = (optimize: boolean, source = false): Ajv2020 => {
  */
 const AJV_USES = 256;
 
-/** `make()` for at most AJV_USES uses, then a fresh one. */
-const rotating = (make: () => Ajv2020): (() => Ajv2020) => {
-  let current = make();
+/** `make()` (starting with `first` when given) for at most AJV_USES uses each, then a fresh one. */
+const rotating = (make: () => Ajv2020, first: Ajv2020 = make()): (() => Ajv2020) => {
+  let current = first;
   let uses = 0;
   return () => {
     if (uses >= AJV_USES) {
@@ -165,10 +165,12 @@ const rotating = (make: () => Ajv2020): (() => Ajv2020) => {
 };
 
 export function createSchemaCompiler(): SchemaCompiler {
-  const ajv = rotating(() => createAjv(true));
+  const firstAjv = createAjv(true);
+  const ajv = rotating(() => createAjv(true), firstAjv);
   const largeAjv = rotating(() => createAjv(false));
   const sourceAjv = rotating(() => createAjv(true, true));
-  const formatDefinitions = createAjv(true).formats;
+  // Every instance is given the same formats: a validator's source may use any instance's.
+  const formatDefinitions = firstAjv.formats;
   const formats = new Set(Object.keys(formatDefinitions));
   const runtime: SourceRuntime = { regExp: regExpEngine, formats: formatDefinitions, helpers };
 

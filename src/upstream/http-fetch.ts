@@ -21,7 +21,7 @@ export const MAX_UPSTREAM_BODY_BYTES = 64 * 1024 * 1024;
  * stream is handed over as it is, so what is searched for event boundaries stays small.
  */
 const SNIFF_BYTES = 1024 * 1024;
-/** How long a stream that has sent its response may stay open before it is handed over as a stream. */
+/** How long a stream that has sent its response may stay open before it is handed over as a stream (default). */
 const END_AFTER_RESPONSE_MS = 25;
 
 const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }) };
@@ -61,7 +61,6 @@ const isResponse = (data: string): boolean => {
 class StreamSniffer {
   /** The text after the last complete event. */
   private pending = '';
-  dataEvents = 0;
   response: string | undefined;
   other = false;
 
@@ -92,14 +91,17 @@ class StreamSniffer {
     }
     const joined = data.join('\n');
     if (joined === '') return; // a priming event (its id only): the SDK skips events without data too
-    this.dataEvents++;
-    if (type === 'message' && this.dataEvents === 1 && isResponse(joined)) this.response = joined;
+    // Only a first event with data may be the response; any other event with data is something else.
+    if (type === 'message' && this.response === undefined && !this.other && isResponse(joined)) this.response = joined;
     else this.other = true;
   }
 }
 
-/** `globalThis.fetch` for what this does not handle itself. */
-export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch): Fetch => {
+/**
+ * `fallback`: for what this does not handle itself. `lingerMs`: how long a stream may stay open after its response
+ * before it is handed over as a stream.
+ */
+export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs = END_AFTER_RESPONSE_MS): Fetch => {
   const upstreamFetch = (input: Parameters<Fetch>[0], init?: RequestInit): Promise<Response> => {
     const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : undefined;
     if (url === undefined || init?.method !== 'POST' || typeof init.body !== 'string' || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
@@ -223,7 +225,7 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch): Fetch =
           if (bytes > SNIFF_BYTES) return asStream();
           sniffer.push(decoder.decode(c, { stream: true }));
           if (sniffer.other) return asStream();
-          if (sniffer.response !== undefined && lingering === undefined) lingering = setTimeout(asStream, END_AFTER_RESPONSE_MS);
+          if (sniffer.response !== undefined && lingering === undefined) lingering = setTimeout(asStream, lingerMs);
         });
         res.on('end', () => {
           clearTimeout(lingering);

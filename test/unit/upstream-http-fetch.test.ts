@@ -98,7 +98,9 @@ const post = (path: string, init: RequestInit = {}) =>
 
 describe('the upstream fetch', () => {
   it('hands an event stream that holds only its response (after a priming event) over as that JSON, headers kept', async () => {
-    const r = await post('/priming-then-response');
+    // The stream's end must be seen before the linger runs out; a stalled test process must not turn this into a stream.
+    const patient = createUpstreamFetch(globalThis.fetch, 60_000);
+    const r = await patient(new URL(`${base}/priming-then-response`), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":7,"method":"tools/call"}' });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toBe('application/json');
     expect(r.headers.get('mcp-session-id')).toBe('s-1');
