@@ -5,7 +5,7 @@
 #
 #   bash scripts/ci-repeat.sh [N=5] [--loaded]
 #
-# Logs: .cache/ci-repeat/run-<i>.log (and load-<i>.log). Exit 0 only when every run passed.
+# Logs: .cache/ci-repeat/run-<i>.log; with --loaded, loaded-run-<i>.log and load-<i>.log. Exit 0 only when every run passed.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,6 +22,9 @@ done
 LOGS="$ROOT/.cache/ci-repeat"
 mkdir -p "$LOGS"
 HEAD_SHA="$(git -C "$ROOT" rev-parse HEAD)"
+# A loaded series keeps its own logs: it must not overwrite the plain series' run-<i>.log.
+RUN_LOG="run"
+[ "$LOADED" = 1 ] && RUN_LOG="loaded-run"
 passed=0
 for i in $(seq 1 "$N"); do
   work="$(mktemp -d /tmp/estate-ci-XXXXXX)"
@@ -34,10 +37,11 @@ for i in $(seq 1 "$N"); do
     load_pid=$!
   fi
   started=$SECONDS
-  (cd "$work/estate" && env -u ESTATE_STORE CI=true bash .ci/run) >"$LOGS/run-$i.log" 2>&1
+  (cd "$work/estate" && env -u ESTATE_STORE CI=true bash .ci/run) >"$LOGS/$RUN_LOG-$i.log" 2>&1
   rc=$?
   [ -n "$load_pid" ] && wait "$load_pid"
-  summary="$(grep -E '^ +Tests +[0-9]' "$LOGS/run-$i.log" | tail -n1 | sed 's/^ *//')"
+  # vitest colours its summary: strip the escapes before looking for it.
+  summary="$(sed 's/\x1b\[[0-9;]*m//g' "$LOGS/$RUN_LOG-$i.log" | grep -E '^ +Tests +[0-9]' | tail -n1 | sed 's/^ *//')"
   printf 'run %d/%d: exit %d in %d s  %s\n' "$i" "$N" "$rc" "$((SECONDS - started))" "$summary"
   [ "$rc" = 0 ] && passed=$((passed + 1))
   rm -rf "$work"
