@@ -182,6 +182,8 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
                   return fail(controller, new Error(`upstream event larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`));
                 }
                 controller.enqueue(new Uint8Array(c));
+                // Backpressure: read on only as fast as the SDK takes the stream (pull resumes).
+                if ((controller.desiredSize ?? 0) <= 0) res.pause();
               });
               res.on('end', () => controller.close());
               res.on('close', () => {

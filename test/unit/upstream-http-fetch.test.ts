@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createUpstreamFetch, MAX_UPSTREAM_BODY_BYTES } from '#upstream/http-fetch';
 
 const RESPONSE = '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: x"}]}}';
@@ -50,6 +50,23 @@ const routes: Record<string, Handler> = {
     setTimeout(() => res.socket?.destroy(), 20);
   },
   '/slow': () => undefined, // never answers
+  '/firehose': (_req, res) => {
+    // Events as fast as the socket takes them (a log line before the response: handed over as a stream).
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const event = Buffer.from(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x'.repeat(64 * 1024) } })}\n\n`);
+    const more = (): void => {
+      while (firehose.sent < 48 * 1024 * 1024) {
+        firehose.sent += event.length;
+        if (!res.write(event)) {
+          firehose.blocked = true;
+          return void res.once('drain', more);
+        }
+      }
+      firehose.ended = true;
+      res.end();
+    };
+    more();
+  },
   '/endless-event': (_req, res) => {
     // One event that never ends, far past what is read before deciding: handed over as a stream, not held.
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -80,6 +97,8 @@ const routes: Record<string, Handler> = {
   },
 };
 
+/** What /firehose managed to send, and whether the socket ever pushed back. */
+const firehose = { sent: 0, blocked: false, ended: false };
 let server: Server;
 let base: string;
 beforeAll(async () => {
@@ -159,6 +178,28 @@ describe('the upstream fetch', () => {
     ).rejects.toThrow(/upstream event larger than/);
     expect(bytes).toBeGreaterThan(1024 * 1024);
     expect(bytes).toBeLessThanOrEqual(MAX_UPSTREAM_BODY_BYTES);
+  });
+
+  it('reads a stream only as fast as its reader takes it (backpressure), so an upstream cannot fill memory', async () => {
+    const r = await post('/firehose');
+    expect(r.headers.get('content-type')).toBe('text/event-stream');
+    // The reader takes a few chunks, then nothing more: the server must come to rest held back by the socket, long before
+    // it has sent everything (read on regardless, the whole 48 MiB would pile up in memory and the server would end).
+    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+    for (let i = 0; i < 20; i++) await reader.read();
+    let last = -1;
+    let still = 0;
+    await vi.waitFor(
+      () => {
+        still = firehose.sent === last ? still + 1 : 0;
+        last = firehose.sent;
+        expect(firehose.ended || (firehose.blocked && still >= 30)).toBe(true);
+      },
+      { timeout: 30_000, interval: 10 },
+    );
+    expect(firehose.ended).toBe(false);
+    expect(firehose.sent).toBeLessThan(16 * 1024 * 1024);
+    await reader.cancel();
   });
 
   it('gives up on an answer larger than the bound, and on abort', async () => {
