@@ -25,6 +25,7 @@ const LATENCY_N = Number(process.env.BENCH_BUS_PUBLISHES ?? 200);
 const THROUGHPUT_N = Number(process.env.BENCH_BUS_THROUGHPUT ?? 500);
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 
+/** In the `test` namespace: the replicas serve only versions whose handler (`test.echo`) is in the tool's namespace. */
 const definition = (name: string): ToolDefinition => ({
   name,
   version: '1.0.0',
@@ -170,7 +171,7 @@ const acrossReplicas = async (): Promise<number[]> => {
     const out: number[] = [];
     for (let i = 0; i < LATENCY_N + 10; i++) {
       const t0 = performance.now();
-      await commands.publish(definition(`bench.latency.t${i}`), 'bench');
+      await commands.publish(definition(`test.latency.t${i}`), 'bench');
       await client.next();
       if (i >= 10) out.push(performance.now() - t0); // the first few warm the JIT and the relay's producer
     }
