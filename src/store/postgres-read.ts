@@ -26,8 +26,11 @@ export async function scan(
   const window = prefix === undefined ? limit : Math.max(limit, SCAN_WINDOW);
   let from = after;
   for (;;) {
-    const { rows } = await pool.query<ScanRow>(
-      `WITH w AS (
+    // Named, like every statement on the hot paths: each pooled connection parses and plans it once (the text embeds
+    // the schema, so the name does too); unnamed, the parse and plan cost as much again as the query itself.
+    const { rows } = await pool.query<ScanRow>({
+      name: `estate-scan:${s}`,
+      text: `WITH w AS (
          SELECT seq, transaction_id, stream_id FROM ${s}.events
          WHERE (transaction_id, seq) > ($1::text::xid8, $2::bigint)
            AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
@@ -47,8 +50,8 @@ export async function scan(
           FROM w ORDER BY w.transaction_id DESC, w.seq DESC LIMIT 1)
        ) page
        ORDER BY k1, k2, window_end`,
-      [from.xid.toString(), from.seq.toString(), prefix ?? '', window, limit],
-    );
+      values: [from.xid.toString(), from.seq.toString(), prefix ?? '', window, limit],
+    });
     const end = rows.find((row) => row.window_end);
     if (!end) return { events: [], scannedTo: from };
     const events = rows.filter((row) => !row.window_end).map((row) => toStored(row as EventRow));
@@ -68,11 +71,12 @@ export async function scan(
  */
 export async function heldBack(c: PostgresReadContext, after: Cursor): Promise<boolean> {
   const { pool, s } = c;
-  const { rows } = await pool.query<{ held: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM ${s}.events WHERE (transaction_id, seq) > ($1::text::xid8, $2::bigint)
+  const { rows } = await pool.query<{ held: boolean }>({
+    name: `estate-held-back:${s}`,
+    text: `SELECT EXISTS (SELECT 1 FROM ${s}.events WHERE (transaction_id, seq) > ($1::text::xid8, $2::bigint)
                       AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) AS held`,
-    [after.xid.toString(), after.seq.toString()],
-  );
+    values: [after.xid.toString(), after.seq.toString()],
+  });
   return rows[0]?.held === true;
 }
 
@@ -81,11 +85,12 @@ export async function readStream(c: PostgresReadContext, streamId: string, optio
   const { pool, s } = c;
   await c.ensureReady();
   // ORDER BY the table's bigint column: a bare `revision` would name the text alias and sort '10' before '9'.
-  const { rows } = await pool.query<EventRow>(
-    `SELECT transaction_id::text AS xid, seq::text AS seq, stream_id, revision::text AS revision, type,
+  const { rows } = await pool.query<EventRow>({
+    name: `estate-read-stream:${s}`,
+    text: `SELECT transaction_id::text AS xid, seq::text AS seq, stream_id, revision::text AS revision, type,
             data::text AS data, recorded_at
      FROM ${s}.events e WHERE e.stream_id = $1 AND e.revision >= $2 ORDER BY e.revision`,
-    [streamId, Math.max(0, options.fromRevision ?? 0)],
-  );
+    values: [streamId, Math.max(0, options.fromRevision ?? 0)],
+  });
   return rows.map(toStored);
 }
