@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { AppendRequest, AppendResult } from '#app/ports';
 import { checkExpectedRevision } from './expected-revision.ts';
 import { DIVISION_BY_ZERO, UNIQUE_VIOLATION, formatPosition, toConflict } from './postgres-rows.ts';
+import { notifyPayload } from './postgres-listener.ts';
 import { inTransaction } from './postgres-tx.ts';
 
 export interface PostgresAppendContext {
@@ -77,7 +78,7 @@ export async function appendInOneStatement(c: PostgresAppendContext, requests: A
        )
        SELECT 'h' AS kind, stream_id, revision::text AS revision, NULL AS xid, NULL AS seq FROM heads
        UNION ALL SELECT 'e', stream_id, revision::text, xid, seq FROM ins
-       UNION ALL SELECT 'n', '', '', NULL, NULL FROM pg_notify($8, '')`,
+       UNION ALL SELECT 'n', '', '', NULL, NULL FROM pg_notify($8, $10)`,
       values: [
         order.map((i) => requests[i]!.streamId),
         order.map((i) => code(requests[i]!.expectedRevision)),
@@ -88,6 +89,7 @@ export async function appendInOneStatement(c: PostgresAppendContext, requests: A
         payloads,
         channel,
         times,
+        notifyPayload(order.map((i) => requests[i]!.streamId)),
       ],
     }));
   } catch (error) {
@@ -159,7 +161,7 @@ export async function appendInTransaction(c: PostgresAppendContext, requests: Ap
         );
         for (const row of inserted.rows) positions.set(`${row.revision}\u0000${row.stream_id}`, formatPosition(row.xid, row.seq));
       }
-      if (ids.length > 0) await client.query('SELECT pg_notify($1, $2)', [channel, '']);
+      if (ids.length > 0) await client.query('SELECT pg_notify($1, $2)', [channel, notifyPayload(requests.filter((r) => r.events.length > 0).map((r) => r.streamId))]);
       await c.beforeCommit?.(requests);
       return results.map(({ streamId, first, count }) => ({
         revision: first + count - 1,

@@ -86,13 +86,14 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     if (fast) {
       const results = await appendInOneStatement(appends, requests);
       if (results) {
-        wakeUps.wakeAll();
+        wakeUps.wake(requests.map((r) => r.streamId));
         return results;
       }
       // The check failed (or lost a race): the transaction below says exactly which stream and why, or succeeds.
     }
     const results = await appendInTransaction(appends, requests);
-    if (requests.some((r) => r.events.length > 0)) wakeUps.wakeAll();
+    const appended = requests.filter((r) => r.events.length > 0).map((r) => r.streamId);
+    if (appended.length > 0) wakeUps.wake(appended);
     return results;
   }
 
@@ -132,7 +133,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
       },
       onLocalAppend(wake) {
         wakeTail = wake;
-        const remove = wakeUps.addListener(wake);
+        const remove = wakeUps.addListener(wake, options.streamPrefix);
         return () => {
           clearTimeout(recheck);
           wakeTail = null;

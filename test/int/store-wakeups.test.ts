@@ -13,6 +13,7 @@ import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { EventStore, StoredEvent } from '#app/ports';
 import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
+import { createAppendListener } from '#store/postgres-listener';
 import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { dropSchema, requirePostgres, uniqueSchema } from './pg-helpers.ts';
 
@@ -96,6 +97,45 @@ if (url) {
       await writer.append('notify-1', [{ type: 'T', data: { n: 1 } }], { expectedRevision: 'no_stream' });
       expect(await tail.received).toMatchObject({ streamId: 'notify-1', data: { n: 1 } });
       await tail.close();
+    });
+
+    it('wakes a reader of a prefix only for appends to its streams (the NOTIFY names them); an unnamed one wakes all', async () => {
+      const channel = `estate_append_${schema}`.slice(0, 63);
+      const listener = createAppendListener({ connectionString: url, schemaName: schema, channel, listen: true, relistenDelayMs: 250, isClosed: () => false });
+      const wakes = { tools: 0, all: 0 };
+      let allWoken: () => void = () => undefined;
+      const nextAll = (): Promise<void> => new Promise((r) => (allWoken = r));
+      const listening = nextAll();
+      const removeTools = listener.addListener(() => wakes.tools++, 'tool-');
+      const removeAll = listener.addListener(() => {
+        wakes.all++;
+        allWoken();
+      });
+      try {
+        await listening; // LISTEN ran: everyone was woken once, to cover the gap before it
+        await listenerPid();
+        const writer = await open();
+        const after = async (write: () => Promise<unknown>): Promise<{ tools: number; all: number }> => {
+          const before = { ...wakes };
+          const woken = nextAll();
+          await write();
+          await woken; // both readers are woken from the same notification, so the prefix reader's count is final
+          return { tools: wakes.tools - before.tools, all: wakes.all - before.all };
+        };
+        expect(await after(() => writer.append('call-1', [{ type: 'T', data: {} }], { expectedRevision: 'no_stream' }))).toEqual({ tools: 0, all: 1 });
+        expect(await after(() => writer.append('tool-a', [{ type: 'T', data: {} }], { expectedRevision: 'no_stream' }))).toEqual({ tools: 1, all: 1 });
+        // The transactional path (a batch touching one stream twice) names its streams too.
+        const batch = [{ streamId: 'call-2', events: [{ type: 'T', data: {} }], expectedRevision: 'any' as const }, { streamId: 'tool-b', events: [{ type: 'T', data: {} }], expectedRevision: 'any' as const }];
+        expect(await after(() => writer.appendMany([...batch, { ...batch[0]!, expectedRevision: 'any' as const }]))).toEqual({ tools: 1, all: 1 });
+        expect(await after(() => writer.appendMany([batch[0]!, batch[0]!]))).toEqual({ tools: 0, all: 1 });
+        // Another program on the channel, or an older Estate: a payload that names no streams wakes every reader.
+        expect(await after(() => admin(`SELECT pg_notify($1, 'not json')`, [channel]))).toEqual({ tools: 1, all: 1 });
+        expect(await after(() => admin(`SELECT pg_notify($1, '')`, [channel]))).toEqual({ tools: 1, all: 1 });
+      } finally {
+        removeTools();
+        removeAll();
+        await listener.stop();
+      }
     });
 
     it('covers a notification lost with the listener (pg_terminate_backend) by the fallback poll', async () => {
