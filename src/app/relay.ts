@@ -169,7 +169,9 @@ export const startRelay = (o: RelayOptions): Relay => {
     }
     log.debug({ count: changes.length, checkpoint: last.position }, 'relay: batch acknowledged');
     o.onPublished?.(changes);
-    return 'now';
+    // Published all the tail had handed over: whatever comes next wakes the relay through the tail, so reading the
+    // store now would find nothing (one read less per announcement). The idle poll still reads, for a failing tail.
+    return handed === null && tailAt === last.position ? 'idle' : 'now';
   };
 
   const loop = (async () => {

@@ -88,7 +88,7 @@ describe('relay', () => {
     await r.close();
   });
 
-  it("an idle relay publishes its tail's page as the next batch, without reading the store again", async () => {
+  it("an idle relay publishes its tail's page as the next batch, without reading the store again, before or after", async () => {
     const { store, topic, timer, relay, publish, onTopic } = setup();
     let reads = 0;
     const counted: EventStore = { ...store, readAll: (o) => (reads++, store.readAll(o)) };
@@ -102,6 +102,8 @@ describe('relay', () => {
     await timer.settle();
     expect(onTopic()).toEqual([p1]);
     expect(readsAtPublish).toEqual([idle]);
+    // Nor after it: the tail had handed over everything up to the new checkpoint.
+    expect(reads).toBe(idle);
     // Behind its tail (two pages delivered before a step), the relay reads from its checkpoint as before: in order.
     const p2 = await publish('late.two', '1.0.0');
     const p3 = await publish('late.three', '1.0.0');
