@@ -43,10 +43,12 @@ export async function scan(
        )
        SELECT * FROM (
          SELECT false AS window_end, m.transaction_id::text AS xid, m.seq::text AS seq, e.stream_id,
-                e.revision::text AS revision, e.type, e.data::text AS data, e.recorded_at, m.transaction_id AS k1, m.seq AS k2
+                e.revision::text AS revision, e.type, e.data::text AS data, e.recorded_at, m.transaction_id AS k1, m.seq AS k2,
+                NULL AS window_rows
          FROM m JOIN ${s}.events e ON e.seq = m.seq
          UNION ALL
-         (SELECT true, transaction_id::text, seq::text, NULL, NULL, NULL, NULL, NULL, transaction_id, seq
+         (SELECT true, transaction_id::text, seq::text, NULL, NULL, NULL, NULL, NULL, transaction_id, seq,
+                 (SELECT count(*) FROM w)::text
           FROM w ORDER BY w.transaction_id DESC, w.seq DESC LIMIT 1)
        ) page
        ORDER BY k1, k2, window_end`,
@@ -61,6 +63,8 @@ export async function scan(
       const scannedTo = events.length < limit ? windowEnd : parsePosition(events[events.length - 1]!.position);
       return { events, scannedTo };
     }
+    // A window that was not full reached the end of what is visible: asking again would only return nothing.
+    if (Number(end.window_rows) < window) return { events: [], scannedTo: windowEnd };
     from = windowEnd;
   }
 }

@@ -44,6 +44,8 @@ export interface ScanRow extends Omit<EventRow, 'stream_id' | 'revision' | 'type
   type: string | null;
   data: string | null;
   recorded_at: Date | null;
+  /** On the window's last row: how many rows the window held (fewer than asked for: nothing visible lies beyond it). */
+  window_rows: string | null;
 }
 
 /** `data` is selected as text and parsed here, so every reader gets its own copy with plain JSON semantics. */

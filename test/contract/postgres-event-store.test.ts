@@ -8,6 +8,8 @@ import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { AppendRequest, EventStore, StoredEvent, Subscription } from '#app/ports';
 import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
+import { scan } from '#store/postgres-read';
+import { parsePosition, quoteSchema } from '#store/postgres-rows';
 import { dropSchema, requirePostgres, uniqueSchema } from '../int/pg-helpers.ts';
 import { eventStoreContract } from './event-store-contract.ts';
 
@@ -156,6 +158,25 @@ if (url !== null) {
       await vi.waitFor(() => expect(seen).toEqual(['After']), WAIT);
       await store.append(wanted, [{ type: 'Tailed', data: {} }], { expectedRevision: 1 });
       await vi.waitFor(() => expect(seen).toEqual(['After', 'Tailed']), WAIT);
+    });
+
+    it('a filtered read that reaches the end of the log says so in one query (the window was not full)', async () => {
+      const p = prefix();
+      const store = await track(open());
+      const [tool] = (await store.append(`${p}tool-x`, [{ type: 'T', data: {} }], { expectedRevision: 'no_stream' })).positions;
+      await store.append(`${p}run-0`, [1, 2, 3].map((j) => ({ type: 'Call', data: { j } })), { expectedRevision: 'no_stream' });
+      const [last] = (await store.readAll({ after: tool!, limit: 10 })).slice(-1);
+      const pool = new pg.Pool({ connectionString: url, max: 1 });
+      let queries = 0;
+      const counting = { query: (...a: unknown[]) => (queries++, (pool.query as (...b: unknown[]) => unknown)(...a)) } as unknown as pg.Pool;
+      try {
+        const page = await scan({ pool: counting, s: quoteSchema(schema), ensureReady: () => Promise.resolve() }, parsePosition(tool!), 10, `${p}tool-`);
+        expect(page.events).toEqual([]);
+        expect(page.scannedTo).toEqual(parsePosition(last!.position));
+        expect(queries).toBe(1);
+      } finally {
+        await pool.end();
+      }
     });
 
     it('rejects a position it did not make', async () => {
