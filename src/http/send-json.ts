@@ -4,8 +4,18 @@ import type { ServerResponse } from 'node:http';
 export const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void =>
   sendJsonText(res, status, JSON.stringify(body), headers);
 
-/** The same, for a body already serialized (a cached page: its bytes are written as they are). */
-export const sendJsonText = (res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void => {
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers });
-  res.end(text);
+/**
+ * The same, for a body already serialized: text, or pieces of bytes (a cached page's are written as they are, in one
+ * gathered write).
+ */
+export const sendJsonText = (res: ServerResponse, status: number, body: string | Buffer[], headers: Record<string, string> = {}): void => {
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.reduce((n, b) => n + b.length, 0);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(length), ...headers });
+  if (typeof body === 'string') {
+    res.end(body);
+    return;
+  }
+  res.cork();
+  for (const piece of body) res.write(piece);
+  res.end();
 };

@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { header } from '#http/header';
 import { sendJson, sendJsonText } from '#http/send-json';
-import { isPlainObject, responseText, type JsonRpcRequest } from './jsonrpc.ts';
+import { isPlainObject, responseBody, type JsonRpcRequest } from './jsonrpc.ts';
 import type { StatefulSession } from './stateful-session.ts';
 
 /** What the session transports speak (http-sessions.ts hands the same list to the SDK transport). */
@@ -86,5 +86,5 @@ export const answerAsJson = async (
   }
   const answer = await s.session.handle(message);
   // A client that hung up gets nothing (as on the SDK's JSON path); the call itself ran and was recorded.
-  if (answer && !res.destroyed) sendJsonText(res, 200, responseText(answer), { 'mcp-session-id': s.id });
+  if (answer && !res.destroyed) sendJsonText(res, 200, responseBody(answer), { 'mcp-session-id': s.id });
 };

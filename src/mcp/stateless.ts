@@ -10,7 +10,7 @@ import type { Principal } from '#domain/types';
 import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
 import type { Cancel } from './cancellation.ts';
 import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
-import { errorOfResponse, isPlainObject, isRequest, jsonTextOf, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
+import { errorOfResponse, isPlainObject, isRequest, jsonBytesOf, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { isInputRequiredResult } from './input-required.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
 import { countedMethod, findMethod, type RequestHost } from './method-table.ts';
@@ -50,7 +50,7 @@ export type StatelessOutcome =
  */
 const complete = (result: Record<string, unknown>): Record<string, unknown> => {
   // A cached page is complete already (list-cache.ts builds its 2026-07-28 form).
-  if (jsonTextOf(result) !== undefined) return result;
+  if (jsonBytesOf(result) !== undefined) return result;
   return {
     ...result,
     resultType: isInputRequiredResult(result) ? result.resultType : 'complete',

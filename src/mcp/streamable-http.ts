@@ -18,7 +18,7 @@ import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionC
 import { answerAsJson } from './session-json.ts';
 import { Cancellation } from './cancellation.ts';
 import { duplicateId, type BatchLimits } from './batch-limits.ts';
-import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, responseText, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
+import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, responseBody, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
 import { openListen } from './listen.ts';
 import { STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
@@ -80,7 +80,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       return;
     }
     if (out.kind === 'response') {
-      return sendJsonText(res, out.status, responseText(out.response));
+      return sendJsonText(res, out.status, responseBody(out.response));
     }
     // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included).
     const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
-import { jsonTextOf, responseText, success } from '#mcp/jsonrpc';
+import { jsonTextOf, responseBody, responseText, success } from '#mcp/jsonrpc';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness } from '../fixtures/handlers/harness.ts';
 
@@ -32,5 +32,17 @@ describe('tools/list page cache', () => {
     expect(JSON.stringify(changed.session)).toContain('Now with legs.');
     // A cursor of the old revision is refused, as before the cache.
     await expect(h.core.listTools(who, { cursor }, '2025-11-25')).rejects.toThrow(/cursor/i);
+  });
+  it('answers a cached page as its UTF-8 bytes: the very JSON of the response, non-ASCII text and all', async () => {
+    const described = { ...open('payments.lookup'), description: 'Zahlungen prüfen → 支払い 🧾' };
+    const h = await makeHarness([described], { 'payments.lookup': () => ({ content: [] }) });
+    const page = (await h.core.listTools(makePrincipal({}), {}, '2025-11-25')).session;
+    const body = responseBody(success('req-ü', page));
+    expect(Array.isArray(body)).toBe(true);
+    const bytes = Buffer.concat(body as Buffer[]);
+    expect(bytes.equals(Buffer.from(JSON.stringify(success('req-ü', page))))).toBe(true);
+    expect(JSON.parse(bytes.toString('utf8')).result.tools[0].description).toBe(described.description);
+    // Any other result is serialized as before.
+    expect(responseBody(success(1, { tools: [] }))).toBe(JSON.stringify(success(1, { tools: [] })));
   });
 });
