@@ -1,7 +1,7 @@
 /**
  * tools/list pages serialized once. A page is a function of the caller's discovery view (precomputed per principal:
  * projections/discovery.ts), the view's revision, the protocol revision (which Tool fields it has) and the cursor; so
- * its JSON text is made the first time it is asked for and served as bytes until the view changes. Serializing a page
+ * its JSON is made the first time it is asked for and served as those bytes until the view changes. Serializing a page
  * of 500 tools was most of a tools/list (issue 15).
  *
  * Bounded: per view object (held weakly, so a view the discovery index drops takes its pages along), only the pages of
@@ -17,7 +17,7 @@ import { SERVER_INFO } from './server-info.ts';
 import { listToolsPage, pageOffset, pageVersions, type ListPage } from './tools-list.ts';
 
 export interface CachedPage extends ListPage {
-  /** The page as a 2025 session's result (its JSON text attached: withJsonText). */
+  /** The page as a 2025 session's result (its JSON bytes attached: withJsonText). */
   readonly session: Record<string, unknown>;
   /** The page as a 2026-07-28 result: cache hints, `resultType` and the server named in `_meta`. */
   stateless(ttlMs: number): Record<string, unknown>;
