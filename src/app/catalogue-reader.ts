@@ -7,7 +7,7 @@ import { CatalogueProjection, type CatalogueVersion } from '#projections/catalog
 import { DiscoveryIndex, type ViewChange } from '#projections/discovery';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore, StoredEvent, Subscription } from './ports.ts';
-import { createDetailsSource, type DetailsSource } from './version-details.ts';
+import { createDetailsSource, detailsOfPublished, type DetailsSource } from './version-details.ts';
 
 /** Above this many events in one batch, views are recomputed once rather than maintained per event. */
 const BULK_THRESHOLD = 256;
@@ -42,6 +42,8 @@ export class CatalogueReader {
   private readonly listeners = new Set<(u: CatalogueUpdate) => void>();
   private readonly pageSize: number;
   private catching: Promise<number> | null = null;
+  /** Caught up once: what arrives from now on is live, about to be listed and called. */
+  private live = false;
 
   constructor(
     private readonly store: EventStore,
@@ -67,6 +69,7 @@ export class CatalogueReader {
     if (!this.catching) {
       this.catching = this.readForward().finally(() => {
         this.catching = null;
+        this.live = true;
       });
     }
     return this.catching;
@@ -120,7 +123,14 @@ export class CatalogueReader {
       }
       const name = this.catalogue.apply({ position: stored.position, revision: stored.revision, event });
       tools.push(name);
-      if (maintainViews && this.discovery.viewCount > 0) viewChanges.push(...this.discovery.toolChanged(name));
+      if (!maintainViews) continue;
+      // A live publish: its event is in hand, so its details need not be read back from the store (those of the first
+      // catch-up are not kept: the cache is for what is about to be used).
+      if (this.live && event.type === 'ToolVersionPublished') {
+        const v = this.catalogue.tool(name)?.versions.find((x) => x.version === event.data.definition.version);
+        if (v) this.details.prime(v, detailsOfPublished(event.data, stored.position));
+      }
+      if (this.discovery.viewCount > 0) viewChanges.push(...this.discovery.toolChanged(name));
     }
     return { tools, viewChanges };
   }

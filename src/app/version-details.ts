@@ -3,7 +3,7 @@
  * event (the tool's stream at the record's revision), decoded like every stored event, checked against the record,
  * and kept in a bounded cache, most recently used last. Concurrent asks for one version share one read.
  */
-import { toolStream } from '#domain/events';
+import { toolStream, type ToolVersionPublished } from '#domain/events';
 import type { CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore } from './ports.ts';
@@ -27,11 +27,28 @@ export interface DetailsSource {
    * into long-lived garbage one evicted page at a time.
    */
   ofMany(vs: readonly CatalogueVersion[]): Promise<VersionDetails[]>;
+  /**
+   * Keep the details of a version just published, taken from the event the reader has just applied: the schema
+   * warm-up and the version's first calls then read nothing from the store. Nothing when the record holds its own.
+   */
+  prime(v: CatalogueVersion, details: VersionDetails): void;
   /** Versions whose details are cached (not counting those records hold). */
   readonly cached: number;
 }
 
 const keyOf = (v: CatalogueVersion): string => `${v.name}@${v.version}`;
+
+/** The details a publishing event carries. */
+export const detailsOfPublished = (d: ToolVersionPublished['data'], position: string): VersionDetails => ({
+  definition: d.definition,
+  schemaHash: d.schemaHash,
+  definitionHash: d.definitionHash,
+  level: d.level,
+  reasons: d.reasons,
+  publishedAt: d.at,
+  publishedBy: d.by,
+  position,
+});
 
 export function createDetailsSource(store: EventStore, capacity = DEFAULT_DETAILS_CACHE): DetailsSource {
   const cache = new Map<string, VersionDetails>();
@@ -45,8 +62,7 @@ export function createDetailsSource(store: EventStore, capacity = DEFAULT_DETAIL
     if (event?.type !== 'ToolVersionPublished' || event.data.definition.version !== v.version) {
       throw new MissingDetailsError(v, `the event at revision ${v.revision} of its stream does not publish it`);
     }
-    const d = event.data;
-    return { definition: d.definition, schemaHash: d.schemaHash, definitionHash: d.definitionHash, level: d.level, reasons: d.reasons, publishedAt: d.at, publishedBy: d.by, position: stored.position };
+    return detailsOfPublished(event.data, stored.position);
   };
 
   const remember = (key: string, details: VersionDetails, evict: boolean): void => {
@@ -80,6 +96,9 @@ export function createDetailsSource(store: EventStore, capacity = DEFAULT_DETAIL
   return {
     of: (v) => get(v, true),
     ofMany: (vs) => Promise.all(vs.map((v) => get(v, false))),
+    prime: (v, details) => {
+      if (!v.details) remember(keyOf(v), details, true);
+    },
     get cached() {
       return cache.size;
     },

@@ -69,6 +69,28 @@ describe('a catalogue that does not keep details', () => {
     expect(reads).toHaveLength(5);
   });
 
+  it('a version published while it serves has its details from the event just applied: no store read for its warm-up or first call', async () => {
+    const base = createMemoryEventStore();
+    await publish(base, 'a.one', ['1.0.0']);
+    const { store, reads } = counting(base);
+    const lean = new CatalogueReader(store, { keepDetails: false });
+    await lean.catchUp();
+    await publish(base, 'a.one', ['1.1.0']);
+    await publish(base, 'a.two', ['1.0.0']);
+    await lean.catchUp();
+    const newer = lean.catalogue.find('a.one', '1.1.0')!;
+    const two = lean.catalogue.find('a.two', '1.0.0')!;
+    expect(newer.details).toBeUndefined();
+    const fresh = new CatalogueReader(base, { keepDetails: false });
+    await fresh.catchUp();
+    expect(await lean.details.of(newer)).toEqual(await fresh.details.of(fresh.catalogue.find('a.one', '1.1.0')!));
+    expect(await lean.details.of(two)).toEqual(await fresh.details.of(fresh.catalogue.find('a.two', '1.0.0')!));
+    expect(reads).toEqual([]);
+    // What the first catch-up applied is read on demand, as before.
+    await lean.details.of(lean.catalogue.find('a.one', '1.0.0')!);
+    expect(reads).toEqual(['tool-a.one']);
+  });
+
   it('shares access rules and handler names between records; a deprecation keeps where the details are', async () => {
     const store = createMemoryEventStore();
     await publish(store, 'a.one', ['1.0.0', '2.0.0']);
