@@ -10,6 +10,7 @@ import { loadAuthConfig, type AuthConfig, type AuthFlags } from '#auth/config';
 import { DomainError } from '#domain/errors';
 import { firstIssue } from '#domain/zod-issues';
 import { LOOPBACK_NAMES } from '#http/guards';
+import { DEFAULT_HEAP_GROWING_PERCENT } from '#ops/heap-policy';
 
 export const DEFAULT_STORE = 'sqlite:.estate/estate.db';
 export const DEFAULT_TOPIC = 'estate.catalogue.changes';
@@ -52,6 +53,12 @@ const configSchema = z.object({
   snapshots: z.enum(['on', 'off'], { error: 'ESTATE_SNAPSHOTS must be on or off' }).transform((v) => v === 'on'),
   snapshotEveryEvents: positiveInt('ESTATE_SNAPSHOT_EVERY_EVENTS'),
   snapshotEveryMs: positiveInt('ESTATE_SNAPSHOT_EVERY_MS').min(1000, 'ESTATE_SNAPSHOT_EVERY_MS must be at least 1000'),
+  /** How far a serving process's heap grows between full collections (src/ops/heap-policy.ts); 0: V8's own. */
+  heapGrowingPercent: z.coerce
+    .number({ error: 'ESTATE_HEAP_GROWING_PERCENT must be a whole number from 0 to 1000' })
+    .int('ESTATE_HEAP_GROWING_PERCENT must be a whole number from 0 to 1000')
+    .min(0, 'ESTATE_HEAP_GROWING_PERCENT must be a whole number from 0 to 1000')
+    .max(1000, 'ESTATE_HEAP_GROWING_PERCENT must be a whole number from 0 to 1000'),
   /** Time to check one definition off the event loop (src/app/definition-budget.ts). */
   schemaBudgetMs: z.coerce
     .number({ error: 'ESTATE_SCHEMA_BUDGET_MS must be a whole number of milliseconds' })
@@ -92,6 +99,7 @@ export const loadConfig = (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     ...(env.ESTATE_STATE_KEY ? { stateKey: env.ESTATE_STATE_KEY } : {}),
     ...(env.ESTATE_RELAY_TTL_MS ? { relayTtlMs: env.ESTATE_RELAY_TTL_MS } : {}),
     schemaBudgetMs: env.ESTATE_SCHEMA_BUDGET_MS || DEFAULT_DEFINITION_BUDGET_MS,
+    heapGrowingPercent: env.ESTATE_HEAP_GROWING_PERCENT || DEFAULT_HEAP_GROWING_PERCENT,
     snapshots: env.ESTATE_SNAPSHOTS || 'on',
     snapshotEveryEvents: env.ESTATE_SNAPSHOT_EVERY_EVENTS || DEFAULT_SNAPSHOT_POLICY.everyEvents,
     snapshotEveryMs: env.ESTATE_SNAPSHOT_EVERY_MS || DEFAULT_SNAPSHOT_POLICY.everyMs,

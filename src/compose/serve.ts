@@ -21,6 +21,7 @@ import { serveStdio } from '#mcp/stdio-transport';
 import { takeStdout } from '#mcp/stdout-guard';
 import { createStreamableHttp } from '#mcp/streamable-http';
 import { catalogueCaughtUp, opsRoutes } from '#ops/http-routes';
+import { applyHeapPolicy } from '#ops/heap-policy';
 import { createLagProbe } from '#ops/lag';
 import { createMetrics, type EstateMetrics } from '#ops/metrics';
 import { createStoreHealth, type StoreHealth } from '#ops/store-health';
@@ -62,6 +63,7 @@ const runStdio = async (s: Served, writeFrame: (line: string) => void): Promise<
   const conn = serveStdio({ core: s.core, principal: s.principal, connectionId, input: process.stdin, write: writeFrame, batchLimits: s.batchLimits });
   s.banner({ transport: 'stdio' }, false);
   s.log.info({ transport: 'stdio', connectionId, principal: s.principal, store: s.estate.store.kind, tools: s.reader.catalogue.size }, 'estate serve ready');
+  applyHeapPolicy(s.estate.config.heapGrowingPercent, s.log);
   await Promise.race([conn.closed, untilSignal()]);
   conn.close();
   await conn.closed;
@@ -109,6 +111,7 @@ const runHttp = async (s: Served, auth: { edge: HttpEdge; authenticator: Authent
   s.banner({ transport: 'http', url: http.url }, Boolean(edge));
   if (consoleRoutes) log.info({ console: http.url.replace(/\/mcp$/, '/console/') }, 'web console served');
   log.info({ transport: 'http', url: http.url, principal: s.principal, store: estate.store.kind, tools: s.reader.catalogue.size }, 'estate serve ready');
+  applyHeapPolicy(estate.config.heapGrowingPercent, log);
   const sig = await untilSignal();
   log.info({ signal: sig }, 'stopping');
   consoleRoutes?.close();
