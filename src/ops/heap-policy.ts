@@ -7,7 +7,8 @@
  * (restoring the catalogue) grows as V8 likes; a process started with its own `--heap-growing-percent` keeps it.
  *
  * V8 reads this setting at every full collection, which is why it can be changed in a running process (unlike the
- * heap limit, which `--max-old-space-size` must give at start).
+ * heap limit, which `--max-old-space-size` must give at start); Node starts V8 with `--no-freeze-flags-after-init`,
+ * which is what keeps `v8.setFlagsFromString` working after start.
  */
 import { setFlagsFromString } from 'node:v8';
 import type { Log } from '#app/log';
