@@ -4,23 +4,35 @@
  * connection that dies loses the notifications sent meanwhile, which the readers' fallback poll covers, and a new one
  * is opened after a pause (the readers are woken once it listens, to cover the gap at once).
  *
- * The payload names the streams the commit appended to (`notifyPayload`), so a reader tailing a prefix is woken only
- * by appends it can read: without it, every call record appended anywhere in the estate woke every process's
+ * The payload names the streams the commit appended to, or their categories when there are too many to name
+ * (`notifyPayload`), so a reader tailing a prefix is woken only by appends it can read: without it, every call record appended anywhere in the estate woke every process's
  * catalogue tail and relay to scan for nothing. An empty or unreadable payload (an older Estate, a batch too large to
  * name) wakes every reader, as every notification did before.
  */
 import pg from 'pg';
 
-/** Past this, a payload names no streams (PostgreSQL refuses payloads of 8,000 bytes or more). */
+/** Past this, a payload names categories instead of streams (PostgreSQL refuses payloads of 8,000 bytes or more). */
 const PAYLOAD_LIMIT = 4000;
 
-/** The NOTIFY payload of a commit that appended to these streams: their distinct ids as a JSON array, or '' (any). */
-export const notifyPayload = (streamIds: readonly string[]): string => {
-  const payload = JSON.stringify([...new Set(streamIds)]);
-  return Buffer.byteLength(payload) < PAYLOAD_LIMIT ? payload : '';
+/** A stream's category, as a payload entry: its id up to its first '-', marked with a '*' (`run-*`). */
+const categoryOf = (streamId: string): string => {
+  const dash = streamId.indexOf('-');
+  return `${dash < 0 ? streamId : streamId.slice(0, dash + 1)}*`;
 };
 
-/** The streams a payload names; null when it names none (empty, too large when sent, or not ours): wake everyone. */
+/**
+ * The NOTIFY payload of a commit that appended to these streams, as a JSON array: their distinct ids; when those do not
+ * fit (a group commit of many runs' call records), their distinct categories (`run-*`); when even those do not, ''
+ * (any stream).
+ */
+export const notifyPayload = (streamIds: readonly string[]): string => {
+  const ids = JSON.stringify([...new Set(streamIds)]);
+  if (Buffer.byteLength(ids) < PAYLOAD_LIMIT) return ids;
+  const categories = JSON.stringify([...new Set(streamIds.map(categoryOf))]);
+  return Buffer.byteLength(categories) < PAYLOAD_LIMIT ? categories : '';
+};
+
+/** The entries a payload names; null when it names none (empty, too large when sent, or not ours): wake everyone. */
 export const streamsOfPayload = (payload: string | undefined): string[] | null => {
   if (!payload) return null;
   try {
@@ -29,6 +41,18 @@ export const streamsOfPayload = (payload: string | undefined): string[] | null =
   } catch {
     return null;
   }
+};
+
+/**
+ * Whether an appended stream named in a payload may be one a reader of `prefix` reads: a stream id that starts with
+ * it, or a category (`run-*`) that overlaps it. Read as a category, an id that happens to end in '*' wakes more
+ * readers than it would as an id, never fewer.
+ */
+export const mayConcern = (entry: string, prefix: string): boolean => {
+  if (entry.startsWith(prefix)) return true;
+  if (!entry.endsWith('*')) return false;
+  const category = entry.slice(0, -1);
+  return category.startsWith(prefix) || prefix.startsWith(category);
 };
 
 export interface AppendListenerOptions {
@@ -63,7 +87,7 @@ export function createAppendListener(opts: AppendListenerOptions): AppendListene
   const listeners = new Map<() => void, string>();
   const wake = (streamIds: readonly string[] | null): void => {
     for (const [wakeReader, prefix] of listeners) {
-      if (streamIds === null || prefix === '' || streamIds.some((id) => id.startsWith(prefix))) wakeReader();
+      if (streamIds === null || prefix === '' || streamIds.some((entry) => mayConcern(entry, prefix))) wakeReader();
     }
   };
 

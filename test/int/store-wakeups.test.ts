@@ -128,6 +128,9 @@ if (url) {
         const batch = [{ streamId: 'call-2', events: [{ type: 'T', data: {} }], expectedRevision: 'any' as const }, { streamId: 'tool-b', events: [{ type: 'T', data: {} }], expectedRevision: 'any' as const }];
         expect(await after(() => writer.appendMany([...batch, { ...batch[0]!, expectedRevision: 'any' as const }]))).toEqual({ tools: 1, all: 1 });
         expect(await after(() => writer.appendMany([batch[0]!, batch[0]!]))).toEqual({ tools: 0, all: 1 });
+        // A group commit of too many runs to name: their category is named, and still wakes no reader of tools.
+        const runs = Array.from({ length: 100 }, (_, i) => ({ streamId: `run-${String(i).padStart(40, '0')}@tenant`, events: [{ type: 'T', data: {} }], expectedRevision: 'any' as const }));
+        expect(await after(() => writer.appendMany(runs))).toEqual({ tools: 0, all: 1 });
         // Another program on the channel, or an older Estate: a payload that names no streams wakes every reader.
         expect(await after(() => admin(`SELECT pg_notify($1, 'not json')`, [channel]))).toEqual({ tools: 1, all: 1 });
         expect(await after(() => admin(`SELECT pg_notify($1, '')`, [channel]))).toEqual({ tools: 1, all: 1 });
