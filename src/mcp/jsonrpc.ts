@@ -72,29 +72,21 @@ const JSON_BYTES = Symbol('estate.jsonBytes');
  * writes the bytes as they are — a page of 500 tools written as a string cost ~3x as much (the socket write encodes
  * the string every time); anything else (stdio, batches, the SDK transport, tests) serializes the object as usual.
  */
-export const withJsonText = <T extends Record<string, unknown>>(value: T): T =>
+export const withJsonBytes = <T extends Record<string, unknown>>(value: T): T =>
   Object.freeze(Object.defineProperty(value, JSON_BYTES, { value: Buffer.from(JSON.stringify(value)) }));
 
 export const jsonBytesOf = (value: unknown): Buffer | undefined =>
   typeof value === 'object' && value !== null ? ((value as Record<symbol, Buffer | undefined>)[JSON_BYTES] ?? undefined) : undefined;
 
-export const jsonTextOf = (value: unknown): string | undefined => jsonBytesOf(value)?.toString('utf8');
-
 const RESULT_END = Buffer.from('}');
 
 /**
- * A response's body: a result made by withJsonText as pieces of bytes around its own (written together, not copied
+ * A response's body: a result made by withJsonBytes as pieces of bytes around its own (written together, not copied
  * into one), anything else as its JSON text.
  */
 export const responseBody = (r: JsonRpcResponse): string | Buffer[] => {
   const bytes = 'result' in r ? jsonBytesOf(r.result) : undefined;
   return bytes === undefined ? JSON.stringify(r) : [Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":`), bytes, RESULT_END];
-};
-
-/** The same as text. */
-export const responseText = (r: JsonRpcResponse): string => {
-  const body = responseBody(r);
-  return typeof body === 'string' ? body : Buffer.concat(body).toString('utf8');
 };
 
 export const failure = (id: RequestId | null, code: number, message: string, data?: unknown): JsonRpcFailure => ({

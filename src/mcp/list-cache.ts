@@ -11,13 +11,13 @@
  */
 import type { CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import type { DiscoveryView } from '#projections/discovery';
-import { withJsonText } from './jsonrpc.ts';
+import { withJsonBytes } from './jsonrpc.ts';
 import { SERVER_INFO_META } from './revisions.ts';
 import { SERVER_INFO } from './server-info.ts';
 import { listToolsPage, pageOffset, pageVersions, type ListPage } from './tools-list.ts';
 
 export interface CachedPage extends ListPage {
-  /** The page as a 2025 session's result (its JSON bytes attached: withJsonText). */
+  /** The page as a 2025 session's result (its JSON bytes attached: withJsonBytes). */
   readonly session: Record<string, unknown>;
   /** The page as a 2026-07-28 result: cache hints, `resultType` and the server named in `_meta`. */
   stateless(ttlMs: number): Record<string, unknown>;
@@ -32,11 +32,11 @@ const cachedPage = (page: ListPage): CachedPage => {
   let stateless: { ttlMs: number; result: Record<string, unknown> } | undefined;
   return {
     ...page,
-    session: withJsonText({ ...page.result }),
+    session: withJsonBytes({ ...page.result }),
     stateless(ttlMs) {
       if (stateless?.ttlMs !== ttlMs) {
         const meta = { [SERVER_INFO_META]: { ...SERVER_INFO } };
-        stateless = { ttlMs, result: withJsonText({ ...page.result, ttlMs, cacheScope: 'private', resultType: 'complete', _meta: meta }) };
+        stateless = { ttlMs, result: withJsonBytes({ ...page.result, ttlMs, cacheScope: 'private', resultType: 'complete', _meta: meta }) };
       }
       return stateless.result;
     },

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
-import { jsonTextOf, responseBody, responseText, success } from '#mcp/jsonrpc';
+import { jsonBytesOf, responseBody, success } from '#mcp/jsonrpc';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness } from '../fixtures/handlers/harness.ts';
 
@@ -17,12 +17,12 @@ describe('tools/list page cache', () => {
     const first = await h.core.listTools(who, {}, '2025-11-25');
     const again = await h.core.listTools(who, {}, '2025-11-25');
     expect(again.session).toBe(first.session);
-    expect(jsonTextOf(first.session)).toBe(JSON.stringify(first.session));
-    expect(responseText(success(7, first.session))).toBe(JSON.stringify(success(7, first.session)));
+    expect(jsonBytesOf(first.session)?.toString('utf8')).toBe(JSON.stringify(first.session));
+    expect(Buffer.concat(responseBody(success(7, first.session)) as Buffer[]).toString('utf8')).toBe(JSON.stringify(success(7, first.session)));
     // Another revision's Tool shape is another page; the stateless form carries its own fields.
     const stateless = (await h.core.listTools(who, {}, '2026-07-28')).stateless(60_000);
     expect(stateless).toMatchObject({ ttlMs: 60_000, cacheScope: 'private', resultType: 'complete' });
-    expect(jsonTextOf(stateless)).toBe(JSON.stringify(stateless));
+    expect(jsonBytesOf(stateless)?.toString('utf8')).toBe(JSON.stringify(stateless));
 
     const cursor = first.session.nextCursor;
     expect(typeof cursor).toBe('string');
