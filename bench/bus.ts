@@ -4,7 +4,8 @@
  *   (two `estate serve --http --bus kafka://...` processes; the publish is a command on the store from this process),
  *   p50 and p99 over 200 publishes, beside the floor: a raw kafkajs produce → consume on the same broker with the
  *   same consumer settings;
- * - publish throughput on PostgreSQL (the guard, the optimistic append) beside a raw INSERT of the same rows.
+ * - publish throughput on PostgreSQL (the guard, the optimistic append) beside a raw INSERT of the same rows: from a
+ *   handler with no catalogue (reads the stream first) and on a serving process's path (no read: see useReadModel).
  * Needs `npm run services:up`; throws when PostgreSQL or Kafka is unreachable.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -13,7 +14,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { CommandHandler } from '#app/command-handler';
+import { CatalogueReader } from '#app/catalogue-reader';
+import { CommandHandler, type PublishOutcome } from '#app/command-handler';
 import { createPostgresEventStore } from '#store/postgres-event-store';
 import type { ToolDefinition } from '#domain/types';
 import { percentile, type BenchRow } from './lib.ts';
@@ -226,29 +228,74 @@ const rawKafkaFloor = async (): Promise<number[]> => {
   return out;
 };
 
-const publishThroughput = async (): Promise<{ estate: number; raw: number; append: { one: number; tx: number; raw: number } }> => {
+interface Throughput {
+  /** A handler with no catalogue (a CLI publish): read the stream, guard, append. */
+  estate: number;
+  /** The serving process's path, a new tool: its catalogue does not know the tool, so no read. */
+  serving: number;
+  /** The serving process's path, the next version of a tool it published: its state is cached, so no read. */
+  next: number;
+  /** A raw INSERT of the same rows, interleaved with the three above. */
+  raw: number;
+  append: { one: number; tx: number; raw: number };
+}
+
+const publishThroughput = async (): Promise<Throughput> => {
   const schema = `bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
   const store = await createPostgresEventStore({ connectionString: PG, schema });
   const client = new pg.Client({ connectionString: PG });
   await client.connect();
+  // The serving process: its catalogue caught up and tailing the store, as `estate serve` wires it.
+  const reader = new CatalogueReader(store, { keepDetails: false });
+  let following: { close(): Promise<void> } | undefined;
   try {
     const commands = new CommandHandler({ store });
     await commands.publish(definition('bench.warmup'), 'bench');
-    let t0 = performance.now();
-    for (let i = 0; i < THROUGHPUT_N; i++) await commands.publish(definition(`bench.tput.t${i}`), 'bench');
-    const estate = THROUGHPUT_N / ((performance.now() - t0) / 1000);
-    // The same rows, written the plainest way: one autocommitted INSERT per event.
-    const rows = await store.readAll({ streamPrefix: 'tool-bench.tput.', limit: THROUGHPUT_N });
-    await client.query(`CREATE TABLE "${schema}".raw_events (stream_id text NOT NULL, revision bigint NOT NULL, type text NOT NULL, data jsonb NOT NULL, PRIMARY KEY (stream_id, revision))`);
-    t0 = performance.now();
-    for (const r of rows) {
-      await client.query(`INSERT INTO "${schema}".raw_events (stream_id, revision, type, data) VALUES ($1, $2, $3, $4)`, [r.streamId, r.revision, r.type, JSON.stringify(r.data)]);
+    await reader.catchUp();
+    following = reader.follow();
+    const serving = new CommandHandler({ store });
+    serving.useReadModel((name) => reader.catalogue.tool(name) !== undefined);
+    await client.query(`CREATE TABLE "${schema}".raw_publishes (stream_id text NOT NULL, revision bigint NOT NULL, type text NOT NULL, data jsonb NOT NULL, PRIMARY KEY (stream_id, revision))`);
+    const rawInsert = async (streamId: string, revision: number, e: { type: string; data: unknown }): Promise<number> => {
+      const t = performance.now();
+      await client.query(`INSERT INTO "${schema}".raw_publishes (stream_id, revision, type, data) VALUES ($1, $2, $3, $4)`, [streamId, revision, e.type, JSON.stringify(e.data)]);
+      return performance.now() - t;
+    };
+    // Row by row, each kind of publish followed by a raw INSERT of the event it appended: the machine's noise (this
+    // disk's commit time swings 2x within minutes) falls on all alike.
+    const ms = { estate: 0, serving: 0, next: 0, raw: 0 };
+    // The catalogue's tail applies each publish after it commits; nothing is timed until it has, so that work (a
+    // serving process's, not a publish's) is charged neither to the next publish nor to the raw INSERT.
+    const applied = (name: string, version: string): Promise<void> =>
+      new Promise((resolve) => {
+        const has = (): boolean => reader.catalogue.tool(name)?.versions.some((v) => v.version === version) ?? false;
+        if (has()) return resolve();
+        const off = reader.onUpdate(() => {
+          if (!has()) return;
+          off();
+          resolve();
+        });
+      });
+    const timed = async (key: 'estate' | 'serving' | 'next', d: ToolDefinition, publish: (d: ToolDefinition) => Promise<PublishOutcome>, revision: number): Promise<void> => {
+      const t = performance.now();
+      const out = await publish(d);
+      ms[key] += performance.now() - t;
+      if (out.result !== 'published') throw new Error(`bench publish ${d.name}@${d.version}: ${out.result}`);
+      await applied(d.name, d.version);
+      ms.raw += await rawInsert(`raw-${key}-${d.name}`, revision, out.events[0] as { type: string; data: unknown });
+      await applied(d.name, d.version);
+    };
+    for (let i = 0; i < THROUGHPUT_N; i++) {
+      await timed('estate', definition(`bench.tput.t${i}`), (d) => commands.publish(d, 'bench'), 0);
+      await timed('serving', definition(`bench.tput.s${i}`), (d) => serving.publish(d, 'bench'), 0);
+      await timed('next', { ...definition(`bench.tput.s${i}`), version: '1.0.1', description: 'The next version.' }, (d) => serving.publish(d, 'bench'), 1);
     }
-    const raw = rows.length / ((performance.now() - t0) / 1000);
+    const rate = (total: number, n: number): number => n / (total / 1000);
+    const rows = await store.readAll({ streamPrefix: 'tool-bench.tput.t', limit: THROUGHPUT_N });
     // The store's append alone, same rows, each checking its expected revision: the one-statement path and the
     // transactional one (BEGIN, head upsert, insert, COMMIT: what every append did before; forced by the test seam),
     // interleaved row by row with a raw INSERT into a second table, so the machine's noise falls on all three alike.
-    await client.query(`CREATE TABLE "${schema}".raw_events2 (LIKE "${schema}".raw_events INCLUDING ALL)`);
+    await client.query(`CREATE TABLE "${schema}".raw_events2 (LIKE "${schema}".raw_publishes INCLUDING ALL)`);
     const txStore = await createPostgresEventStore({ connectionString: PG, schema, beforeCommit: () => Promise.resolve() });
     let appendMs = 0;
     let appendTxMs = 0;
@@ -268,10 +315,10 @@ const publishThroughput = async (): Promise<{ estate: number; raw: number; appen
     } finally {
       await txStore.close();
     }
-    const rate = (ms: number): number => rows.length / (ms / 1000);
-    const append = { one: rate(appendMs), tx: rate(appendTxMs), raw: rate(rawMs) };
-    return { estate, raw, append };
+    const append = { one: rate(appendMs, rows.length), tx: rate(appendTxMs, rows.length), raw: rate(rawMs, rows.length) };
+    return { estate: rate(ms.estate, THROUGHPUT_N), serving: rate(ms.serving, THROUGHPUT_N), next: rate(ms.next, THROUGHPUT_N), raw: rate(ms.raw, 3 * THROUGHPUT_N), append };
   } finally {
+    await following?.close();
     await store.close();
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await client.end();
@@ -289,7 +336,9 @@ export async function run(): Promise<BenchRow[]> {
   return [
     { bench: 'bus', case: 'publish → list_changed at a client of another replica, p50', unit: 'ms', estate: round(percentile(estate, 50)), peerName: 'raw kafkajs produce → consume', peer: round(percentile(floor, 50)), notes },
     { bench: 'bus', case: 'publish → list_changed at a client of another replica, p99', unit: 'ms', estate: round(percentile(estate, 99)), peerName: 'raw kafkajs produce → consume', peer: round(percentile(floor, 99)), notes },
-    { bench: 'bus', case: 'publish throughput on PostgreSQL', unit: 'publishes/s', estate: round(tput.estate, 0), peerName: 'raw INSERT of the same rows', peer: round(tput.raw, 0), notes: `${THROUGHPUT_N} publishes, sequential; Estate = read stream + guard + optimistic append` },
+    { bench: 'bus', case: 'publish throughput on PostgreSQL', unit: 'publishes/s', estate: round(tput.estate, 0), peerName: 'raw INSERT of the same rows, interleaved', peer: round(tput.raw, 0), notes: `${THROUGHPUT_N} publishes of new tools, sequential; Estate = read stream + guard + optimistic append (a handler with no catalogue: the CLI)` },
+    { bench: 'bus', case: 'publish throughput on PostgreSQL, serving process, new tool', unit: 'publishes/s', estate: round(tput.serving, 0), peerName: 'raw INSERT of the same rows, interleaved', peer: round(tput.raw, 0), notes: `${THROUGHPUT_N} publishes; its catalogue (caught up, tailing the store) does not know the tool: guard on the empty state + append expecting no stream, no read` },
+    { bench: 'bus', case: 'publish throughput on PostgreSQL, serving process, next version', unit: 'publishes/s', estate: round(tput.next, 0), peerName: 'raw INSERT of the same rows, interleaved', peer: round(tput.raw, 0), notes: `${THROUGHPUT_N} patch versions of tools it just published: classified against its cached state + append at that revision, no read` },
     { bench: 'bus', case: 'append throughput on PostgreSQL (one statement: check + append)', unit: 'appends/s', estate: round(tput.append.one, 0), peerName: 'raw INSERT of the same rows, interleaved', peer: round(tput.append.raw, 0), notes: `${THROUGHPUT_N} appends of the published events, sequential, expected revision no_stream; each row appended, then appended on the transactional path, then INSERTed raw` },
     { bench: 'bus', case: 'append throughput on PostgreSQL, transactional path (BEGIN/upsert/insert/COMMIT)', unit: 'appends/s', estate: round(tput.append.tx, 0), peerName: 'raw INSERT of the same rows, interleaved', peer: round(tput.append.raw, 0), notes: 'the append before the one-statement path; still taken on a conflict, a repeated stream or an empty request' },
   ];

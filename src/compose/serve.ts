@@ -136,6 +136,9 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
   const keepSnapshots = await estate.restoreReader(reader, log);
   // --bus local: catch up and tail the store; --bus kafka://...: relay candidate + topic consumer (./estate.ts).
   const following = await estate.followChanges(reader, log);
+  // Caught up: a publish here (the API, the console, an upstream's mirror) of a tool this catalogue does not know skips
+  // reading its stream; a catalogue that is behind costs that publish a conflict and a re-read (src/app/command-handler.ts).
+  estate.commands.useReadModel((name) => reader.catalogue.tool(name) !== undefined);
   const upstreams = (await pool?.start()) ?? 0;
   if (Object.keys(moduleHandlers).length === 0 && upstreams === 0) log.warn({}, 'no handlers bound (--handlers <module> or --demo): no tool will be offered');
   // A store that cannot write is found now, not by the first call after its handler ran (src/ops/store-health.ts).
