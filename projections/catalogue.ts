@@ -88,8 +88,28 @@ export interface CatalogueCut {
   tools: CatalogueTool[];
 }
 
+const byName = (a: CatalogueTool, b: CatalogueTool): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/** Two lists sorted by name, as one. */
+const mergeByName = (a: CatalogueTool[], b: CatalogueTool[]): CatalogueTool[] => {
+  if (a.length === 0) return b;
+  const out = new Array<CatalogueTool>(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length && j < b.length) out[k++] = byName(a[i] as CatalogueTool, b[j] as CatalogueTool) <= 0 ? (a[i++] as CatalogueTool) : (b[j++] as CatalogueTool);
+  while (i < a.length) out[k++] = a[i++] as CatalogueTool;
+  while (j < b.length) out[k++] = b[j++] as CatalogueTool;
+  return out;
+};
+
 export class CatalogueProjection {
   private tools = new Map<string, CatalogueTool>();
+  /** Every tool sorted by name, as of the last `sortedTools()`; tools added since wait in `added` to be merged in. */
+  private sorted: CatalogueTool[] = [];
+  private added: CatalogueTool[] = [];
+  /** `sorted` no longer matches `tools` (a tool was replaced): rebuilt from the map on next use. */
+  private resort = false;
   private sortedNames: string[] | null = [];
   /** Position of the last event applied; null before any. */
   position: string | null = null;
@@ -133,6 +153,7 @@ export class CatalogueProjection {
         if (!tool) {
           tool = { name: def.name, versions: [], description: def.description };
           this.tools.set(def.name, tool);
+          this.added.push(tool);
           this.sortedNames = null;
         }
         const vs = tool.versions;
@@ -187,7 +208,8 @@ export class CatalogueProjection {
    */
   cut(): CatalogueCut {
     const tools: CatalogueTool[] = [];
-    for (const t of this.tools.values()) {
+    // In name order, so that a projection restored from it receives its tools sorted (see `sortedTools`).
+    for (const t of this.sortedTools()) {
       const copy: CatalogueTool = { name: t.name, versions: t.versions.slice(), description: t.description };
       if (t.title !== undefined) copy.title = t.title;
       tools.push(copy);
@@ -197,7 +219,9 @@ export class CatalogueProjection {
 
   /** Add a tool as a snapshot held it (its versions in ascending semver order); for a projection being restored. */
   restoreTool(tool: CatalogueTool): void {
+    if (this.tools.has(tool.name)) this.resort = true;
     this.tools.set(tool.name, tool);
+    this.added.push(tool);
     this.sortedNames = null;
   }
 
@@ -206,6 +230,9 @@ export class CatalogueProjection {
     this.tools = restored.tools;
     this.strings = restored.strings;
     this.accesses = restored.accesses;
+    this.sorted = restored.sorted;
+    this.added = restored.added;
+    this.resort = restored.resort;
     this.sortedNames = null;
     this.position = restored.position;
     this.eventCount = restored.eventCount;
@@ -215,9 +242,26 @@ export class CatalogueProjection {
     return this.tools.get(name);
   }
 
+  /**
+   * Every tool, sorted by name (code-unit order). Tools added since the last call are sorted among themselves and
+   * merged in (one new tool: one pass over the list); a list that arrives in order (a restore from a snapshot, which is
+   * written in name order) sorts in one pass too.
+   */
+  sortedTools(): readonly CatalogueTool[] {
+    if (this.resort) {
+      this.sorted = [...this.tools.values()].sort(byName);
+      this.added = [];
+      this.resort = false;
+    } else if (this.added.length > 0) {
+      this.sorted = mergeByName(this.sorted, this.added.sort(byName));
+      this.added = [];
+    }
+    return this.sorted;
+  }
+
   /** Every tool name, sorted (code-unit order). */
   names(): readonly string[] {
-    if (!this.sortedNames) this.sortedNames = [...this.tools.keys()].sort();
+    if (!this.sortedNames) this.sortedNames = this.sortedTools().map((t) => t.name);
     return this.sortedNames;
   }
 

@@ -52,9 +52,8 @@ export const discoverNaive = (
 ): CatalogueVersion[] => {
   const held = new Set(principal.scopes);
   const out: CatalogueVersion[] = [];
-  for (const name of catalogue.names()) {
-    const tool = catalogue.tool(name);
-    const v = tool && newestVisible(tool, principal, held, includeDeprecated, isOffered);
+  for (const tool of catalogue.sortedTools()) {
+    const v = newestVisible(tool, principal, held, includeDeprecated, isOffered);
     if (v) out.push(v);
   }
   return out;

@@ -85,8 +85,7 @@ const from = <T>(table: readonly T[], x: unknown, what: string): T => {
   return v === undefined ? fail(`${what} is not in its table`) : v;
 };
 
-const markIn = (x: unknown, what: string, c: CatalogueProjection): LifecycleMark | undefined => {
-  if (x === null) return undefined;
+const markIn = (x: unknown, what: string, c: CatalogueProjection): LifecycleMark => {
   if (!Array.isArray(x) || x.length !== 3) return fail(`${what} is not a lifecycle mark`);
   return { reason: c.shared(str(x[0], what)), at: str(x[1], what), by: c.shared(str(x[2], what)) };
 };
@@ -106,24 +105,26 @@ export const decodeChunk = (text: string, catalogue: CatalogueProjection): numbe
     const name = str(entry[0], 'tool name');
     const title = entry[1] === null ? undefined : str(entry[1], 'title');
     const description = str(entry[2], 'description');
-    const versions = (entry[3] as unknown[]).map((x): CatalogueVersion => {
+    const list = entry[3] as unknown[];
+    const versions: CatalogueVersion[] = new Array<CatalogueVersion>(list.length);
+    for (let i = 0; i < list.length; i++) {
+      const x = list[i];
       if (!Array.isArray(x) || x.length !== 9) return fail(`a version of ${name} is not a record`);
-      const version = str(x[0], 'version');
-      const deprecated = markIn(x[7], 'deprecated', catalogue);
-      const retired = markIn(x[8], 'retired', catalogue);
-      return {
+      // Built as one literal, the optional marks added after: every record without marks shares one shape.
+      const record: { -readonly [K in keyof CatalogueVersion]: CatalogueVersion[K] } = {
         name,
-        version,
+        version: str(x[0], 'version'),
         status: from(STATUSES, x[1], 'status'),
         access: from(accesses, x[2], 'access'),
         handler: from(table, x[3], 'handler'),
         sideEffect: from<SideEffect>(SIDE_EFFECTS, x[4], 'sideEffect'),
         timeoutMs: num(x[5], 'timeoutMs'),
         revision: int(x[6], 'revision'),
-        ...(deprecated ? { deprecated } : {}),
-        ...(retired ? { retired } : {}),
       };
-    });
+      if (x[7] !== null) record.deprecated = markIn(x[7], 'deprecated', catalogue);
+      if (x[8] !== null) record.retired = markIn(x[8], 'retired', catalogue);
+      versions[i] = record;
+    }
     catalogue.restoreTool({ name, versions, ...(title !== undefined ? { title } : {}), description });
   }
   return chunk.t.length;
