@@ -25,8 +25,6 @@ import { applyHeapPolicy } from '#ops/heap-policy';
 import { createLagProbe } from '#ops/lag';
 import { createMetrics, type EstateMetrics } from '#ops/metrics';
 import { createStoreHealth, type StoreHealth } from '#ops/store-health';
-import { composeHttpEdge } from './auth-edge.ts';
-import { composeConsole } from './console.ts';
 import type { Estate } from './estate.ts';
 import { composeHandlers } from './handlers.ts';
 import { startHttpListener } from './http-listener.ts';
@@ -73,7 +71,11 @@ const runHttp = async (s: Served, auth: { edge: HttpEdge; authenticator: Authent
   const { estate, config, log } = s;
   const edge = auth?.edge;
   // The console: the local operator on loopback; with authorization, people sign in at the issuer (./console.ts).
-  const consoleRoutes = composeConsole({ estate, config, reader: s.reader, log, ...(auth ? { authenticator: auth.authenticator } : {}), ...(s.pool ? { pool: s.pool } : {}) });
+  // Loaded only when on (like the authorization edge and the upstream client below): what a server does not use, its
+  // start does not pay for.
+  const consoleRoutes = config.console
+    ? (await import('./console.ts')).composeConsole({ estate, config, reader: s.reader, log, ...(auth ? { authenticator: auth.authenticator } : {}), ...(s.pool ? { pool: s.pool } : {}) })
+    : undefined;
   const mcp = createStreamableHttp({
     core: s.core,
     principal: s.principal,
@@ -122,7 +124,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
   // On stdio, stdout is the protocol: take it before anything (a handler module's top level included) can print.
   const writeFrame = config.transport === 'stdio' ? takeStdout() : null;
   const log = createLogger(estate.config.logLevel);
-  const edge = config.auth ? composeHttpEdge(estate, config.auth, log) : undefined;
+  const edge = config.auth ? (await import('./auth-edge.ts')).composeHttpEdge(estate, config.auth, log) : undefined;
   const { handlers, moduleHandlers, pool } = await composeHandlers(estate, config, log);
   if (config.demo) {
     const seeded = await seedDemoEstate(estate);

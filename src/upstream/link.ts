@@ -24,6 +24,9 @@ import { describeFailure, openUpstream, STATELESS_REVISION, upstreamAnswered, ty
 import { keepListening } from './listen.ts';
 import { CallRelay } from './relay.ts';
 
+/** For the pool, which loads this module (and the MCP client with it) only when it links an upstream. */
+export { describeFailure };
+
 export interface LinkOptions {
   ns: string;
   target: UpstreamTarget;

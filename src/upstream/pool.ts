@@ -9,9 +9,8 @@ import type { ExecutorTraits } from '#handlers/executor-failure';
 import { ExecutorFailure } from '#handlers/executor-failure';
 import type { BreakerOptions } from './breaker.ts';
 import { parseUpstreamHandler } from './candidate.ts';
-import { describeFailure } from './connection.ts';
 import type { Log } from '#app/log';
-import { UpstreamLink } from './link.ts';
+import type { UpstreamLink } from './link.ts';
 import type { UpstreamRegistry } from './registry.ts';
 
 export type UpstreamSelection = 'all' | 'none' | readonly string[];
@@ -40,6 +39,11 @@ export class UpstreamPool {
   private readonly syncing = new Map<string, Promise<void>>();
   private interval: NodeJS.Timeout | undefined;
   private closed = false;
+  /**
+   * How a failure is said: the MCP client's own (its errors' codes), once a link loaded it; before that no failure
+   * can be one of its errors, and the message is all there is.
+   */
+  private describeFailure: (e: unknown) => string = (e) => (e instanceof Error ? e.message : String(e));
 
   constructor(private readonly o: PoolOptions) {}
 
@@ -52,16 +56,19 @@ export class UpstreamPool {
   link(ns: string): Promise<UpstreamLink> {
     let p = this.links.get(ns);
     if (!p) {
-      p = this.o.registry.active(ns).then(
-        ({ state }) =>
-          new UpstreamLink({
+      // The MCP client (./link.ts, ./connection.ts) is loaded with the first link: a server fronting no upstream never loads it.
+      p = Promise.all([this.o.registry.active(ns), import('./link.ts')]).then(
+        ([{ state }, { UpstreamLink, describeFailure }]) => {
+          this.describeFailure = describeFailure;
+          return new UpstreamLink({
             ns,
             target: state.target,
             env: this.o.env,
             log: this.o.log,
             onToolsChanged: () => this.scheduleSync(ns),
             ...(this.o.breaker ? { breaker: this.o.breaker } : {}),
-          }),
+          });
+        },
       );
       this.links.set(ns, p);
       p.catch(() => this.links.delete(ns));
@@ -122,7 +129,7 @@ export class UpstreamPool {
         const r = await this.o.registry.sync(ns, tools, this.o.actor);
         this.o.log.info({ upstream: ns, listed: r.listed, drift: r.drift.length, refused: r.refused.length, vanished: r.vanished.length, autoApproved: r.autoApproved }, 'upstream synced');
       } catch (e) {
-        this.o.log.warn({ upstream: ns, error: describeFailure(e) }, 'upstream sync failed');
+        this.o.log.warn({ upstream: ns, error: this.describeFailure(e) }, 'upstream sync failed');
       } finally {
         this.syncing.delete(ns);
       }

@@ -5,7 +5,6 @@ import { verdictJson } from '#app/results-json';
 import { DomainError } from '#domain/errors';
 import { CLASSIFICATIONS } from '#domain/types';
 import type { Estate } from '#compose/estate';
-import { describeFailure, openUpstream } from '#upstream/connection';
 import { describeTarget, UpstreamRegistry } from '#upstream/registry';
 import { accessOverrides, defaultAccessFromFlags, targetFromFlags, type AccessFlags, type TargetFlags } from '#upstream/target-flags';
 import { EXIT } from '../exit.ts';
@@ -27,6 +26,8 @@ const addAccessFlags = (cmd: Command, what: string): Command =>
 const syncOnce = async (estate: Estate, ns: string) => {
   const registry = registryOf(estate);
   const { state } = await registry.active(ns);
+  // The MCP client is loaded by the verbs that connect, not by every `estate` command (nor `estate serve`).
+  const { describeFailure, openUpstream } = await import('#upstream/connection');
   let session: Awaited<ReturnType<typeof openUpstream>>;
   let tools: Awaited<ReturnType<typeof session.listTools>>;
   try {
