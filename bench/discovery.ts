@@ -5,7 +5,12 @@
 import { pathToFileURL } from 'node:url';
 import { makePrincipal } from '#domain/access';
 import { CLASSIFICATIONS, type Principal } from '#domain/types';
+import { CatalogueReader } from '#app/catalogue-reader';
+import type { StoredEvent } from '#app/ports';
+import { toolStream } from '#domain/events';
+import { ChangeNotifier } from '#mcp/change-notifier';
 import { CatalogueProjection, type CatalogueVersion } from '#projections/catalogue';
+import { createMemoryEventStore } from '#store/memory-event-store';
 import { DiscoveryIndex, newestVisible } from '#projections/discovery';
 import type { BenchRow } from './lib.ts';
 import { median, mib, percentile } from './lib.ts';
@@ -122,14 +127,51 @@ export async function run(): Promise<BenchRow[]> {
     maintain.push(Number(process.hrtime.bigint() - t0) / 1000);
   }
 
+  const told = await notified(catalogue, principals);
+
   const size = `${TOOLS} tools x ${VERSIONS} versions, ${PRINCIPALS} principals, page ${PAGE}`;
   return [
     { bench: 'discovery', case: 'tools/list page, median', unit: 'µs/query', estate: median(fast), peerName: 'naive filter (deep dive §5)', peer: median(slow), notes: size },
     { bench: 'discovery', case: 'tools/list page, p99', unit: 'µs/query', estate: percentile(fast, 99), peerName: 'naive filter (deep dive §5)', peer: percentile(slow, 99), notes: size },
     { bench: 'discovery', case: 'build 200 views (first use)', unit: 'ms', estate: Math.round(buildMs), notes: `${mib(heapViews)} MiB heap for the views` },
     { bench: 'discovery', case: 'one change propagated to 200 views, median', unit: 'µs', estate: median(maintain), notes: `p99 ${percentile(maintain, 99).toFixed(1)} µs` },
+    { bench: 'discovery', case: 'one change applied and told to watchers of 200 views, median', unit: 'µs', estate: median(told.us), notes: `p99 ${percentile(told.us, 99).toFixed(1)} µs; a reader with a session watching each view (the change notifier); ${told.notices} notices for ${told.us.length} changes` },
   ];
 }
+
+/**
+ * A serving process's path for one change: the reader applies it, maintains its views and tells the change notifier,
+ * which decides for each watching session whether its list changed. One session per principal, each given its view
+ * again before every change (as a client that lists after each notice).
+ */
+const notified = async (built: CatalogueProjection, principals: Principal[]): Promise<{ us: number[]; notices: number }> => {
+  const reader = new CatalogueReader(createMemoryEventStore());
+  const events: StoredEvent[] = [];
+  let pos = 0;
+  for (const tool of built.sortedTools()) {
+    tool.versions.forEach((v, revision) => {
+      const d = v.details;
+      if (!d) throw new Error('the bench estate keeps details');
+      events.push({ position: String(++pos), streamId: toolStream(tool.name), revision, type: 'ToolVersionPublished', recordedAt: d.publishedAt, data: { definition: d.definition, schemaHash: d.schemaHash, definitionHash: d.definitionHash, level: d.level, reasons: d.reasons, by: d.publishedBy, at: d.publishedAt } });
+    });
+  }
+  reader.applyBatch(events);
+  const notifier = new ChangeNotifier(reader);
+  let notices = 0;
+  const watchers = principals.map((principal) => notifier.watch({ principal, includeDeprecated: false, notify: () => void notices++ }));
+  const us: number[] = [];
+  for (let i = 0; i < 400; i++) {
+    for (const w of watchers) w.given();
+    const name = `ns${i % 97}.tool${i}`;
+    const event: StoredEvent = { position: String(++pos), streamId: toolStream(name), revision: VERSIONS, type: 'ToolVersionDeprecated', recordedAt: '2026-01-02T00:00:00.000Z', data: { name, version: `1.${VERSIONS - 1}.0`, reason: 'bench', by: 'bench', at: '2026-01-02T00:00:00.000Z' } };
+    const t0 = process.hrtime.bigint();
+    reader.applyBatch([event]);
+    if (i >= 200) us.push(Number(process.hrtime.bigint() - t0) / 1000);
+  }
+  for (const w of watchers) w.close();
+  notifier.close();
+  return { us, notices };
+};
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const { printRows } = await import('./print.ts');

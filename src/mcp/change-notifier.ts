@@ -6,7 +6,6 @@
 import type { CatalogueReader, CatalogueUpdate } from '#app/catalogue-reader';
 import type { Principal } from '#domain/types';
 import type { CatalogueVersion } from '#projections/catalogue';
-import type { DiscoveryView } from '#projections/discovery';
 
 export interface ViewWatcher {
   /** Take the view as it is now as "what the client was last given" (call when a listing is served). */
@@ -16,7 +15,11 @@ export interface ViewWatcher {
 
 interface Watch {
   key: string;
-  snapshot: Map<string, CatalogueVersion>;
+  /**
+   * For each tool whose entry changed since the client was last given the view: its entry as given (undefined: not in
+   * it). Only differences are held, so a change costs the tools it touched, never a copy of a view of 100,000 tools.
+   */
+  changed: Map<string, CatalogueVersion | undefined>;
   /** Told since last given: one notice per change of mind is enough, the client will list again. */
   told: boolean;
   refreshOnNotify: boolean;
@@ -33,8 +36,6 @@ export interface WatchOptions {
 
 export class ChangeNotifier {
   private readonly byView = new Map<string, Set<Watch>>();
-  /** One snapshot per view revision, shared by every watcher given that revision (snapshots are never mutated). */
-  private readonly snapshots = new Map<string, { revision: number; snapshot: Map<string, CatalogueVersion> }>();
   private readonly unsubscribe: () => void;
 
   constructor(private readonly reader: CatalogueReader) {
@@ -43,13 +44,13 @@ export class ChangeNotifier {
 
   watch(o: WatchOptions): ViewWatcher {
     const view = this.reader.discovery.view(o.principal, o.includeDeprecated);
-    const w: Watch = { key: view.key, snapshot: this.snapshotOf(view), told: false, refreshOnNotify: o.refreshOnNotify ?? false, notify: o.notify };
+    const w: Watch = { key: view.key, changed: new Map(), told: false, refreshOnNotify: o.refreshOnNotify ?? false, notify: o.notify };
     let set = this.byView.get(w.key);
     if (!set) this.byView.set(w.key, (set = new Set()));
     set.add(w);
     return {
       given: () => {
-        w.snapshot = this.snapshotOf(view);
+        w.changed.clear();
         w.told = false;
       },
       close: () => {
@@ -71,32 +72,24 @@ export class ChangeNotifier {
   }
 
   private onUpdate(u: CatalogueUpdate): void {
-    const touched = new Map<string, { view: DiscoveryView; tools: Set<string> }>();
+    const touched = new Set<Watch>();
     for (const c of u.viewChanges) {
-      if (!this.byView.has(c.view.key)) continue;
-      let t = touched.get(c.view.key);
-      if (!t) touched.set(c.view.key, (t = { view: c.view, tools: new Set() }));
-      t.tools.add(c.tool);
-    }
-    for (const [key, { view, tools }] of touched) {
-      const current = this.snapshotOf(view);
-      for (const w of this.byView.get(key) ?? []) {
+      const watchers = this.byView.get(c.view.key);
+      if (!watchers) continue;
+      for (const w of watchers) {
         if (w.told) continue;
-        let differs = false;
-        for (const name of tools) if (w.snapshot.get(name) !== current.get(name)) differs = true;
-        if (!differs) continue;
-        if (w.refreshOnNotify) w.snapshot = current;
-        else w.told = true;
-        w.notify();
+        // The first change since given: its `before` is the entry as given. A tool changed back is as given again.
+        const given = w.changed.has(c.tool) ? w.changed.get(c.tool) : c.before;
+        if (given === c.after) w.changed.delete(c.tool);
+        else w.changed.set(c.tool, given);
+        touched.add(w);
       }
     }
-  }
-
-  private snapshotOf(view: DiscoveryView): Map<string, CatalogueVersion> {
-    const hit = this.snapshots.get(view.key);
-    if (hit && hit.revision === view.revision) return hit.snapshot;
-    const snapshot = new Map(view.entries.map((v) => [v.name, v]));
-    this.snapshots.set(view.key, { revision: view.revision, snapshot });
-    return snapshot;
+    for (const w of touched) {
+      if (w.changed.size === 0) continue;
+      if (w.refreshOnNotify) w.changed.clear();
+      else w.told = true;
+      w.notify();
+    }
   }
 }

@@ -3,7 +3,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
-import { aDefinition } from '../fixtures/builders.ts';
+import { toolStream } from '#domain/events';
+import { aDefinition, publishedEvent, retiredEvent } from '../fixtures/builders.ts';
 import { makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
 
 // Each tool's handler is in its own namespace (the handler-namespace rule): one function bound under every name.
@@ -50,4 +51,25 @@ describe('change notifications', () => {
     await h.publish(def('c.tool', []));
     expect(closed.notifications).toEqual([]);
   });
+
+  it('compares tool by tool with what was given: a change undone before the client lists is not news, one kept is', async () => {
+    const h = await makeHarness([def('a.tool', [])], h0);
+    const s = h.session(acme);
+    await s.initialize();
+    resultOf(await s.request('tools/list'));
+    // Published and retired in one batch: the view ends as the client was given it.
+    const t = def('b.tool', []);
+    await h.store.append(toolStream('b.tool'), [publishedEvent(t), retiredEvent('b.tool', '1.0.0')], { expectedRevision: 'no_stream' });
+    await h.reader.catchUp();
+    expect(s.notifications).toEqual([]);
+    // Then a tool that stays: told, once, however many changes follow before it lists again.
+    await h.publish(def('c.tool', []));
+    await h.publish(def('c.tool', [], '1.0.1'));
+    await h.retire('a.tool', '1.0.0');
+    expect(s.notifications).toHaveLength(1);
+    resultOf(await s.request('tools/list'));
+    await h.publish(def('b.tool', [], '2.0.0'));
+    expect(s.notifications).toHaveLength(2);
+  });
 });
+
