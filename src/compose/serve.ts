@@ -61,6 +61,7 @@ const runStdio = async (s: Served, writeFrame: (line: string) => void): Promise<
   const conn = serveStdio({ core: s.core, principal: s.principal, connectionId, input: process.stdin, write: writeFrame, batchLimits: s.batchLimits });
   s.banner({ transport: 'stdio' }, false);
   s.log.info({ transport: 'stdio', connectionId, principal: s.principal, store: s.estate.store.kind, tools: s.reader.catalogue.size }, 'estate serve ready');
+  s.core.startWarmup();
   applyHeapPolicy(s.estate.config.heapGrowingPercent, s.log);
   await Promise.race([conn.closed, untilSignal()]);
   conn.close();
@@ -113,6 +114,7 @@ const runHttp = async (s: Served, auth: { edge: HttpEdge; authenticator: Authent
   s.banner({ transport: 'http', url: http.url }, Boolean(edge));
   if (consoleRoutes) log.info({ console: http.url.replace(/\/mcp$/, '/console/') }, 'web console served');
   log.info({ transport: 'http', url: http.url, principal: s.principal, store: estate.store.kind, tools: s.reader.catalogue.size }, 'estate serve ready');
+  s.core.startWarmup();
   applyHeapPolicy(estate.config.heapGrowingPercent, log);
   const sig = await untilSignal();
   log.info({ signal: sig }, 'stopping');
@@ -159,6 +161,8 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     handlers,
     compiler: estate.compiler,
     offThread: (schema, where) => estate.definitions.source(schema, where),
+    // Started once ready (runStdio, runHttp): compiling ahead must not delay readiness.
+    deferWarmup: true,
     recorder: createCallRecorder(estate.store),
     log,
     pageSize: estate.config.pageSize,

@@ -14,6 +14,8 @@ import { createCompiledSchemaCache, DEFAULT_SCHEMA_CACHE, type CompiledSchemaCac
 
 export interface SchemaWarmup {
   readonly cache: CompiledSchemaCache;
+  /** Look through the catalogue and queue what it serves (once; at creation unless `deferStart`). */
+  start(): void;
   close(): void;
 }
 
@@ -26,6 +28,12 @@ export interface SchemaWarmupOptions {
   warmLimit?: number;
   /** Where large schemas are compiled (compiled-schemas.ts `offThread`). */
   offThread?: CompiledSchemaCacheOptions['offThread'];
+  /**
+   * Wait for `start()` before looking through the catalogue: a serving process starts it once it is ready, so the
+   * compiling (a hundred milliseconds and more on a large catalogue) does not delay readiness. Changes are warmed
+   * as they arrive either way.
+   */
+  deferStart?: boolean;
 }
 
 export const DEFAULT_WARM_LIMIT = DEFAULT_SCHEMA_CACHE / 2;
@@ -92,12 +100,19 @@ export const createSchemaWarmup = (o: SchemaWarmupOptions): SchemaWarmup => {
       warmed++;
     }
   };
-  void initial();
+  let started = false;
+  const start = (): void => {
+    if (started) return;
+    started = true;
+    void initial();
+  };
+  if (!o.deferStart) start();
   const stop = o.reader.onUpdate((u) => {
     for (const name of new Set(u.tools)) consider(name);
   });
   return {
     cache,
+    start,
     close() {
       closed = true;
       stop();

@@ -30,6 +30,8 @@ export interface ServerCoreOptions {
   compiler: SchemaCompiler;
   /** Compiles large schemas to source in another thread (the definition worker); absent: every schema compiles here. */
   offThread?: (schema: JsonObject, where: string) => Promise<string | undefined>;
+  /** Compile validators ahead of calls only from `startWarmup()` (a serving process calls it once ready). */
+  deferWarmup?: boolean;
   recorder: CallRecorder;
   log: RootLog;
   pageSize: number;
@@ -75,7 +77,7 @@ export class ServerCore {
     this.listTtlMs = o.listTtlMs;
     const isOffered = isOfferedBy(o.handlers);
     // Validators compiled ahead of the first call, in slices off the request path (compiled-schemas.ts).
-    this.warmup = createSchemaWarmup({ compiler: o.compiler, reader: o.reader, isOffered, log: o.log, ...(o.offThread ? { offThread: o.offThread } : {}) });
+    this.warmup = createSchemaWarmup({ compiler: o.compiler, reader: o.reader, isOffered, log: o.log, deferStart: o.deferWarmup === true, ...(o.offThread ? { offThread: o.offThread } : {}) });
     this.notifier = new ChangeNotifier(o.reader);
     const metrics = o.metrics;
     this.pipeline = createToolCallPipeline({
@@ -89,6 +91,11 @@ export class ServerCore {
       ...(o.storeRefusal ? { storeRefusal: o.storeRefusal } : {}),
       ...(metrics ? { observe: (c: { tool: string; version: string; outcome: string; seconds: number }) => this.afterAnswer(() => metrics.toolCall(c)) } : {}),
     });
+  }
+
+  /** Start compiling the served versions' validators ahead of calls (with `deferWarmup`: once the server is ready). */
+  startWarmup(): void {
+    this.warmup.start();
   }
 
   capabilities(): Record<string, unknown> {

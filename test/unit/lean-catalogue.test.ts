@@ -188,4 +188,21 @@ describe('bounded validators', () => {
     expect(warm.cache.stats().ready).toBe(before + 1);
     warm.close();
   });
+
+  it('a warm-up told to wait (a serving process, until it is ready) compiles nothing before start(), then what it would have', async () => {
+    const store = createMemoryEventStore();
+    await publish(store, 'd.one', ['1.0.0']);
+    await publish(store, 'd.two', ['1.0.0']);
+    const reader = new CatalogueReader(store, { keepDetails: false });
+    await reader.catchUp();
+    const warm = createSchemaWarmup({ compiler: createSchemaCompiler(), reader, isOffered: () => true, log: pino({ level: 'silent' }), deferStart: true });
+    for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+    expect(warm.cache.stats()).toMatchObject({ ready: 0, pending: 0 });
+    warm.start();
+    warm.start();
+    for (let i = 0; i < 1000 && warm.cache.stats().ready < 2; i++) await new Promise((r) => setImmediate(r));
+    expect(warm.cache.stats()).toMatchObject({ ready: 2, pending: 0 });
+    warm.close();
+  });
 });
+
