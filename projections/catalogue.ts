@@ -231,7 +231,7 @@ export class CatalogueProjection {
     this.strings = restored.strings;
     this.accesses = restored.accesses;
     this.sorted = restored.sorted;
-    this.added = restored.added;
+    this.added = restored.added.slice();
     this.resort = restored.resort;
     this.sortedNames = null;
     this.position = restored.position;

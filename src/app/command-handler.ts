@@ -152,7 +152,8 @@ export class CommandHandler {
       events.map((e) => ({ type: e.type, data: e.data })),
       { expectedRevision: revision < 0 ? 'no_stream' : revision },
     );
-    this.remember(name, events.reduce(evolve, state), revision + events.length);
+    // A copy: the events hold the caller's definition object, which the caller may change after this returns.
+    this.remember(name, structuredClone(events).reduce(evolve, state), revision + events.length);
     return result;
   }
 

@@ -128,4 +128,18 @@ describe('a publish decided on a guessed state', () => {
     await commands.deprecate('x.one', '1.0.0', 'r', 'alice');
     expect(reads).toEqual([toolStream('x.one')]);
   });
+
+  it('the state it keeps is its own: a caller changing the definition it published does not change the baseline', async () => {
+    const { store } = counting(createMemoryEventStore());
+    const commands = new CommandHandler({ store });
+    const first = def('1.0.0');
+    await commands.publish(first, 'alice');
+    // The caller reuses its object (a loop building definitions, say): the stored 1.0.0 is unchanged, so must the
+    // baseline be. Against the real 1.0.0 (ref a string), an integer ref is a major change.
+    first.inputSchema = schemaWith('integer');
+    const out = await commands.publish(def('1.1.0', schemaWith('integer')), 'alice');
+    expect(out.result).toBe('refused');
+    expect(out.error?.code).toBe('bump-too-small');
+  });
 });
+
