@@ -37,6 +37,8 @@ export class UpstreamPool {
   private readonly links = new Map<string, Promise<UpstreamLink>>();
   private readonly debouncers = new Map<string, NodeJS.Timeout>();
   private readonly syncing = new Map<string, Promise<void>>();
+  /** The one more sync asked for while one was running, per upstream. */
+  private readonly again = new Map<string, Promise<void>>();
   private interval: NodeJS.Timeout | undefined;
   private closed = false;
   /**
@@ -118,10 +120,24 @@ export class UpstreamPool {
     });
   }
 
-  /** Sync one upstream now through this process's link (one at a time per upstream; a second request joins it). */
+  /**
+   * Sync one upstream now through this process's link, one at a time per upstream. Asked while one runs, it runs once
+   * more after it (however many ask meanwhile): the running one may have listed the tools before the change that
+   * prompted the request, and joining it would lose that change until the next notice.
+   */
   sync(ns: string): Promise<void> {
     const running = this.syncing.get(ns);
-    if (running) return running;
+    if (running) {
+      let again = this.again.get(ns);
+      if (!again) {
+        again = running.then(() => {
+          this.again.delete(ns);
+          return this.closed ? undefined : this.sync(ns);
+        });
+        this.again.set(ns, again);
+      }
+      return again;
+    }
     const p = (async () => {
       try {
         const link = await this.link(ns);
@@ -184,7 +200,7 @@ export class UpstreamPool {
     this.closed = true;
     clearInterval(this.interval);
     for (const t of this.debouncers.values()) clearTimeout(t);
-    await Promise.all([...this.syncing.values()]);
+    await Promise.all([...this.syncing.values(), ...this.again.values()]);
     await Promise.all([...this.links.values()].map((p) => p.then((l) => l.close(), () => undefined)));
   }
 }

@@ -32,4 +32,31 @@ describe('list_changed notices from an upstream', () => {
     // The first sync came one window after the first notice, in the middle of the flood.
     expect((syncs[0] ?? Infinity) - start).toBeLessThanOrEqual(1100);
   });
+
+  it('a sync asked for while one runs runs once more after it (the running one may have listed before the change); many asks, one more', async () => {
+    let asked = 0;
+    let fail!: (e: Error) => void;
+    // The first sync waits on the registry until the test lets it fail; each later one fails at once.
+    const registry = {
+      active: () => {
+        asked++;
+        return asked === 1 ? new Promise((_, reject) => (fail = reject)) : Promise.reject(new Error('no such upstream'));
+      },
+    } as unknown as UpstreamRegistry;
+    const warned: string[] = [];
+    const log = { ...silentLog, warn: (_f: object, msg?: string) => void (msg !== undefined && warned.push(msg)) };
+    const pool = new UpstreamPool({ registry, selection: 'all', env: {}, log, actor: 'test', syncIntervalMs: 0 });
+    const first = pool.sync('fx');
+    const second = pool.sync('fx');
+    const third = pool.sync('fx');
+    expect(second).toBe(third);
+    await new Promise((r) => setImmediate(r));
+    expect(asked).toBe(1);
+    fail(new Error('upstream busy'));
+    await Promise.all([first, second, third]);
+    expect(asked).toBe(2);
+    expect(warned).toEqual(['upstream sync failed', 'upstream sync failed']);
+    await pool.close();
+  });
 });
+
