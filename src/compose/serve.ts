@@ -19,6 +19,7 @@ import { resolveStateKey } from '#mcp/input-required';
 import { isOfferedBy, ServerCore } from '#mcp/server-core';
 import { serveStdio } from '#mcp/stdio-transport';
 import { takeStdout } from '#mcp/stdout-guard';
+import { loadSdkTransport } from '#mcp/sdk-transport';
 import { createStreamableHttp } from '#mcp/streamable-http';
 import { catalogueCaughtUp, opsRoutes } from '#ops/http-routes';
 import { applyHeapPolicy } from '#ops/heap-policy';
@@ -115,6 +116,8 @@ const runHttp = async (s: Served, auth: { edge: HttpEdge; authenticator: Authent
   if (consoleRoutes) log.info({ console: http.url.replace(/\/mcp$/, '/console/') }, 'web console served');
   log.info({ transport: 'http', url: http.url, principal: s.principal, store: estate.store.kind, tools: s.reader.catalogue.size }, 'estate serve ready');
   s.core.startWarmup();
+  // Loaded now rather than by the first 2025 session's initialize (src/mcp/sdk-transport.ts).
+  void loadSdkTransport().catch((e: unknown) => log.error({ err: e }, 'the SDK transport could not be loaded: 2025 sessions will fail'));
   applyHeapPolicy(estate.config.heapGrowingPercent, log);
   const sig = await untilSignal();
   log.info({ signal: sig }, 'stopping');

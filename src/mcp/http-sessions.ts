@@ -4,11 +4,12 @@
  * session lives on the replica that made it; an id we do not hold is answered 404 so the client starts a new one.
  */
 import { randomUUID } from 'node:crypto';
-import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import type { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { SESSION_LIMIT_DEFAULTS } from '#config';
 import type { Principal } from '#domain/types';
 import { isRequest, isResponseEnvelope, type JsonRpcCall, type JsonRpcNotification } from './jsonrpc.ts';
+import { sdkTransport } from './sdk-transport.ts';
 import { STATEFUL_REVISIONS, STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
 import { createReplayStore } from './sse-replay-store.ts';
@@ -87,10 +88,13 @@ export class HttpSessions {
     return s;
   }
 
-  /** A new session for an initialize request; registered once the SDK has assigned it the id. */
+  /**
+   * A new session for an initialize request; registered once the SDK has assigned it the id. The SDK transport must be
+   * loaded (`loadSdkTransport`) before.
+   */
   create(principal: Principal = this.principal, owner?: string): HttpSession {
     const id = randomUUID();
-    const transport = new NodeStreamableHTTPServerTransport({
+    const transport = new (sdkTransport().NodeStreamableHTTPServerTransport)({
       sessionIdGenerator: () => id,
       // SSE responses: a tools/call can carry progress and log notifications before its result.
       enableJsonResponse: false,

@@ -7,7 +7,6 @@
  * sessions go through their SDK transport.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Principal } from '#domain/types';
 import { isJsonContentType, readBody, refuseTooLarge } from '#http/guards';
@@ -15,6 +14,7 @@ import { header } from '#http/header';
 import { sendJson, sendJsonText } from '#http/send-json';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
+import { loadSdkTransport } from './sdk-transport.ts';
 import { answerAsJson } from './session-json.ts';
 import { Cancellation } from './cancellation.ts';
 import { duplicateId, type BatchLimits } from './batch-limits.ts';
@@ -83,6 +83,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       return sendJsonText(res, out.status, responseBody(out.response));
     }
     // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included).
+    const { NodeStreamableHTTPServerTransport } = await loadSdkTransport();
     const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
     let listen: { close(): void } | undefined;
     const stop = () => listen?.close();
@@ -104,6 +105,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
 
   /** A tools/call that asked for progress or log messages: answered as an event stream by a per-request SDK transport. */
   const streamStateless = async (req: IncomingMessage, res: ServerResponse, raw: unknown, ctx: StatelessContext): Promise<void> => {
+    const { NodeStreamableHTTPServerTransport } = await loadSdkTransport();
     const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
     transport.onmessage = (m) => {
       const request = m as unknown as JsonRpcRequest;
@@ -131,6 +133,8 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       }
       if (m.method === 'ping') return sendJson(res, 200, success(m.id, {}));
       if (m.method !== 'initialize') return sendJson(res, 400, failure(m.id, notInitialized().code, notInitialized().message));
+      // Loaded before the admission check, so that nothing awaits between admitting the session and counting it.
+      await loadSdkTransport();
       const refusal = sessions.admit(principalOf(req));
       if (refusal) return sendJson(res, refusal.status, failure(m.id, FORBIDDEN, refusal.message), refusal.status === 503 ? { 'retry-after': '60' } : {});
       const s = sessions.create(principalOf(req), ownerOf(req));

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { HttpSessions, SESSION_IDLE_MS } from '#mcp/http-sessions';
+import { loadSdkTransport } from '#mcp/sdk-transport';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness } from '../fixtures/handlers/harness.ts';
 import { makePrincipal } from '#domain/access';
@@ -12,6 +13,8 @@ describe('HTTP sessions', () => {
   it('expire after 30 idle minutes unless a GET stream is open', async () => {
     const h = await makeHarness([aDefinition()], { 'payments.lookup': () => ({ content: [] }) });
     const sessions = new HttpSessions(h.core, makePrincipal({}));
+    // The SDK transport is loaded on first use (src/mcp/sdk-transport.ts); the HTTP front end awaits it before create().
+    await loadSdkTransport();
     try {
       const idle = sessions.create();
       const streaming = sessions.create(makePrincipal({}), 'alice');
