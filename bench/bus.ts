@@ -267,11 +267,16 @@ const publishThroughput = async (): Promise<Throughput> => {
     // The catalogue's tail applies each publish after it commits; nothing is timed until it has, so that work (a
     // serving process's, not a publish's) is charged neither to the next publish nor to the raw INSERT.
     const applied = (name: string, version: string): Promise<void> =>
-      new Promise((resolve) => {
+      new Promise((resolve, reject) => {
         const has = (): boolean => reader.catalogue.tool(name)?.versions.some((v) => v.version === version) ?? false;
         if (has()) return resolve();
+        const timer = setTimeout(() => {
+          off();
+          reject(new Error(`bus bench: the catalogue's tail did not apply ${name}@${version} within 20 s`));
+        }, 20_000);
         const off = reader.onUpdate(() => {
           if (!has()) return;
+          clearTimeout(timer);
           off();
           resolve();
         });

@@ -110,7 +110,9 @@ export class CatalogueProjection {
   private added: CatalogueTool[] = [];
   /** `sorted` no longer matches `tools` (a tool was replaced): rebuilt from the map on next use. */
   private resort = false;
-  private sortedNames: string[] | null = [];
+  /** The names of `namesOf`, the sorted list they were taken from (a changed list is a new array). */
+  private sortedNames: string[] = [];
+  private namesOf: readonly CatalogueTool[] = this.sorted;
   /** Position of the last event applied; null before any. */
   position: string | null = null;
   eventCount = 0;
@@ -154,7 +156,6 @@ export class CatalogueProjection {
           tool = { name: def.name, versions: [], description: def.description };
           this.tools.set(def.name, tool);
           this.added.push(tool);
-          this.sortedNames = null;
         }
         const vs = tool.versions;
         if (vs.some((v) => v.version === def.version)) return def.name; // at-least-once delivery: already applied
@@ -222,7 +223,6 @@ export class CatalogueProjection {
     if (this.tools.has(tool.name)) this.resort = true;
     this.tools.set(tool.name, tool);
     this.added.push(tool);
-    this.sortedNames = null;
   }
 
   /** Take over a restored projection's state (this one's views and readers keep their reference to it). */
@@ -233,7 +233,6 @@ export class CatalogueProjection {
     this.sorted = restored.sorted;
     this.added = restored.added.slice();
     this.resort = restored.resort;
-    this.sortedNames = null;
     this.position = restored.position;
     this.eventCount = restored.eventCount;
   }
@@ -261,7 +260,11 @@ export class CatalogueProjection {
 
   /** Every tool name, sorted (code-unit order). */
   names(): readonly string[] {
-    if (!this.sortedNames) this.sortedNames = this.sortedTools().map((t) => t.name);
+    const tools = this.sortedTools();
+    if (this.namesOf !== tools) {
+      this.sortedNames = tools.map((t) => t.name);
+      this.namesOf = tools;
+    }
     return this.sortedNames;
   }
 

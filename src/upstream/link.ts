@@ -24,9 +24,6 @@ import { describeFailure, openUpstream, STATELESS_REVISION, upstreamAnswered, ty
 import { keepListening } from './listen.ts';
 import { CallRelay } from './relay.ts';
 
-/** For the pool, which loads this module (and the MCP client with it) only when it links an upstream. */
-export { describeFailure };
-
 export interface LinkOptions {
   ns: string;
   target: UpstreamTarget;
@@ -80,6 +77,11 @@ export class UpstreamLink {
     this.ns = o.ns;
     this.breaker = new CircuitBreaker(o.breaker);
     this.relay = new CallRelay(o.ns, o.target.transport === 'stdio', o.log);
+  }
+
+  /** A failure said in the MCP client's terms (its errors' codes): for the pool, which loads the client only with a link. */
+  describe(e: unknown): string {
+    return describeFailure(e);
   }
 
   get status(): 'up' | 'down' | 'probing' {

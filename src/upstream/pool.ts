@@ -41,11 +41,6 @@ export class UpstreamPool {
   private readonly again = new Map<string, Promise<void>>();
   private interval: NodeJS.Timeout | undefined;
   private closed = false;
-  /**
-   * How a failure is said: the MCP client's own (its errors' codes), once a link loaded it; before that no failure
-   * can be one of its errors, and the message is all there is.
-   */
-  private describeFailure: (e: unknown) => string = (e) => (e instanceof Error ? e.message : String(e));
 
   constructor(private readonly o: PoolOptions) {}
 
@@ -60,17 +55,15 @@ export class UpstreamPool {
     if (!p) {
       // The MCP client (./link.ts, ./connection.ts) is loaded with the first link: a server fronting no upstream never loads it.
       p = Promise.all([this.o.registry.active(ns), import('./link.ts')]).then(
-        ([{ state }, { UpstreamLink, describeFailure }]) => {
-          this.describeFailure = describeFailure;
-          return new UpstreamLink({
+        ([{ state }, { UpstreamLink }]) =>
+          new UpstreamLink({
             ns,
             target: state.target,
             env: this.o.env,
             log: this.o.log,
             onToolsChanged: () => this.scheduleSync(ns),
             ...(this.o.breaker ? { breaker: this.o.breaker } : {}),
-          });
-        },
+          }),
       );
       this.links.set(ns, p);
       p.catch(() => this.links.delete(ns));
@@ -139,13 +132,16 @@ export class UpstreamPool {
       return again;
     }
     const p = (async () => {
+      let link: UpstreamLink | undefined;
       try {
-        const link = await this.link(ns);
+        link = await this.link(ns);
         const tools = await (await link.session()).listTools();
         const r = await this.o.registry.sync(ns, tools, this.o.actor);
         this.o.log.info({ upstream: ns, listed: r.listed, drift: r.drift.length, refused: r.refused.length, vanished: r.vanished.length, autoApproved: r.autoApproved }, 'upstream synced');
       } catch (e) {
-        this.o.log.warn({ upstream: ns, error: this.describeFailure(e) }, 'upstream sync failed');
+        // Without a link the MCP client is not even loaded: the failure cannot be one of its errors.
+        const why = link ? link.describe(e) : e instanceof Error ? e.message : String(e);
+        this.o.log.warn({ upstream: ns, error: why }, 'upstream sync failed');
       } finally {
         this.syncing.delete(ns);
       }
