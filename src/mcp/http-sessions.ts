@@ -4,12 +4,11 @@
  * session lives on the replica that made it; an id we do not hold is answered 404 so the client starts a new one.
  */
 import { randomUUID } from 'node:crypto';
-import type { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { SESSION_LIMIT_DEFAULTS } from '#config';
 import type { Principal } from '#domain/types';
 import { isRequest, isResponseEnvelope, type JsonRpcCall, type JsonRpcNotification } from './jsonrpc.ts';
-import { sdkTransport } from './sdk-transport.ts';
+import { createSdkTransport, type SdkTransport } from './sdk-transport.ts';
 import { STATEFUL_REVISIONS, STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
 import { createReplayStore } from './sse-replay-store.ts';
@@ -37,7 +36,7 @@ export interface SessionRefusal {
 export interface HttpSession {
   id: string;
   session: StatefulSession;
-  transport: NodeStreamableHTTPServerTransport;
+  transport: SdkTransport;
   lastSeen: number;
   openStreams: number;
   /** Who opened it, when the edge authenticates callers; a request from anyone else does not find it. */
@@ -94,7 +93,7 @@ export class HttpSessions {
    */
   create(principal: Principal = this.principal, owner?: string): HttpSession {
     const id = randomUUID();
-    const transport = new (sdkTransport().NodeStreamableHTTPServerTransport)({
+    const transport = createSdkTransport({
       sessionIdGenerator: () => id,
       // SSE responses: a tools/call can carry progress and log notifications before its result.
       enableJsonResponse: false,

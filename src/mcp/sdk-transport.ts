@@ -2,15 +2,27 @@
  * The SDK's Streamable HTTP transport (2025 sessions; 2026-07-28 event streams), loaded on first use: ~110 ms of
  * modules that a server's start need not wait for. `estate serve --http` loads it right after its ready line; a request
  * that needs it before then waits for the load.
+ *
+ * Estate uses the SDK's web-standard transport (`WebStandardStreamableHTTPServerTransport`: a web Request in, a web
+ * Response out) and bridges it to node:http itself (`serveOverNode`), not through `@modelcontextprotocol/node`, whose
+ * bridge (@hono/node-server) reads a streamed body ahead before writing the head: when the second piece is not there at
+ * once (an event stream's priming event is, the answer of a call that commits a record is not), it waits a timer turn
+ * (≥ 1 ms) and tries again. Every tools/call answered as an event stream paid that: 1.6–2.2 ms instead of 0.4–1.0 ms
+ * over loopback (docs/benchmarks.md, "the event-stream answer"). Here the head and each piece go out as they come.
  */
-type SdkNode = typeof import('@modelcontextprotocol/node');
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ReadableStreamDefaultReader, ReadableStreamReadResult } from 'node:stream/web';
 
-let loaded: SdkNode | undefined;
-let loading: Promise<SdkNode> | undefined;
+type SdkServer = typeof import('@modelcontextprotocol/server');
+export type SdkTransport = InstanceType<SdkServer['WebStandardStreamableHTTPServerTransport']>;
+export type SdkTransportOptions = NonNullable<ConstructorParameters<SdkServer['WebStandardStreamableHTTPServerTransport']>[0]>;
 
-export const loadSdkTransport = (): Promise<SdkNode> => {
+let loaded: SdkServer | undefined;
+let loading: Promise<SdkServer> | undefined;
+
+export const loadSdkTransport = (): Promise<SdkServer> => {
   if (loaded) return Promise.resolve(loaded);
-  loading ??= import('@modelcontextprotocol/node').then(
+  loading ??= import('@modelcontextprotocol/server').then(
     (m) => (loaded = m),
     (e: unknown) => {
       loading = undefined;
@@ -20,8 +32,154 @@ export const loadSdkTransport = (): Promise<SdkNode> => {
   return loading;
 };
 
-/** The loaded module; only after `loadSdkTransport()` has resolved. */
-export const sdkTransport = (): SdkNode => {
+/** A new SDK transport; only after `loadSdkTransport()` has resolved. */
+export const createSdkTransport = (options: SdkTransportOptions): SdkTransport => {
   if (!loaded) throw new Error('the SDK transport is used before it was loaded (await loadSdkTransport() first)');
-  return loaded;
+  return new loaded.WebStandardStreamableHTTPServerTransport(options);
 };
+
+/** How long an event stream's head and first piece wait for the next piece before they are sent alone. */
+const HOLD_MS = 10;
+
+/**
+ * What the transport reads of a request: its method and `headers.get` (SDK 2.4.0, pinned; its tests here would fail
+ * on a version that reads more). Not a web Request: building one (URL, Headers, an AbortSignal) cost more than the
+ * rest of the bridge. The body is never read: POSTs come with Estate's already-checked message as `parsedBody`.
+ */
+const requestOf = (req: IncomingMessage): Request => {
+  const h = req.headers;
+  const get = (name: string): string | null => {
+    const v = h[name.toLowerCase()];
+    return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+  };
+  return { method: req.method ?? 'GET', headers: { get, has: (name: string) => get(name) !== null } } as unknown as Request;
+};
+
+const internalError = (res: ServerResponse): void => {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null });
+  res.writeHead(500, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+};
+
+/**
+ * Hands one node:http request to the transport and writes its answer; resolves once the answer has ended (an event
+ * stream: when the transport closes it or the client goes away, which cancels it). `parsedBody`: the POST's message, as
+ * Estate already read and checked it (the transport then does not read the body).
+ */
+export const serveOverNode = async (transport: SdkTransport, req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): Promise<void> => {
+  let response: Response;
+  try {
+    response = await transport.handleRequest(requestOf(req), parsedBody === undefined ? {} : { parsedBody });
+  } catch (e) {
+    transport.onerror?.(e instanceof Error ? e : new Error(String(e)));
+    return internalError(res);
+  }
+  await writeResponse(response, res);
+};
+
+const drained = (res: ServerResponse): Promise<void> =>
+  new Promise<void>((resume) => {
+    const go = (): void => {
+      res.off('drain', go);
+      res.off('close', go);
+      resume();
+    };
+    res.on('drain', go);
+    res.on('close', go);
+  });
+
+const writeResponse = async (response: Response, res: ServerResponse): Promise<void> => {
+  const head: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    head[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) head['set-cookie'] = cookies;
+  if (!response.body) {
+    res.writeHead(response.status, head).end();
+    return;
+  }
+  if (!(response.headers.get('content-type') ?? '').includes('text/event-stream')) {
+    // One JSON answer (202s, errors, a JSON response mode): whole, with its length.
+    const bytes = Buffer.from(await response.arrayBuffer());
+    head['content-length'] = String(bytes.length);
+    res.writeHead(response.status, head).end(bytes);
+    return;
+  }
+  res.writeHead(response.status, head);
+  const reader = response.body.getReader();
+  const cancel = (): void => void reader.cancel().catch(() => undefined);
+  // The client went away before the stream ended: cancelling it tells the transport (it drops the stream).
+  const onClose = (): void => {
+    if (!res.writableFinished) cancel();
+  };
+  if (res.destroyed) return cancel();
+  res.once('close', onClose);
+  // The head and the first piece (the priming event) wait for the next piece, up to HOLD_MS: a quick answer and the
+  // end of its stream then leave with them in one write, which under load halves the writes (and the client's reads)
+  // per answer. Nothing waits for the timer: the answer's arrival sends everything at once. A slow tool's client sees
+  // its stream open after HOLD_MS.
+  res.cork();
+  let corked = true;
+  const uncork = (): void => {
+    if (corked) res.uncork();
+    corked = false;
+  };
+  const hold = setTimeout(uncork, HOLD_MS);
+  try {
+    const first = readSoon(reader);
+    // Nothing to send yet (a GET stream may stay quiet until a keep-alive comment): the head goes out at once, so the
+    // client sees its stream open.
+    if ((await nowOrNull(first)) === null) {
+      uncork();
+      res.flushHeaders();
+    }
+    let piece = await first;
+    let held = true;
+    while (!piece.done) {
+      if (res.destroyed) return cancel();
+      const next = readSoon(reader);
+      const ready = await nowOrNull(next);
+      if (ready?.done) {
+        // The last piece and the end of the stream in one write (with whatever was held).
+        res.end(piece.value);
+        uncork();
+        return;
+      }
+      const flowing = res.write(piece.value);
+      // The first piece stays held for the next (above); every later one goes out at once, with it.
+      if (!held) uncork();
+      held = false;
+      // A slow reader: wait for the socket to drain (or go away) before taking more from the transport.
+      if (!flowing) {
+        uncork();
+        await drained(res);
+      }
+      piece = ready ?? (await next);
+    }
+    uncork();
+    if (!res.destroyed) res.end();
+  } catch {
+    // The stream failed (the transport errored it) or the client went away: nothing more can be sent.
+    if (!res.destroyed) res.destroy();
+  } finally {
+    clearTimeout(hold);
+    uncork();
+    res.off('close', onClose);
+  }
+};
+
+type Piece = ReadableStreamReadResult<Uint8Array>;
+
+/** The next piece; awaited later, so a failed stream is not an unhandled rejection meanwhile. */
+const readSoon = (reader: ReadableStreamDefaultReader<Uint8Array>): Promise<Piece> => {
+  const read = reader.read();
+  read.catch(() => undefined);
+  return read;
+};
+
+/** The piece if it is already there (settled within this microtask turn), else null. */
+const nowOrNull = (read: Promise<Piece>): Promise<Piece | null> => Promise.race([read, Promise.resolve(null)]);

@@ -14,7 +14,7 @@ import { header } from '#http/header';
 import { sendJson, sendJsonText } from '#http/send-json';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
-import { loadSdkTransport } from './sdk-transport.ts';
+import { createSdkTransport, loadSdkTransport, serveOverNode } from './sdk-transport.ts';
 import { answerAsJson } from './session-json.ts';
 import { Cancellation } from './cancellation.ts';
 import { duplicateId, type BatchLimits } from './batch-limits.ts';
@@ -83,8 +83,8 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       return sendJsonText(res, out.status, responseBody(out.response));
     }
     // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included).
-    const { NodeStreamableHTTPServerTransport } = await loadSdkTransport();
-    const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
+    await loadSdkTransport();
+    const transport = createSdkTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
     let listen: { close(): void } | undefined;
     const stop = () => listen?.close();
     listenStreams.add(stop);
@@ -100,13 +100,13 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       });
     };
     await transport.start();
-    await transport.handleRequest(req, res, raw);
+    await serveOverNode(transport, req, res, raw);
   };
 
   /** A tools/call that asked for progress or log messages: answered as an event stream by a per-request SDK transport. */
   const streamStateless = async (req: IncomingMessage, res: ServerResponse, raw: unknown, ctx: StatelessContext): Promise<void> => {
-    const { NodeStreamableHTTPServerTransport } = await loadSdkTransport();
-    const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
+    await loadSdkTransport();
+    const transport = createSdkTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
     transport.onmessage = (m) => {
       const request = m as unknown as JsonRpcRequest;
       const notify = (n: JsonRpcNotification) => void transport.send(n as JSONRPCMessage, { relatedRequestId: request.id }).catch(() => undefined);
@@ -116,7 +116,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
     };
     res.on('close', () => void transport.close().catch(() => undefined));
     await transport.start();
-    await transport.handleRequest(req, res, raw);
+    await serveOverNode(transport, req, res, raw);
   };
 
   const stateful = async (req: IncomingMessage, res: ServerResponse, raw: unknown, bytes: number): Promise<void> => {
@@ -138,7 +138,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       const refusal = sessions.admit(principalOf(req));
       if (refusal) return sendJson(res, refusal.status, failure(m.id, FORBIDDEN, refusal.message), refusal.status === 503 ? { 'retry-after': '60' } : {});
       const s = sessions.create(principalOf(req), ownerOf(req));
-      await s.transport.handleRequest(req, res, raw);
+      await serveOverNode(s.transport, req, res, raw);
       if (!s.session.isInitialized) sessions.drop(s.id);
       return;
     }
@@ -171,7 +171,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       res.on('close', () => s.session.unclaim(id));
       if (s.session.isInitialized && s.session.sendsOnlyItsAnswer(env.message)) return answerAsJson(req, res, s, env.message, raw, jsonOptions);
     }
-    await s.transport.handleRequest(req, res, raw);
+    await serveOverNode(s.transport, req, res, raw);
   };
 
   const post = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -200,7 +200,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
         s.lastSeen = Date.now();
       });
     }
-    await s.transport.handleRequest(req, res);
+    await serveOverNode(s.transport, req, res);
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse, caller?: McpCaller): Promise<void> => {
