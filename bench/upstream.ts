@@ -3,7 +3,9 @@
  * Streamable HTTP), beside the same call made directly to the same upstream by the SDK v2 Client, and beside Estate
  * answering from a local handler (what the proxy adds beyond Estate's own path). Latency p50/p99 of sequential calls,
  * the three kinds interleaved call by call so a noisy shared machine hits them alike, and throughput at 16 in flight; Estate's figures include its durable call record (SQLite,
- * synchronous=FULL) and the validation of the arguments against the pinned schema. Runnable alone:
+ * synchronous=FULL) and the validation of the arguments against the pinned schema. Throughput through Estate is
+ * also set beside Estate's local handler driven by the same SDK Client over HTTP: that client's own cost per call
+ * (fetch, SSE parsing) bounds both, and a direct stdio client pays none of it. Runnable alone:
  * `node --import tsx bench/upstream.ts`.
  */
 import { Client, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
@@ -151,12 +153,22 @@ export async function run(): Promise<BenchRow[]> {
       const [d, p, l] = (await latencies([caller(directClient, 'echo'), caller(viaEstate, `${ns}.echo`), local])) as [Lat, Lat, Lat];
       const dOps = await throughput(caller(directClient, 'echo'));
       const pOps = await throughput(caller(viaEstate, `${ns}.echo`));
+      const lOps = await throughput(local);
       const peerName = `SDK Client direct to the upstream (${kind})`;
       const notes = `server-everything echo over ${kind}; Estate over HTTP 2025-11-25 in front; samples interleaved with Estate serving the same answer from a LOCAL handler (same process, same durable call record): p50 ${round(l.p50)} ms, p99 ${round(l.p99)} ms`;
       rows.push(
         { bench: 'upstream', case: `proxied tools/call, upstream over ${kind}, p50`, unit: 'ms', estate: round(p.p50), peerName, peer: round(d.p50), notes: `${notes}; the proxy adds ${round(p.p50 - d.p50)} ms over direct, ${round(p.p50 - l.p50)} ms over Estate's local handler` },
         { bench: 'upstream', case: `proxied tools/call, upstream over ${kind}, p99`, unit: 'ms', estate: round(p.p99), peerName, peer: round(d.p99), notes },
         { bench: 'upstream', case: `proxied tools/call, upstream over ${kind}, ${CONCURRENCY} in flight`, unit: 'ops/s', estate: Math.round(pOps), peerName, peer: Math.round(dOps), notes: `${notes}; ratio ${round(pOps / dOps)}` },
+        {
+          bench: 'upstream',
+          case: `proxied tools/call, upstream over ${kind}, ${CONCURRENCY} in flight, vs Estate's local handler`,
+          unit: 'ops/s',
+          estate: Math.round(pOps),
+          peerName: "Estate's local handler, same SDK Client over HTTP",
+          peer: Math.round(lOps),
+          notes: `what the proxy hop costs at ${CONCURRENCY} in flight: both sides driven by the same SDK v2 Client over Streamable HTTP, whose own cost per call bounds them (a direct stdio client pays none of it); ratio ${round(pOps / lOps)}`,
+        },
       );
     }
     return rows;
