@@ -28,7 +28,7 @@ import { callMessage, callOnce, listAll, openSession, openStateless, PROTOCOL, p
 import { TOOL_COUNT } from './mcp-fixture.ts';
 
 const CALL_LATENCY_ITERATIONS = 1500;
-const CALL_THROUGHPUT_REQUESTS = 3000;
+const CALL_THROUGHPUT_REQUESTS = 10_000;
 /** Throughput rounds per server, alternating between them; the median round is reported. */
 const THROUGHPUT_ROUNDS = 5;
 const CONCURRENCY = 16;
