@@ -49,7 +49,8 @@ const HOLD_MS = 10;
 const requestOf = (req: IncomingMessage): Request => {
   const h = req.headers;
   const get = (name: string): string | null => {
-    const v = h[name.toLowerCase()];
+    const key = name.toLowerCase();
+    const v = Object.hasOwn(h, key) ? h[key] : undefined;
     return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
   };
   return { method: req.method ?? 'GET', headers: { get, has: (name: string) => get(name) !== null } } as unknown as Request;
@@ -77,7 +78,12 @@ export const serveOverNode = async (transport: SdkTransport, req: IncomingMessag
     transport.onerror?.(e instanceof Error ? e : new Error(String(e)));
     return internalError(res);
   }
-  await writeResponse(response, res);
+  try {
+    await writeResponse(response, res);
+  } catch (e) {
+    transport.onerror?.(e instanceof Error ? e : new Error(String(e)));
+    internalError(res);
+  }
 };
 
 const drained = (res: ServerResponse): Promise<void> =>
