@@ -37,6 +37,8 @@ describe('HTTP event streams', () => {
     tmp = makeTempStore();
     const file = tmp.file('progress.json', toolDefinition({ name: 'test.progress', handler: 'test.progress', inputSchema: { type: 'object' } }));
     expect((await runCli(['publish', file, '--store', tmp.store])).code).toBe(0);
+    const elicit = tmp.file('elicit.json', toolDefinition({ name: 'test.elicit', handler: 'test.elicit', inputSchema: { type: 'object' } }));
+    expect((await runCli(['publish', elicit, '--store', tmp.store])).code).toBe(0);
     srv = await startHttpServer(['--demo', '--handlers', 'test/fixtures/handlers/test-handlers.ts', '--store', tmp.store], { env: { ESTATE_LOG_LEVEL: 'debug' } });
   });
   afterAll(async () => {
@@ -110,6 +112,48 @@ describe('HTTP event streams', () => {
     expect(frames.map((f) => f.method ?? 'result')).toEqual(['notifications/progress', 'notifications/progress', 'notifications/progress', 'notifications/message', 'result']);
     expect(frames.slice(0, 3).map((f) => (f.params as { progress: number }).progress)).toEqual([0, 50, 100]);
     expect(frames[3]?.params).toEqual({ level: 'info', logger: 'test.progress', data: 'progress handler finished' });
+  });
+
+  it('a call stream broken mid-call resumes with Last-Event-ID: what it missed, then the rest; once ended, it is replayed', async () => {
+    const init = await post(srv.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } });
+    const h = { 'mcp-session-id': init.headers['mcp-session-id'] as string, 'mcp-protocol-version': '2025-11-25' };
+    await post(srv.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, h);
+    // The call asks its client something, so it is answered as an event stream; read up to its priming event (an id,
+    // empty data), then hang up before anything else is read.
+    const primingId = await new Promise<string>((resolve, reject) => {
+      const req = request(srv.url, { method: 'POST', headers: { ...JSON_HEADERS, ...h } }, (res) => {
+        expect(res.headers['content-type']).toContain('text/event-stream');
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          text += c;
+          const m = /^id: (\S+)\ndata: \n\n/.exec(text);
+          if (m) {
+            req.destroy();
+            resolve(m[1] as string);
+          }
+        });
+      });
+      req.on('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNRESET' ? undefined : reject(e)));
+      req.end(JSON.stringify({ jsonrpc: '2.0', id: 'c1', method: 'tools/call', params: { name: 'test.elicit', arguments: { text: 'Name?' } } }));
+    });
+    // Reconnected while the call waits for its answer: the question it missed comes first.
+    const resumed = await openSse(srv.url, { headers: { ...h, 'last-event-id': primingId } });
+    expect(resumed.status).toBe(200);
+    const askedEvent = await resumed.events.next(undefined, 10_000, 'the replayed elicitation/create');
+    const asked = JSON.parse(askedEvent.data) as { id: string | number; method: string; params: { message: string } };
+    expect(asked).toMatchObject({ method: 'elicitation/create', params: { message: 'Name?' } });
+    expect(Number(askedEvent.id)).toBeGreaterThan(Number(primingId));
+    // The answer to the question settles the call; its result comes on the resumed stream.
+    expect((await post(srv.url, { jsonrpc: '2.0', id: asked.id, result: { action: 'accept', content: { name: 'Ada' } } }, h)).status).toBe(202);
+    const resultEvent = await resumed.events.next(undefined, 10_000, 'the result');
+    expect(JSON.parse(resultEvent.data)).toMatchObject({ jsonrpc: '2.0', id: 'c1', result: { content: [{ type: 'text', text: 'accept: {"name":"Ada"}' }] } });
+    resumed.close();
+    // The call has ended: a reconnect after the question is replayed the result from the session's buffer.
+    const late = await openSse(srv.url, { headers: { ...h, 'last-event-id': askedEvent.id as string } });
+    expect(late.status).toBe(200);
+    expect(JSON.parse((await late.events.next(undefined, 10_000, 'the replayed result')).data)).toMatchObject({ id: 'c1', result: { content: [{ type: 'text', text: 'accept: {"name":"Ada"}' }] } });
+    late.close();
   });
 
   it('a stateless tools/call with a progressToken is answered as an event stream with its progress first', async () => {
