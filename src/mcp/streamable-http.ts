@@ -3,8 +3,9 @@
  * has checked Host/Origin and, with authorization, found its caller. Our own checks run first — content type (415),
  * body size (413), JSON (-32700), envelope (-32600), the stateless gates (-32602/-32022/-32020/-32021 as HTTP 400) and
  * session lookup (404) — because errors sent through the SDK transport after dispatch come back as HTTP 200. Then:
- * stateless requests are answered here as JSON (a `subscriptions/listen` gets an SDK event stream); stateful
- * sessions go through their SDK transport.
+ * stateless requests are answered here as JSON (a `subscriptions/listen` gets an SDK event stream); a session's
+ * requests once it is initialized are answered by Estate (session-json.ts, session-stream.ts, and a reconnect to a
+ * running call's stream), and the rest (initialize, notifications, the GET stream, DELETE) by its SDK transport.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
