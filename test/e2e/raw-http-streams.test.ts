@@ -156,6 +156,34 @@ describe('HTTP event streams', () => {
     late.close();
   });
 
+  it('a reconnect names only its own session\'s streams: another session\'s running call is not reachable by its event id', async () => {
+    const open = async (): Promise<Record<string, string>> => {
+      const init = await post(srv.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } });
+      const h = { 'mcp-session-id': init.headers['mcp-session-id'] as string, 'mcp-protocol-version': '2025-11-25' };
+      await post(srv.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, h);
+      return h;
+    };
+    const a = await open();
+    const b = await open();
+    await post(srv.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, b);
+    // A's call waits for its client's answer; its question carries an event id of A's buffer.
+    const call = await openSse(srv.url, { method: 'POST', headers: { 'content-type': 'application/json', ...a }, body: JSON.stringify({ jsonrpc: '2.0', id: 'a1', method: 'tools/call', params: { name: 'test.elicit', arguments: { text: 'Secret?' } } }) });
+    const askedEvent = await call.events.next(undefined, 10_000, "A's question");
+    const asked = JSON.parse(askedEvent.data) as { id: string | number };
+    // B names that id: whatever B is sent, it is B's own (here: the list_changed it is owed), never A's question.
+    const intruder = await openSse(srv.url, { headers: { ...b, 'last-event-id': askedEvent.id as string } });
+    if (intruder.status === 200) {
+      await applied(await publishVisible());
+      const first = JSON.parse((await intruder.events.next(undefined, 15_000, "B's first event")).data) as Record<string, unknown>;
+      expect(first).toEqual({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    } else expect(intruder.status).toBeGreaterThanOrEqual(400);
+    intruder.close();
+    // A still gets its answer.
+    await post(srv.url, { jsonrpc: '2.0', id: asked.id, result: { action: 'decline' } }, a);
+    expect(JSON.parse((await call.events.next(undefined, 10_000, "A's result")).data)).toMatchObject({ id: 'a1', result: { content: [{ type: 'text', text: 'decline: {}' }] } });
+    call.close();
+  });
+
   it('a stateless tools/call with a progressToken is answered as an event stream with its progress first', async () => {
     const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, progressToken: 9 };
     const stream = await openSse(srv.url, {
