@@ -15,9 +15,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { header } from '#http/header';
-import { sendJson } from '#http/send-json';
 import { failure, INTERNAL_ERROR, type JsonRpcCall, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
-import { sdkRefusal, type SessionJsonOptions } from './session-json.ts';
+import { refusedAsSdk, type SessionJsonOptions } from './session-json.ts';
 import type { ReplayBuffer } from './sse-replay-store.ts';
 import type { StatefulSession } from './stateful-session.ts';
 
@@ -75,25 +74,27 @@ export class CallStream {
 
   /** A message for the call (a notification or a request to the client), kept for replay and sent if connected. */
   send(message: JsonRpcCall): void {
-    if (this.ended) return;
-    const json = JSON.stringify(message);
-    const id = this.o.buffer.record(this.streamId, json);
-    const res = this.out;
-    if (!res || res.destroyed) return;
-    res.write(eventText(id, json));
+    const event = this.keep(message);
+    if (event === null || !this.out || this.out.destroyed) return;
+    this.out.write(event);
     this.uncork();
   }
 
   /** The call's answer: kept, sent, and the stream ends. */
   finish(answer: JsonRpcResponse): void {
-    if (this.ended) return;
-    const json = JSON.stringify(answer);
-    const id = this.o.buffer.record(this.streamId, json);
-    const res = this.out;
+    const event = this.keep(answer);
+    if (event === null) return;
     // end() flushes whatever is held (Node uncorks the connection fully on end).
     this.corked = false;
-    if (res && !res.destroyed) res.end(eventText(id, json));
+    if (this.out && !this.out.destroyed) this.out.end(event);
     this.end();
+  }
+
+  /** Keeps a message in the replay buffer; its event as written, or null once the stream has ended. */
+  private keep(message: JsonRpcCall | JsonRpcResponse): string | null {
+    if (this.ended) return null;
+    const json = JSON.stringify(message);
+    return eventText(this.o.buffer.record(this.streamId, json), json);
   }
 
   /**
@@ -188,12 +189,7 @@ export const answerAsStream = async (
   raw: unknown,
   o: SessionJsonOptions & { keepAliveMs: number; onError?: (e: unknown) => void },
 ): Promise<void> => {
-  const refused = sdkRefusal(req, raw, o.revisions);
-  if (refused) {
-    s.session.unclaim(message.id);
-    o.onRefused?.(refused.message);
-    return sendJson(res, refused.status, { jsonrpc: '2.0', error: { code: refused.code, message: refused.message }, id: null });
-  }
+  if (refusedAsSdk(req, res, s, message, raw, o)) return;
   const revision = header(req, 'mcp-protocol-version') ?? UNNAMED_REVISION;
   const stream: CallStream = new CallStream({
     sessionId: s.id,
