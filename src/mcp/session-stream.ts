@@ -83,11 +83,7 @@ export class CallStream {
   /** The call's answer: kept, sent, and the stream ends. */
   finish(answer: JsonRpcResponse): void {
     const event = this.keep(answer);
-    if (event === null) return;
-    // end() flushes whatever is held (Node uncorks the connection fully on end).
-    this.corked = false;
-    if (this.out && !this.out.destroyed) this.out.end(event);
-    this.end();
+    if (event !== null) this.endWith(event);
   }
 
   /** Keeps a message in the replay buffer; its event as written, or null once the stream has ended. */
@@ -103,6 +99,8 @@ export class CallStream {
    */
   resume(res: ServerResponse, lastEventId: string): void {
     const previous = this.out;
+    // What the earlier connection held goes with its end; nothing is held on this one.
+    this.stopTimers();
     this.attach(res);
     if (previous && previous !== res && !previous.destroyed) previous.end();
     res.writeHead(200, HEAD(this.o.sessionId));
@@ -114,10 +112,7 @@ export class CallStream {
 
   /** The session ended (DELETE, expiry, shutdown): the stream ends without an answer. */
   close(): void {
-    if (this.ended) return;
-    const res = this.out;
-    if (res && !res.destroyed) res.end();
-    this.end();
+    if (!this.ended) this.endWith();
   }
 
   private attach(res: ServerResponse): void {
@@ -156,11 +151,16 @@ export class CallStream {
     this.corked = false;
   }
 
-  private end(): void {
+  /** Ends the stream, with a last event or none; end() also sends whatever was held (Node uncorks on end). */
+  private endWith(event?: string): void {
     this.ended = true;
-    this.uncork();
     this.stopTimers();
+    const res = this.out;
     this.out = null;
+    if (res && !res.destroyed) {
+      if (event === undefined) res.end();
+      else res.end(event);
+    }
     this.o.onEnd();
   }
 }
