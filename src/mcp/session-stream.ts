@@ -23,13 +23,6 @@ import type { StatefulSession } from './stateful-session.ts';
 /** How long the head and the priming event wait for the next message before they are sent alone. */
 export const HOLD_MS = 10;
 
-/**
- * How far a client may fall behind reading its stream (bytes written and not yet taken by the connection) before it
- * is cut off: it reconnects with Last-Event-ID and is sent the rest from the replay buffer (bounded alike). Without it
- * a client that stops reading would make the server hold whatever its call goes on sending.
- */
-export const MAX_UNREAD_BYTES = 1024 * 1024;
-
 /** What a priming event keeps in the buffer (the SDK transport's choice, so its replay treats it alike). */
 const PRIMING = '{}';
 
@@ -82,12 +75,9 @@ export class CallStream {
   /** A message for the call (a notification or a request to the client), kept for replay and sent if connected. */
   send(message: JsonRpcCall): void {
     const event = this.keep(message);
-    const res = this.out;
-    if (event === null || !res || res.destroyed) return;
-    res.write(event);
+    if (event === null || !this.out || this.out.destroyed) return;
+    this.out.write(event);
     this.uncork();
-    // Kept in the buffer already: a reader this far behind resumes from there.
-    if (res.writableLength > MAX_UNREAD_BYTES) res.destroy();
   }
 
   /** The call's answer: kept, sent, and the stream ends. */
