@@ -15,6 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { header } from '#http/header';
+import { sendJson } from '#http/send-json';
 import { failure, INTERNAL_ERROR, type JsonRpcCall, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
 import { refusedAsSdk, type SessionJsonOptions } from './session-json.ts';
 import type { ReplayBuffer } from './sse-replay-store.ts';
@@ -93,16 +94,18 @@ export class CallStream {
     return eventText(this.o.buffer.record(this.streamId, json), json);
   }
 
+  /** Whether a client connection is still open on this stream. */
+  get connected(): boolean {
+    return this.out !== null && !this.out.destroyed;
+  }
+
   /**
-   * A client reconnecting with `Last-Event-ID` while the call runs: what it missed after that id, then the rest of the
-   * call on this response. An earlier connection still open is ended (the client has moved on).
+   * A client reconnecting with `Last-Event-ID` while the call runs (its earlier connection gone): what it missed after
+   * that id, then the rest of the call on this response.
    */
   resume(res: ServerResponse, lastEventId: string): void {
-    const previous = this.out;
-    // What the earlier connection held goes with its end; nothing is held on this one.
     this.stopTimers();
     this.attach(res);
-    if (previous && previous !== res && !previous.destroyed) previous.end();
     res.writeHead(200, HEAD(this.o.sessionId));
     let missed = '';
     for (const e of this.o.buffer.after(lastEventId)) if (e.text !== PRIMING) missed += eventText(e.id, e.text);
@@ -213,13 +216,18 @@ export const answerAsStream = async (
   else stream.close();
 };
 
-/** A GET with `Last-Event-ID` naming one of the session's own call streams still running: resumed here, or false. */
+/**
+ * A GET with `Last-Event-ID` naming one of the session's own call streams still running: resumed here, or false. A
+ * stream whose connection is still open is not taken from it: 409, as the SDK transport answers for its own streams
+ * (the client tries again once that connection has gone).
+ */
 export const resumeCallStream = (s: StreamingSession, res: ServerResponse, lastEventId: string): boolean => {
   const streamId = s.replay.streamOf(lastEventId);
   if (streamId === undefined) return false;
   for (const call of s.calls.values()) {
     if (call.streamId !== streamId) continue;
-    call.resume(res, lastEventId);
+    if (call.connected) sendJson(res, 409, { jsonrpc: '2.0', error: { code: -32000, message: 'Conflict: Stream already has an active connection' }, id: null });
+    else call.resume(res, lastEventId);
     return true;
   }
   return false;

@@ -137,8 +137,14 @@ describe('HTTP event streams', () => {
       req.on('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNRESET' ? undefined : reject(e)));
       req.end(JSON.stringify({ jsonrpc: '2.0', id: 'c1', method: 'tools/call', params: { name: 'test.elicit', arguments: { text: 'Name?' } } }));
     });
-    // Reconnected while the call waits for its answer: the question it missed comes first.
-    const resumed = await openSse(srv.url, { headers: { ...h, 'last-event-id': primingId } });
+    // Reconnected while the call waits for its answer: the question it missed comes first. Until the server has seen
+    // the first connection go, the stream is still taken (409), and the client tries again, as the SDK's does.
+    let resumed = await openSse(srv.url, { headers: { ...h, 'last-event-id': primingId } });
+    for (let attempt = 0; resumed.status === 409 && attempt < 100; attempt++) {
+      resumed.close();
+      await new Promise((r) => setTimeout(r, 20));
+      resumed = await openSse(srv.url, { headers: { ...h, 'last-event-id': primingId } });
+    }
     expect(resumed.status).toBe(200);
     const askedEvent = await resumed.events.next(undefined, 10_000, 'the replayed elicitation/create');
     const asked = JSON.parse(askedEvent.data) as { id: string | number; method: string; params: { message: string } };

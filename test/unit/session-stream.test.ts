@@ -1,13 +1,14 @@
 /**
  * Estate's own event stream for a session call (src/mcp/session-stream.ts), on a real loopback server: the head, the
  * priming event and a quick answer arrive in order and the stream ends; every event is kept in the session's replay
- * buffer under the stream's id; a reconnect while the call runs gets what it missed and ends the earlier connection;
+ * buffer under the stream's id; a reconnect while the call runs is refused while its connection is open and then
+ * gets what it missed;
  * a session that ends closes its running call streams without an answer.
  */
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CallStream } from '#mcp/session-stream';
+import { CallStream, resumeCallStream } from '#mcp/session-stream';
 import { createReplayStore } from '#mcp/sse-replay-store';
 
 const servers: Server[] = [];
@@ -63,22 +64,33 @@ describe('a session call stream', () => {
     expect(ended).toBe(1);
   });
 
-  it('a reconnect while the call runs gets what it missed, ends the earlier connection, and gets the rest', async () => {
-    const stream = new CallStream(options());
+  it('a reconnect while the call runs is refused while its connection is open (409), then gets what it missed and the rest', async () => {
+    const buffer = createReplayStore();
+    const calls = new Map<string, CallStream>();
+    const session = { id: 's-1', session: undefined as never, replay: buffer, calls };
+    const stream = new CallStream(options(buffer));
+    calls.set('c1', stream);
+    let firstGone!: Promise<void>;
     let n = 0;
     const port = await serve((res) => {
       if (n++ === 0) {
+        firstGone = new Promise((r) => res.once('close', () => r()));
         stream.open(res);
         stream.send({ jsonrpc: '2.0', id: 'q1', method: 'elicitation/create', params: { message: 'Name?' } });
       } else {
-        stream.resume(res, '1');
-        stream.finish({ jsonrpc: '2.0', id: 7, result: { content: [] } });
+        expect(resumeCallStream(session, res, '1')).toBe(true);
+        if (n === 3) stream.finish({ jsonrpc: '2.0', id: 7, result: { content: [] } });
       }
     });
     const first = await get(port);
-    const second = await get(port);
-    expect(await first.body).toContain('elicitation/create');
-    expect(await second.body).toBe(
+    const refused = await get(port);
+    expect(refused.res.statusCode).toBe(409);
+    expect(JSON.parse(await refused.body)).toEqual({ jsonrpc: '2.0', error: { code: -32000, message: 'Conflict: Stream already has an active connection' }, id: null });
+    first.res.destroy();
+    await firstGone;
+    const resumed = await get(port);
+    expect(resumed.res.statusCode).toBe(200);
+    expect(await resumed.body).toBe(
       'event: message\nid: 2\ndata: {"jsonrpc":"2.0","id":"q1","method":"elicitation/create","params":{"message":"Name?"}}\n\n' +
         'event: message\nid: 3\ndata: {"jsonrpc":"2.0","id":7,"result":{"content":[]}}\n\n',
     );
