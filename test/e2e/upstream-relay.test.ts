@@ -104,7 +104,9 @@ describe('upstream messages reach only the caller they belong to', () => {
     const other = await caller('client-quiet');
     try {
       const r = await c.client.callTool(
-        { name: 'rl.flood', arguments: { logs: 3000, progress: 12_000, questions: 40, size: 100_000 } },
+        // Past every cap (1,000 lines, each cut at 8 KiB; 10,000 progress; 16 questions), at ~60 MB rather than 300: the
+        // call must end within its 30 s deadline on a loaded CI host, or its retry asks its questions again.
+        { name: 'rl.flood', arguments: { logs: 3000, progress: 12_000, questions: 40, size: 20_000 } },
         { onprogress: (p) => progress.push(p.progress), timeout: 110_000 },
       );
       expect(r.isError ?? false, textOf(r)).toBe(false);
