@@ -1,17 +1,20 @@
 /**
  * Stateful HTTP sessions (2025 revisions): one StatefulSession bound to one SDK Streamable HTTP transport, which owns
- * the per-request responses, the GET event stream (Last-Event-ID replay, 15 s keep-alive comments) and DELETE. A
- * session lives on the replica that made it; an id we do not hold is answered 404 so the client starts a new one.
+ * initialize, the GET event stream (Last-Event-ID replay, 15 s keep-alive comments) and DELETE; Estate answers the
+ * session's requests itself (session-json.ts, and session-stream.ts for a call that may send messages before its
+ * answer), all of them sharing the session's replay buffer. A session lives on the replica that made it; an id we do
+ * not hold is answered 404 so the client starts a new one.
  */
 import { randomUUID } from 'node:crypto';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { SESSION_LIMIT_DEFAULTS } from '#config';
 import type { Principal } from '#domain/types';
-import { isRequest, isResponseEnvelope, type JsonRpcCall, type JsonRpcNotification } from './jsonrpc.ts';
+import { isRequest, isResponseEnvelope, type JsonRpcCall, type JsonRpcNotification, type RequestId } from './jsonrpc.ts';
 import { createSdkTransport, type SdkTransport } from './sdk-transport.ts';
 import { STATEFUL_REVISIONS, STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
-import { createReplayStore } from './sse-replay-store.ts';
+import { CallStream } from './session-stream.ts';
+import { createReplayStore, type ReplayStore } from './sse-replay-store.ts';
 import type { BatchLimits } from './batch-limits.ts';
 import { StatefulSession } from './stateful-session.ts';
 
@@ -43,6 +46,10 @@ export interface HttpSession {
   owner?: string;
   /** The subject its cap is counted against. */
   subject: string;
+  /** What its streams sent, for Last-Event-ID (the SDK transport's and Estate's own alike). */
+  replay: ReplayStore;
+  /** Calls answered on Estate's own event streams (session-stream.ts), by request id, while they run. */
+  calls: Map<RequestId, CallStream>;
 }
 
 export class HttpSessions {
@@ -93,11 +100,13 @@ export class HttpSessions {
    */
   create(principal: Principal = this.principal, owner?: string): HttpSession {
     const id = randomUUID();
+    const replay = createReplayStore();
+    const calls = new Map<RequestId, CallStream>();
     const transport = createSdkTransport({
       sessionIdGenerator: () => id,
       // SSE responses: a tools/call can carry progress and log notifications before its result.
       enableJsonResponse: false,
-      eventStore: createReplayStore(),
+      eventStore: replay,
       keepAliveMs: KEEP_ALIVE_MS,
       supportedProtocolVersions: [...SESSION_TRANSPORT_REVISIONS],
       onsessionclosed: () => this.drop(id),
@@ -111,15 +120,21 @@ export class HttpSessions {
         void transport.send(n as JSONRPCMessage).catch((e: unknown) => this.core.log.debug({ err: e, session: id }, 'notification not delivered'));
       },
       notifyRequest: (n: JsonRpcNotification, requestId) => {
-        // On the request's own SSE response.
+        // On the request's own SSE response: Estate's (session-stream.ts), or the SDK transport's.
+        const own = calls.get(requestId);
+        if (own) return own.send(n);
         void transport.send(n as JSONRPCMessage, { relatedRequestId: requestId }).catch((e: unknown) => this.core.log.debug({ err: e, session: id }, 'notification not delivered'));
       },
       // Elicitation/sampling requests on the tools/call's SSE response; a failure to send rejects the handler's wait.
-      sendToClient: (m, requestId) => transport.send(m as JSONRPCMessage, { relatedRequestId: requestId }),
+      sendToClient: (m, requestId) => {
+        const own = calls.get(requestId);
+        if (own) return own.send(m);
+        return transport.send(m as JSONRPCMessage, { relatedRequestId: requestId });
+      },
       ...(this.batchLimits ? { batchLimits: this.batchLimits } : {}),
     });
     const subject = principal.subject ?? 'anonymous';
-    const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0, subject, ...(owner !== undefined ? { owner } : {}) };
+    const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0, subject, replay, calls, ...(owner !== undefined ? { owner } : {}) };
     this.perSubject.set(subject, (this.perSubject.get(subject) ?? 0) + 1);
     transport.onmessage = (message) => {
       if (isResponseEnvelope(message)) {
@@ -147,6 +162,7 @@ export class HttpSessions {
     if (left > 0) this.perSubject.set(s.subject, left);
     else this.perSubject.delete(s.subject);
     s.session.close();
+    for (const call of [...s.calls.values()]) call.close();
     void s.transport.close().catch(() => undefined);
     this.core.log.info({ session: id }, 'session closed');
   }

@@ -68,6 +68,19 @@ export const sdkRefusal = (req: IncomingMessage, raw: unknown, revisions: readon
   return null;
 };
 
+/**
+ * Whether the SDK transport would have refused this POST; if so it is answered as the transport would (its own body,
+ * key order included) and the request's id is released for the client to use again.
+ */
+export const refusedAsSdk = (req: IncomingMessage, res: ServerResponse, s: { session: StatefulSession }, message: JsonRpcRequest, raw: unknown, o: SessionJsonOptions): boolean => {
+  const refused = sdkRefusal(req, raw, o.revisions);
+  if (!refused) return false;
+  s.session.unclaim(message.id);
+  o.onRefused?.(refused.message);
+  sendJson(res, refused.status, { jsonrpc: '2.0', error: { code: refused.code, message: refused.message }, id: null });
+  return true;
+};
+
 /** Answers `message` (a request the session has claimed) as one JSON response carrying the session id. */
 export const answerAsJson = async (
   req: IncomingMessage,
@@ -77,13 +90,7 @@ export const answerAsJson = async (
   raw: unknown,
   o: SessionJsonOptions,
 ): Promise<void> => {
-  const refused = sdkRefusal(req, raw, o.revisions);
-  if (refused) {
-    s.session.unclaim(message.id);
-    o.onRefused?.(refused.message);
-    // The SDK's own body: key order included.
-    return sendJson(res, refused.status, { jsonrpc: '2.0', error: { code: refused.code, message: refused.message }, id: null });
-  }
+  if (refusedAsSdk(req, res, s, message, raw, o)) return;
   const answer = await s.session.handle(message);
   // A client that hung up gets nothing (as on the SDK's JSON path); the call itself ran and was recorded.
   if (answer && !res.destroyed) sendJsonText(res, 200, responseBody(answer), { 'mcp-session-id': s.id });

@@ -15,20 +15,43 @@ interface Stored {
 /** Characters of JSON a session keeps for replay, over all its messages (the oldest go first). */
 export const REPLAY_CHARS = 1024 * 1024;
 
-export const createReplayStore = (capacity = 1000, maxChars = REPLAY_CHARS): SdkEventStore & Required<Pick<SdkEventStore, 'getStreamIdForEventId'>> => {
+/** Estate's own use of the buffer (session-stream.ts), synchronous so a stream's events keep their order. */
+export interface ReplayBuffer {
+  /** Keep one message (as its JSON text) of `streamId`; returns its event id. */
+  record(streamId: string, text: string): string;
+  /** The stream an event id belongs to, if it is still kept. */
+  streamOf(eventId: string): string | undefined;
+  /** The events of `eventId`'s stream kept after it, oldest first (none if the id is no longer kept). */
+  after(eventId: string): { id: string; text: string }[];
+}
+
+export type ReplayStore = SdkEventStore & Required<Pick<SdkEventStore, 'getStreamIdForEventId'>> & ReplayBuffer;
+
+export const createReplayStore = (capacity = 1000, maxChars = REPLAY_CHARS): ReplayStore => {
   const events: Stored[] = [];
   let chars = 0;
   let seq = 0;
   const indexOf = (id: string): number => events.findIndex((e) => e.id === id);
+  const record = (streamId: string, text: string): string => {
+    const id = String(++seq);
+    events.push({ id, streamId, text });
+    chars += text.length;
+    // The newest message always stays (a reconnect right after it finds its id), whatever its size.
+    while (events.length > 1 && (events.length > capacity || chars > maxChars)) chars -= (events.shift() as Stored).text.length;
+    return id;
+  };
+  const after = (eventId: string): { id: string; text: string }[] => {
+    const i = indexOf(eventId);
+    if (i < 0) return [];
+    const streamId = (events[i] as Stored).streamId;
+    return events.slice(i + 1).filter((e) => e.streamId === streamId);
+  };
   return {
+    record,
+    streamOf: (eventId) => events[indexOf(eventId)]?.streamId,
+    after,
     storeEvent(streamId, message) {
-      const id = String(++seq);
-      const text = JSON.stringify(message);
-      events.push({ id, streamId, text });
-      chars += text.length;
-      // The newest message always stays (a reconnect right after it finds its id), whatever its size.
-      while (events.length > 1 && (events.length > capacity || chars > maxChars)) chars -= (events.shift() as Stored).text.length;
-      return Promise.resolve(id);
+      return Promise.resolve(record(streamId, JSON.stringify(message)));
     },
     getStreamIdForEventId(eventId) {
       return Promise.resolve(events[indexOf(eventId)]?.streamId);

@@ -3,8 +3,9 @@
  * has checked Host/Origin and, with authorization, found its caller. Our own checks run first — content type (415),
  * body size (413), JSON (-32700), envelope (-32600), the stateless gates (-32602/-32022/-32020/-32021 as HTTP 400) and
  * session lookup (404) — because errors sent through the SDK transport after dispatch come back as HTTP 200. Then:
- * stateless requests are answered here as JSON (a `subscriptions/listen` gets an SDK event stream); stateful
- * sessions go through their SDK transport.
+ * stateless requests are answered here as JSON (a `subscriptions/listen` gets an SDK event stream); a session's
+ * requests once it is initialized are answered by Estate (session-json.ts, session-stream.ts, and a reconnect to a
+ * running call's stream), and the rest (initialize, notifications, the GET stream, DELETE) by its SDK transport.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
@@ -16,6 +17,7 @@ import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
 import { createSdkTransport, loadSdkTransport, serveOverNode } from './sdk-transport.ts';
 import { answerAsJson } from './session-json.ts';
+import { answerAsStream, resumeCallStream } from './session-stream.ts';
 import { Cancellation } from './cancellation.ts';
 import { duplicateId, type BatchLimits } from './batch-limits.ts';
 import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, responseBody, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
@@ -60,6 +62,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
   const ownerOf = (req: IncomingMessage): string | undefined => callers.get(req)?.owner;
   const listenStreams = new Set<() => void>();
   const jsonOptions = { revisions: SESSION_TRANSPORT_REVISIONS, onRefused: (why: string) => core.log.debug({ err: why }, 'transport error') };
+  const streamOptions = { ...jsonOptions, keepAliveMs: KEEP_ALIVE_MS, onError: (e: unknown) => core.log.error({ err: e }, 'session call failed') };
 
   const stateless = async (req: IncomingMessage, res: ServerResponse, raw: unknown): Promise<void> => {
     if (Array.isArray(raw)) return sendJson(res, 400, failure(null, INVALID_REQUEST, 'Invalid Request: batches do not exist in 2026-07-28'));
@@ -170,6 +173,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       if (!s.session.claim(id)) return sendJson(res, 400, duplicateId(id), { 'mcp-session-id': s.id });
       res.on('close', () => s.session.unclaim(id));
       if (s.session.isInitialized && s.session.sendsOnlyItsAnswer(env.message)) return answerAsJson(req, res, s, env.message, raw, jsonOptions);
+      if (s.session.isInitialized) return answerAsStream(req, res, s, env.message, raw, streamOptions);
     }
     await serveOverNode(s.transport, req, res, raw);
   };
@@ -199,6 +203,10 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
         s.openStreams--;
         s.lastSeen = Date.now();
       });
+      // A reconnect to one of Estate's own call streams while its call runs (session-stream.ts); any other (the GET
+      // stream's, or a call stream whose call has ended) is the SDK transport's to replay from the shared buffer.
+      const last = header(req, 'last-event-id');
+      if (last !== undefined && header(req, 'accept')?.includes('text/event-stream') && resumeCallStream(s, res, last)) return;
     }
     await serveOverNode(s.transport, req, res);
   };
