@@ -14,6 +14,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ReadableStreamDefaultReader, ReadableStreamReadResult } from 'node:stream/web';
+import { sendJson } from '#http/send-json';
+import { failure, INTERNAL_ERROR } from './jsonrpc.ts';
 
 type SdkServer = typeof import('@modelcontextprotocol/server');
 export type SdkTransport = InstanceType<SdkServer['WebStandardStreamableHTTPServerTransport']>;
@@ -41,7 +43,7 @@ export const createSdkTransport = (options: SdkTransportOptions): SdkTransport =
 };
 
 /** How long an event stream's head and first piece wait for the next piece before they are sent alone. */
-const HOLD_MS = 10;
+export const HOLD_MS = 10;
 
 /**
  * What the transport reads of a request: its method and `headers.get` (SDK 2.4.0, pinned; its tests here would fail
@@ -59,12 +61,8 @@ const requestOf = (req: IncomingMessage): Request => {
 };
 
 const internalError = (res: ServerResponse): void => {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null });
-  res.writeHead(500, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+  if (res.headersSent) res.destroy();
+  else sendJson(res, 500, failure(null, INTERNAL_ERROR, 'Internal error'));
 };
 
 /**

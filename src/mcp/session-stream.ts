@@ -17,12 +17,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
 import { failure, INTERNAL_ERROR, type JsonRpcCall, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
+import { HOLD_MS } from './sdk-transport.ts';
 import { refusedAsSdk, type SessionJsonOptions } from './session-json.ts';
 import type { ReplayBuffer } from './sse-replay-store.ts';
 import type { StatefulSession } from './stateful-session.ts';
-
-/** How long the head and the priming event wait for the next message before they are sent alone. */
-export const HOLD_MS = 10;
 
 /** What a priming event keeps in the buffer (the SDK transport's choice, so its replay treats it alike). */
 const PRIMING = '{}';
@@ -226,7 +224,7 @@ export const resumeCallStream = (s: StreamingSession, res: ServerResponse, lastE
   if (streamId === undefined) return false;
   for (const call of s.calls.values()) {
     if (call.streamId !== streamId) continue;
-    if (call.connected) sendJson(res, 409, { jsonrpc: '2.0', error: { code: -32000, message: 'Conflict: Stream already has an active connection' }, id: null });
+    if (call.connected) sendJson(res, 409, failure(null, -32000, 'Conflict: Stream already has an active connection'));
     else call.resume(res, lastEventId);
     return true;
   }
