@@ -8,6 +8,9 @@
  *   the caller), or stays open after it, is handed over as that stream, every byte in order, as soon as that is known;
  * - a stream that fails before its response is handed over as far as it came, then fails (the SDK resumes it);
  * - GET and DELETE, and any request this does not recognise, go to the global fetch.
+ * A request that fails on a kept-alive connection the upstream had closed before reading it is sent again on another
+ * (a busy process can take such a connection from the pool before it sees the close): a reply to an upstream's
+ * question lost that way left the upstream waiting until the call's deadline.
  * What is held is bounded (MAX_UPSTREAM_BODY_BYTES for a body read whole, SNIFF_BYTES of a stream before it is handed
  * over): an upstream is not trusted to send a sane amount.
  */
@@ -24,7 +27,19 @@ const SNIFF_BYTES = 1024 * 1024;
 /** How long a stream that has sent its response may stay open before it is handed over as a stream (default). */
 const END_AFTER_RESPONSE_MS = 25;
 
-const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }) };
+/**
+ * How long a kept-alive connection may sit idle in the pool. With a timeout of its own, Node's agent also honours an
+ * upstream's `Keep-Alive: timeout=N` hint: an idle connection is dropped a second before the upstream would drop it.
+ * On a connection in use the timeout only emits an event: a quiet stream is not cut.
+ */
+const IDLE_TIMEOUT_MS = 30_000;
+const agents = {
+  http: new HttpAgent({ keepAlive: true, maxSockets: 256, timeout: IDLE_TIMEOUT_MS }),
+  https: new HttpsAgent({ keepAlive: true, maxSockets: 256, timeout: IDLE_TIMEOUT_MS }),
+};
+/** How a request fails on a connection its upstream had already closed; and how often it is sent again on another. */
+const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE']);
+const STALE_RETRIES = 3;
 
 type Fetch = typeof fetch;
 
@@ -125,16 +140,37 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
         else reject(r);
       };
       const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-      const req = send(url, { method: 'POST', headers, agent: url.protocol === 'https:' ? agents.https : agents.http });
-      const onAbort = (): void => {
-        req.destroy(abortError(signal as AbortSignal) as Error);
+      const agent = url.protocol === 'https:' ? agents.https : agents.http;
+      let responded = false;
+      const attempt = (retries: number): void => {
+        const req = send(url, { method: 'POST', headers, agent });
+        const onAbort = (): void => {
+          req.destroy(abortError(signal as AbortSignal) as Error);
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        req.on('socket', (socket) => {
+          // A kept-alive connection the upstream closed while this process was busy can still be in the pool, half shut
+          // (its end read, its close not yet): a request written to it is never answered. Fail it now and go again.
+          if (req.reusedSocket && socket.readyState !== 'open') socket.destroy();
+        });
+        req.on('error', (e) => {
+          signal?.removeEventListener('abort', onAbort);
+          // Failed on a reused connection before any answer: the upstream closed that idle connection as we took it
+          // (its keep-alive timeout), so it never read the request. Node's documented remedy: send it again.
+          if (!responded && req.reusedSocket && retries > 0 && !signal?.aborted && STALE_CONNECTION.has((e as NodeJS.ErrnoException).code ?? '')) {
+            return attempt(retries - 1);
+          }
+          settle(e);
+        });
+        req.on('close', () => signal?.removeEventListener('abort', onAbort));
+        req.on('response', (res) => {
+          responded = true;
+          answer(res);
+        });
+        req.end(body);
       };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      req.on('error', (e) => {
-        settle(e);
-      });
-      req.on('close', () => signal?.removeEventListener('abort', onAbort));
-      req.on('response', (res) => {
+
+      const answer = (res: IncomingMessage): void => {
         const status = res.statusCode ?? 0;
         const statusText = res.statusMessage ?? '';
         const type = String(res.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
@@ -241,8 +277,8 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
         res.on('close', () => {
           if (!res.complete) asStream();
         });
-      });
-      req.end(body);
+      };
+      attempt(STALE_RETRIES);
     });
   };
   return upstreamFetch as Fetch;

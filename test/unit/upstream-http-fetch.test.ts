@@ -3,6 +3,7 @@
  * answering as an MCP server may: an event stream holding only the response becomes its JSON body; anything else is
  * handed over exactly as sent (every byte, in order, as a stream), failures stay failures, and nothing is unbounded.
  */
+import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -216,5 +217,89 @@ describe('the upstream fetch', () => {
     expect(await (await withFallback(`${base}/json`, { method: 'GET' })).text()).toBe('fallback');
     expect(await (await withFallback(`${base}/json`, { method: 'DELETE' })).text()).toBe('fallback');
     expect(seen).toEqual([`GET ${base}/json`, `DELETE ${base}/json`]);
+  });
+});
+
+/**
+ * An upstream in its own process (this one is made busy while it acts): it counts the requests it reads, answers each
+ * with 202, and with `drop` set closes every connection 50 ms after answering on it, as a keep-alive timeout does.
+ * Each with `reset` set closes a connection as soon as a request arrives on it, without answering.
+ */
+const UPSTREAM = `
+const { createServer } = require('node:http');
+const [drop, reset] = [process.argv[1] === 'drop', process.argv[1] === 'reset'];
+let seen = 0;
+const server = createServer((req, res) => {
+  seen++;
+  if (reset) return req.socket.destroy();
+  req.resume();
+  req.on('end', () => {
+    res.writeHead(202, { 'x-seen': String(seen) }).end();
+    if (drop) setTimeout(() => req.socket.destroy(), 50);
+  });
+});
+server.keepAliveTimeout = 60000;
+server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
+process.stdin.on('data', () => process.stdout.write('seen ' + seen + '\\n'));
+`;
+
+const startUpstream = async (mode: 'drop' | 'reset') => {
+  const child = spawn(process.execPath, ['-e', UPSTREAM, mode], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  const waiting: ((l: string) => void)[] = [];
+  let buffered = '';
+  child.stdout.on('data', (c: Buffer) => {
+    buffered += c.toString();
+    for (let i = buffered.indexOf('\n'); i >= 0; i = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, i);
+      buffered = buffered.slice(i + 1);
+      const w = waiting.shift();
+      if (w) w(line);
+      else lines.push(line);
+    }
+  });
+  const nextLine = (): Promise<string> => new Promise((resolve) => (lines.length > 0 ? resolve(lines.shift() as string) : waiting.push(resolve)));
+  const url = new URL(`http://127.0.0.1:${await nextLine()}/mcp`);
+  return {
+    url,
+    /** How many requests the upstream has read. */
+    seen: async () => (child.stdin.write('?\n'), Number((await nextLine()).split(' ')[1])),
+    stop: () => child.kill(),
+  };
+};
+
+const busyFor = (ms: number): void => {
+  const until = Date.now() + ms;
+  while (Date.now() < until);
+};
+
+describe('the upstream fetch on kept-alive connections', () => {
+  const send = (url: URL) => upstreamFetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":"q-1","result":{}}' });
+
+  it('sends a request again, once, when the kept-alive connection it took had been closed by the upstream meanwhile', async () => {
+    const upstream = await startUpstream('drop');
+    try {
+      expect((await send(upstream.url)).status).toBe(202);
+      // The upstream closes that connection while this process is too busy to notice: the next request takes it from
+      // the pool in the same turn, as a relay busy with a large stream did (an answer to an upstream's question lost).
+      busyFor(400);
+      const again = await send(upstream.url);
+      expect(again.status).toBe(202);
+      // Read once, on the fresh connection: the one it was first written to had been closed before anything was read.
+      expect(again.headers.get('x-seen')).toBe('2');
+      expect(await upstream.seen()).toBe(2);
+    } finally {
+      upstream.stop();
+    }
+  });
+
+  it('does not send again what failed on a new connection: the upstream may have read it', async () => {
+    const upstream = await startUpstream('reset');
+    try {
+      await expect(send(upstream.url)).rejects.toMatchObject({ code: 'ECONNRESET' });
+      expect(await upstream.seen()).toBe(1);
+    } finally {
+      upstream.stop();
+    }
   });
 });
