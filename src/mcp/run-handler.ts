@@ -46,19 +46,32 @@ const defaultBackoff = (retry: number): number => 50 * 2 ** (retry - 1);
 const isCallToolResult = (v: unknown): v is CallToolResult =>
   typeof v === 'object' && v !== null && Array.isArray((v as CallToolResult).content);
 
-/** The handler's context: `signal` is made when the handler first reads it (cancellation.ts). */
-const contextOf = (o: RunOptions, attempt: Cancellation): HandlerContext => {
+/** Whether an attempt has put a question to the client (its user or model). */
+interface Asked {
+  any: boolean;
+}
+
+/**
+ * The handler's context: `signal` is made when the handler first reads it (cancellation.ts); a question to the client
+ * marks the attempt as one that asked.
+ */
+const contextOf = (o: RunOptions, attempt: Cancellation, asked: Asked): HandlerContext => {
   const signal = (): AbortSignal => attempt.signal;
-  return {
+  const ctx: HandlerContext = {
     ...o.context,
     ...o.withSignal?.(signal),
     get signal() {
       return attempt.signal;
     },
   };
+  const { elicit, sample, listRoots } = ctx;
+  if (elicit) ctx.elicit = (params, options) => ((asked.any = true), elicit(params, options));
+  if (sample) ctx.sample = (params, options) => ((asked.any = true), sample(params, options));
+  if (listRoots) ctx.listRoots = (options) => ((asked.any = true), listRoots(options));
+  return ctx;
 };
 
-const attempt = (o: RunOptions): Promise<CallToolResult> => {
+const attempt = (o: RunOptions, asked: Asked): Promise<CallToolResult> => {
   const ac = new Cancellation();
   return new Promise<CallToolResult>((resolve, reject) => {
     const onCancel = () => {
@@ -79,7 +92,7 @@ const attempt = (o: RunOptions): Promise<CallToolResult> => {
       offCancel?.();
     };
     Promise.resolve()
-      .then(() => o.handler(o.args, contextOf(o, ac)))
+      .then(() => o.handler(o.args, contextOf(o, ac, asked)))
       .then(
         (r) => {
           done();
@@ -106,8 +119,9 @@ export const runHandler = async (o: RunOptions): Promise<HandlerRun> => {
   let attempts = 0;
   for (;;) {
     attempts++;
+    const asked: Asked = { any: false };
     try {
-      const result = await attempt(o);
+      const result = await attempt(o, asked);
       return { result, outcome: result.isError ? 'tool_error' : 'ok', attempts };
     } catch (e) {
       if (e instanceof Cancelled || o.cancel?.aborted) return { result: errorResult('Tool call cancelled'), outcome: 'cancelled', attempts };
@@ -116,8 +130,11 @@ export const runHandler = async (o: RunOptions): Promise<HandlerRun> => {
       const timedOut = e instanceof Timeout;
       // An executor's own outcome (an upstream proxy): retried only when it says a repeat could help.
       const failure = e instanceof ExecutorFailure ? e : timedOut ? (o.handler as ExecutorTraits).timeoutFailure?.(o.timeoutMs) : undefined;
-      if (failure && !(failure.retryable && attempts < maxAttempts)) return { result: errorResult(failure.message), outcome: failure.outcome, attempts };
-      if (attempts < maxAttempts) {
+      // An attempt that asked the client something is not repeated either, even if it then failed in a way that
+      // could be retried (an upstream that went quiet after its question): its user or model would be asked again.
+      const again = attempts < maxAttempts && !asked.any;
+      if (failure && !(failure.retryable && again)) return { result: errorResult(failure.message), outcome: failure.outcome, attempts };
+      if (again) {
         o.context.log.warn('handler failed; retrying', { attempt: attempts, timedOut, error: (failure ?? (e as Error)).message });
         await sleep(backoff(attempts), o.cancel);
         if (o.cancel?.aborted) return { result: errorResult('Tool call cancelled'), outcome: 'cancelled', attempts };

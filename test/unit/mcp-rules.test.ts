@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
+import { ExecutorFailure } from '#handlers/executor-failure';
 import type { HandlerMap } from '#handlers/types';
 import type { JsonRpcCall } from '#mcp/jsonrpc';
 import { runHandler } from '#mcp/run-handler';
@@ -231,5 +232,43 @@ describe('retries of a handler that times out', () => {
     const once = await run('non_idempotent');
     expect(once.events).toEqual(['attempt']);
     expect(once.out).toMatchObject({ outcome: 'timeout', attempts: 1 });
+  });
+
+  it('an attempt that asked the client something is not repeated: a timeout or a retryable failure after it ends the call', async () => {
+    const log = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+    const questions: string[] = [];
+    const askers = () => ({
+      elicit: async () => (questions.push('elicit'), { action: 'accept' as const, content: {} }),
+      sample: async () => (questions.push('sample'), { role: 'assistant' as const, content: { type: 'text' as const, text: 'ok' }, model: 'm' }),
+      listRoots: async () => (questions.push('roots'), { roots: [] }),
+    });
+    const run = async (ask: 'elicit' | 'sample' | 'listRoots' | 'nothing', then: 'hang' | 'fail') => {
+      let attempts = 0;
+      const out = await runHandler({
+        handler: async (_a, ctx) => {
+          attempts++;
+          if (ask === 'elicit') await ctx.elicit?.({ message: 'which account?', requestedSchema: { type: 'object', properties: {} } });
+          if (ask === 'sample') await ctx.sample?.({ messages: [], maxTokens: 10 });
+          if (ask === 'listRoots') await ctx.listRoots?.();
+          if (then === 'fail') throw new ExecutorFailure('upstream_unavailable', 'upstream u unavailable', true);
+          return new Promise(() => undefined);
+        },
+        args: {},
+        context: { principal: acme, runId: 'r', tool: { name: 't', version: '1.0.0', schemaHash: 'h' }, log } as never,
+        withSignal: askers,
+        sideEffect: 'none',
+        timeoutMs: 10,
+        backoffMs: () => 1,
+      });
+      return { attempts, out };
+    };
+    for (const ask of ['elicit', 'sample', 'listRoots'] as const) {
+      expect(await run(ask, 'hang')).toMatchObject({ attempts: 1, out: { outcome: 'timeout', attempts: 1 } });
+      expect(await run(ask, 'fail')).toMatchObject({ attempts: 1, out: { outcome: 'upstream_unavailable', attempts: 1 } });
+    }
+    expect(questions).toEqual(['elicit', 'elicit', 'sample', 'sample', 'roots', 'roots']);
+    // Without a question, the same failures are retried as before.
+    expect(await run('nothing', 'hang')).toMatchObject({ attempts: 3, out: { outcome: 'timeout', attempts: 3 } });
+    expect(await run('nothing', 'fail')).toMatchObject({ attempts: 3, out: { outcome: 'upstream_unavailable', attempts: 3 } });
   });
 });
