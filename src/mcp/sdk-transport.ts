@@ -42,9 +42,6 @@ export const createSdkTransport = (options: SdkTransportOptions): SdkTransport =
   return new loaded.WebStandardStreamableHTTPServerTransport(options);
 };
 
-/** How long an event stream's head and first piece wait for the next piece before they are sent alone. */
-export const HOLD_MS = 10;
-
 /**
  * What the transport reads of a request: its method and `headers.get` (SDK 2.4.0, pinned; its tests here would fail
  * on a version that reads more). Not a web Request: building one (URL, Headers, an AbortSignal) cost more than the
@@ -124,56 +121,27 @@ const writeResponse = async (response: Response, res: ServerResponse): Promise<v
   };
   if (res.destroyed) return cancel();
   res.once('close', onClose);
-  // The head and the first piece (the priming event) wait for the next piece, up to HOLD_MS: a quick answer and the
-  // end of its stream then leave with them in one write, which under load halves the writes (and the client's reads)
-  // per answer. Nothing waits for the timer: the answer's arrival sends everything at once. A slow tool's client sees
-  // its stream open after HOLD_MS.
-  res.cork();
-  let corked = true;
-  const uncork = (): void => {
-    if (corked) res.uncork();
-    corked = false;
-  };
-  const hold = setTimeout(uncork, HOLD_MS);
   try {
     const first = readSoon(reader);
     // Nothing to send yet (a GET stream may stay quiet until a keep-alive comment): the head goes out at once, so the
-    // client sees its stream open.
-    if ((await nowOrNull(first)) === null) {
-      uncork();
-      res.flushHeaders();
-    }
+    // client sees its stream open. Otherwise it leaves with the first piece.
+    if ((await nowOrNull(first)) === null) res.flushHeaders();
     let piece = await first;
-    let held = true;
     while (!piece.done) {
       if (res.destroyed) return cancel();
       const next = readSoon(reader);
       const ready = await nowOrNull(next);
-      if (ready?.done) {
-        // The last piece and the end of the stream in one write (with whatever was held).
-        res.end(piece.value);
-        uncork();
-        return;
-      }
-      const flowing = res.write(piece.value);
-      // The first piece stays held for the next (above); every later one goes out at once, with it.
-      if (!held) uncork();
-      held = false;
+      // The last piece and the end of the stream in one write.
+      if (ready?.done) return void res.end(piece.value);
       // A slow reader: wait for the socket to drain (or go away) before taking more from the transport.
-      if (!flowing) {
-        uncork();
-        await drained(res);
-      }
+      if (!res.write(piece.value)) await drained(res);
       piece = ready ?? (await next);
     }
-    uncork();
     if (!res.destroyed) res.end();
   } catch {
     // The stream failed (the transport errored it) or the client went away: nothing more can be sent.
     if (!res.destroyed) res.destroy();
   } finally {
-    clearTimeout(hold);
-    uncork();
     res.off('close', onClose);
   }
 };

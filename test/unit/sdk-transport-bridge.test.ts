@@ -79,14 +79,14 @@ describe('the SDK transport over node:http', () => {
     await served;
   });
 
-  it('holds the head and priming event for a quick answer, but opens the stream of a call that is still running', async () => {
+  it('sends the head and priming event of a call that is still running at once, before its answer', async () => {
     let answer!: () => void;
     const transport = await transportFor((t, id) => {
       answer = () => void t.send({ jsonrpc: '2.0', id, result: { content: [] } }, { relatedRequestId: id });
     }, true);
     let served!: Promise<void>;
     const port = await serve((req, res) => (served = serveOverNode(transport, req, res, CALL)));
-    // The answer is withheld: the head and the priming event still arrive (after the hold), before it.
+    // The answer is withheld: the head and the priming event still arrive, before it.
     const res = await post(port);
     expect(res.statusCode).toBe(200);
     const firstPiece = await new Promise<string>((resolve) => res.once('data', (c: Buffer) => resolve(c.toString())));
