@@ -142,11 +142,12 @@ const checked = <T>(method: ClientMethod, result: Record<string, unknown>): T =>
  */
 export const clientAskers =
   (ask: ClientAsk | undefined) =>
-  (signal: () => AbortSignal): Pick<HandlerContext, 'elicit' | 'sample' | 'listRoots'> => {
+  (signal: () => AbortSignal, asked?: () => void): Pick<HandlerContext, 'elicit' | 'sample' | 'listRoots'> => {
     const call = async (method: ClientMethod, params: Record<string, unknown>): Promise<Record<string, unknown>> => {
       if (!ask) {
         throw new ClientRequestError('unavailable', `${method} is not available here: this call has no way to ask the client`);
       }
+      asked?.();
       return ask(method, params, signal());
     };
     return {

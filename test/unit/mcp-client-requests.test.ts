@@ -26,6 +26,11 @@ const asking: HandlerMap = {
     const r = await ctx.sample!({ messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }], maxTokens: 10 });
     return { content: [{ type: 'text', text: `${r.model}:${JSON.stringify(r.content)}` }] };
   },
+  // Asks, is answered, then never returns (an upstream that went quiet after its question).
+  'patient.quiet': async (_args, ctx) => {
+    await ctx.elicit!({ message: 'which account?', requestedSchema: schema });
+    return new Promise(() => undefined);
+  },
   // Records how its question ended, then answers with that.
   patient: async (_args, ctx) => {
     try {
@@ -42,6 +47,7 @@ const defs = [
   aDefinition({ access: { classification: 'public' } }),
   aDefinition({ name: 'sample', handler: 'sample', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
   aDefinition({ name: 'patient', handler: 'patient', inputSchema: { type: 'object' }, access: { classification: 'public' } }),
+  aDefinition({ name: 'patient.quiet', handler: 'patient.quiet', inputSchema: { type: 'object' }, timeoutMs: 50, sideEffect: 'none', access: { classification: 'public' } }),
   aDefinition({ name: 'patient.hasty', handler: 'patient', inputSchema: { type: 'object' }, timeoutMs: 50, sideEffect: 'non_idempotent', access: { classification: 'public' } }),
 ];
 const BOTH = { elicitation: {}, sampling: {} };
@@ -159,6 +165,16 @@ describe('server-to-client requests on a session', () => {
     expect(asRequest(q).method).toBe('elicitation/create');
     expect(withdrawn).toMatchObject({ method: 'notifications/cancelled', params: { requestId: asRequest(q).id } });
     expect(caught[0]).toMatchObject({ reason: 'aborted' });
+  });
+
+  it('a retryable call that times out after its question was answered is not run again: its user would be asked twice', async () => {
+    const { s } = await setup();
+    const call = s.request('tools/call', { name: 'patient.quiet', arguments: {} });
+    const q = asRequest(await s.nextToClient());
+    await s.send({ jsonrpc: '2.0', id: q.id, result: { action: 'accept', content: { answer: 'acct-1' } } });
+    expect(textOf(resultOf(await call))).toBe('Tool timed out after 50 ms');
+    // One question in all, not one per attempt (sideEffect none allows three).
+    expect(s.toClient.filter((m) => (m as { method?: string }).method === 'elicitation/create')).toHaveLength(1);
   });
 
   it('the session closes while a call waits: the question is rejected', async () => {

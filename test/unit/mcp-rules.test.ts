@@ -237,10 +237,11 @@ describe('retries of a handler that times out', () => {
   it('an attempt that asked the client something is not repeated: a timeout or a retryable failure after it ends the call', async () => {
     const log = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
     const questions: string[] = [];
-    const askers = () => ({
-      elicit: async () => (questions.push('elicit'), { action: 'accept' as const, content: {} }),
-      sample: async () => (questions.push('sample'), { role: 'assistant' as const, content: { type: 'text' as const, text: 'ok' }, model: 'm' }),
-      listRoots: async () => (questions.push('roots'), { roots: [] }),
+    // As clientAskers does: `asked` is called when a question is sent.
+    const askers = (_signal: () => AbortSignal, asked: () => void) => ({
+      elicit: async () => (asked(), questions.push('elicit'), { action: 'accept' as const, content: {} }),
+      sample: async () => (asked(), questions.push('sample'), { role: 'assistant' as const, content: { type: 'text' as const, text: 'ok' }, model: 'm' }),
+      listRoots: async () => (asked(), questions.push('roots'), { roots: [] }),
     });
     const run = async (ask: 'elicit' | 'sample' | 'listRoots' | 'nothing', then: 'hang' | 'fail') => {
       let attempts = 0;

@@ -11,7 +11,7 @@ import type { HandlerContext } from '#handlers/types';
 import type { CatalogueVersion } from '#projections/catalogue';
 import { storeUnavailable } from '../error-map.ts';
 import type { Cancel } from '../cancellation.ts';
-import type { HandlerRun } from '../run-handler.ts';
+import type { HandlerRun, RunOptions } from '../run-handler.ts';
 import type { ToolExecutor } from './executor.ts';
 
 export interface Execution {
@@ -36,7 +36,7 @@ export interface ExecuteCall {
   runId: string;
   argsHash: string;
   context: Omit<HandlerContext, 'signal'>;
-  withSignal: (signal: () => AbortSignal) => Partial<Omit<HandlerContext, 'signal'>>;
+  withSignal: NonNullable<RunOptions['withSignal']>;
   cancel?: Cancel;
 }
 
