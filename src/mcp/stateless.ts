@@ -51,11 +51,14 @@ export type StatelessOutcome =
 const complete = (result: Record<string, unknown>): Record<string, unknown> => {
   // A cached page is complete already (list-cache.ts builds its 2026-07-28 form).
   if (jsonBytesOf(result) !== undefined) return result;
-  return {
-    ...result,
-    resultType: isInputRequiredResult(result) ? result.resultType : 'complete',
-    _meta: { ...(isPlainObject(result._meta) ? result._meta : {}), [SERVER_INFO_META]: { ...SERVER_INFO } },
-  };
+  // Key by key: a literal that spreads an object and then adds keys takes V8's slow path (tool-call/answer.ts).
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(result)) out[key] = result[key];
+  out.resultType = isInputRequiredResult(result) ? result.resultType : 'complete';
+  const meta: Record<string, unknown> = isPlainObject(result._meta) ? Object.assign({}, result._meta) : {};
+  meta[SERVER_INFO_META] = { ...SERVER_INFO };
+  out._meta = meta;
+  return out;
 };
 
 const fail = (id: JsonRpcRequest['id'], e: McpError): StatelessOutcome => ({

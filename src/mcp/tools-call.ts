@@ -42,7 +42,8 @@ const channelOf = (req: ToolCallRequest, meta: Record<string, unknown>): ClientC
 
 export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => {
   const now = deps.now ?? Date.now;
-  const executeDeps = { recorder: deps.recorder, now, ...(deps.storeRefusal ? { storeRefusal: deps.storeRefusal } : {}) };
+  // Copied field by field into each call's deps: `{ ...executeDeps, observe }` would take V8's slow path (answer.ts).
+  const executeDeps = { recorder: deps.recorder, now, storeRefusal: deps.storeRefusal };
 
   /** One call; `span` is undefined when tracing is off or the trace is not sampled (then no event is even built). */
   const call = async (req: ToolCallRequest, span: Span | undefined): Promise<CallToolResult | InputRequiredResult> => {
@@ -78,7 +79,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
       deps.observe?.({ tool: v.name, version: v.version, outcome, seconds: Math.max(0, now() - since) / 1000 });
     const channel = channelOf(req, p.meta);
     const { callId, started, run } = await executeCall(
-      { ...executeDeps, observe },
+      { recorder: executeDeps.recorder, now: executeDeps.now, storeRefusal: executeDeps.storeRefusal, observe },
       {
         v,
         executor,
@@ -140,7 +141,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
     // A call that ran once and must not run again (a proxied non_idempotent tool) is recorded as it ended, and a
     // question the client never declared it could answer is still the protocol's -32021 to it.
     if (rounds?.kind === 'once' && run.refusal?.reason === 'capability' && run.refusal.capability) throw missingCapability(run.refusal.capability);
-    return answer({ ...facts, repairs: admitted.repairs }, result);
+    return answer({ v, runId: p.runId, protocolVersion: req.protocolVersion, repairs: admitted.repairs }, result);
   };
 
   return { call: (req) => traceToolCall((span) => call(req, span)) };

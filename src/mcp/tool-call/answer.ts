@@ -18,23 +18,29 @@ export interface AnswerFacts {
   repairs?: readonly Repair[];
 }
 
-const identifying = (f: AnswerFacts): Record<string, unknown> => {
+/** Estate's identifying `_meta` keys, written into `meta`. */
+const identify = (f: AnswerFacts, meta: Record<string, unknown>): Record<string, unknown> => {
+  meta[VERSION_META] = f.v.version;
+  meta[RUN_ID_META] = f.runId;
   const notice = deprecationNotice(f.v);
-  return { [VERSION_META]: f.v.version, [RUN_ID_META]: f.runId, ...(notice ? { [DEPRECATED_META]: notice } : {}) };
+  if (notice) meta[DEPRECATED_META] = notice;
+  return meta;
 };
 
+/**
+ * Built key by key, as every call's answer is: a literal that spreads an object and then adds keys takes V8's slow
+ * path (~1 µs here against ~0.05 µs, bench notes in docs/benchmarks.md). Keys keep the result's own order.
+ */
 export const answer = (f: AnswerFacts, r: CallToolResult): CallToolResult => {
-  const { structuredContent, ...rest } = r;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(r)) if (key !== 'structuredContent') out[key] = r[key];
+  if (r.structuredContent !== undefined && hasStructuredContent(f.protocolVersion)) out.structuredContent = r.structuredContent;
+  const meta = identify(f, isPlainObject(r._meta) ? Object.assign({}, r._meta) : {});
+  // What repair changed, so an extra argument silently dropped is not a surprise to the caller.
   const repairs = f.repairs ?? [];
-  return {
-    ...(hasStructuredContent(f.protocolVersion) && structuredContent !== undefined ? { ...rest, structuredContent } : rest),
-    _meta: {
-      ...(isPlainObject(r._meta) ? r._meta : {}),
-      ...identifying(f),
-      // What repair changed, so an extra argument silently dropped is not a surprise to the caller.
-      ...(repairs.length > 0 ? { [REPAIRS_META]: repairs.map(({ path, action }) => ({ path, action })) } : {}),
-    },
-  };
+  if (repairs.length > 0) meta[REPAIRS_META] = repairs.map(({ path, action }) => ({ path, action }));
+  out._meta = meta;
+  return out as CallToolResult;
 };
 
-export const inputRequiredAnswer = (f: AnswerFacts, ir: InputRequiredResult): InputRequiredResult => ({ ...ir, _meta: identifying(f) });
+export const inputRequiredAnswer = (f: AnswerFacts, ir: InputRequiredResult): InputRequiredResult => ({ ...ir, _meta: identify(f, {}) });
