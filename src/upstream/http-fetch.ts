@@ -114,9 +114,9 @@ class StreamSniffer {
 
 /**
  * `fallback`: for what this does not handle itself. `lingerMs`: how long a stream may stay open after its response
- * before it is handed over as a stream.
+ * before it is handed over as a stream. `pool`: the kept-alive connections (shared by every upstream by default).
  */
-export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs = END_AFTER_RESPONSE_MS): Fetch => {
+export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs = END_AFTER_RESPONSE_MS, pool: { http: HttpAgent; https: HttpsAgent } = agents): Fetch => {
   const upstreamFetch = (input: Parameters<Fetch>[0], init?: RequestInit): Promise<Response> => {
     const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : undefined;
     if (url === undefined || init?.method !== 'POST' || typeof init.body !== 'string' || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
@@ -140,7 +140,7 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
         else reject(r);
       };
       const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-      const agent = url.protocol === 'https:' ? agents.https : agents.http;
+      const agent = url.protocol === 'https:' ? pool.https : pool.http;
       let responded = false;
       const attempt = (retries: number): void => {
         const req = send(url, { method: 'POST', headers, agent });

@@ -4,7 +4,8 @@
  * handed over exactly as sent (every byte, in order, as a stream), failures stay failures, and nothing is unbounded.
  */
 import { spawn } from 'node:child_process';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent as HttpAgent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createUpstreamFetch, MAX_UPSTREAM_BODY_BYTES } from '#upstream/http-fetch';
@@ -243,7 +244,7 @@ server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address()
 process.stdin.on('data', () => process.stdout.write('seen ' + seen + '\\n'));
 `;
 
-const startUpstream = async (mode: 'drop' | 'reset') => {
+const startUpstream = async (mode: 'drop' | 'reset' | 'reset-none') => {
   const child = spawn(process.execPath, ['-e', UPSTREAM, mode], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: string[] = [];
   const waiting: ((l: string) => void)[] = [];
@@ -290,6 +291,26 @@ describe('the upstream fetch on kept-alive connections', () => {
       expect(await upstream.seen()).toBe(2);
     } finally {
       upstream.stop();
+    }
+  });
+
+  it('a request handed a pooled connection that is already half shut goes out on another', async () => {
+    const upstream = await startUpstream('reset-none');
+    const pool = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+    const own = createUpstreamFetch(globalThis.fetch, 25, pool);
+    const sendOwn = () => own(upstream.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","method":"notifications/initialized"}' });
+    try {
+      expect((await sendOwn()).status).toBe(202);
+      const [pooled] = Object.values(pool.http.freeSockets).flat();
+      // This end shut (as after an upstream's close was read), the socket not yet destroyed: still in the pool.
+      pooled?.end();
+      expect(pooled?.readyState).not.toBe('open');
+      const again = await sendOwn();
+      expect(again.status).toBe(202);
+      expect(again.headers.get('x-seen')).toBe('2');
+    } finally {
+      upstream.stop();
+      pool.http.destroy();
     }
   });
 
