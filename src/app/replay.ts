@@ -34,17 +34,31 @@ export interface ReplayOptions {
   keepDetails?: boolean;
 }
 
+/**
+ * Whether an event's `recordedAt` is later than `until`. Stores write it as `toISOString()` does (24 characters, UTC),
+ * and two such strings compare as their times: no Date.parse per event, which cost a full replay ~5% of its time.
+ * Anything else is parsed.
+ */
+const isCanonical = (t: string): boolean => t.length === 24 && t.charCodeAt(23) === 90 /* Z */ && t.charCodeAt(10) === 84; /* T */
+const laterThan = (until: { iso: string; ms: number }) => {
+  // A year past 9999 is written '+010000-...': such a bound is compared by parsing.
+  const iso = isCanonical(until.iso) ? until.iso : undefined;
+  return (recordedAt: string): boolean => (iso !== undefined && isCanonical(recordedAt) ? recordedAt > iso : Date.parse(recordedAt) > until.ms);
+};
+
 export const replayAsOf = async (store: EventStore, at: AsOf, { pageSize = 1000, keepDetails = true }: ReplayOptions = {}): Promise<CatalogueProjection> => {
   const catalogue = new CatalogueProjection({ keepDetails });
   let after: string | null = null;
   let found = false;
-  const until = 'time' in at ? Date.parse(at.time) : Number.POSITIVE_INFINITY;
+  const untilMs = 'time' in at ? Date.parse(at.time) : Number.NaN;
+  // No time, or one that is not a time: nothing is later than it (as when each event's time was compared with NaN).
+  const later = Number.isNaN(untilMs) ? () => false : laterThan({ iso: new Date(untilMs).toISOString(), ms: untilMs });
   outer: for (;;) {
     const page = await store.readAll({ after, limit: pageSize, streamPrefix: TOOL_STREAM_PREFIX });
     if (page.length === 0) break;
     for (const stored of page) {
       after = stored.position;
-      if (Date.parse(stored.recordedAt) > until) continue;
+      if (later(stored.recordedAt)) continue;
       const event = decodeCatalogueEvent(stored);
       if (event) catalogue.apply({ position: stored.position, revision: stored.revision, event });
       if ('position' in at && stored.position === at.position) {

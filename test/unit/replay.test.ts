@@ -80,4 +80,27 @@ describe('replay', () => {
     expect(before.size).toBe(0);
     await expect(replayAsOf(store, { position: '999999' })).rejects.toThrow(/no catalogue event at position/);
   });
+
+  it('as of a time: an event recorded later is left out, however its time is written', async () => {
+    const source = createMemoryEventStore();
+    const handler = new CommandHandler({ store: source });
+    await handler.publish(aDefinition({ version: '1.0.0' }), 't');
+    await handler.publish(aDefinition({ version: '1.0.1', description: 'clearer' }), 't');
+    await handler.publish(aDefinition({ version: '1.0.2', description: 'clearest' }), 't');
+    const events = await source.readStream('tool-payments.lookup');
+    // As a store writes it, then two other ways to write a time: each compared as a time.
+    const times = ['2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00Z', '2026-01-03T00:00:00.000+00:00'];
+    const store = createMemoryEventStore();
+    for (const [i, e] of events.entries()) {
+      await store.append('tool-payments.lookup', [{ type: e.type, data: e.data, recordedAt: times[i] as string }], { expectedRevision: i === 0 ? 'no_stream' : i - 1 });
+    }
+    const versionsAsOf = async (time: string) => (await replayAsOf(store, { time })).versions('payments.lookup').map((v) => v.version);
+    expect(await versionsAsOf('2026-01-01T12:00:00.000Z')).toEqual(['1.0.0']);
+    expect(await versionsAsOf('2026-01-02T00:00:00.000Z')).toEqual(['1.0.0', '1.0.1']);
+    expect(await versionsAsOf('2026-01-02T23:59:59.999Z')).toEqual(['1.0.0', '1.0.1']);
+    expect(await versionsAsOf('2026-01-03T00:00:00.000Z')).toEqual(['1.0.0', '1.0.1', '1.0.2']);
+    // A bound past the year 9999 is not written in 24 characters: still a time.
+    expect(await versionsAsOf('+010000-01-01T00:00:00.000Z')).toEqual(['1.0.0', '1.0.1', '1.0.2']);
+    expect(await versionsAsOf('1999-12-31T23:59:59.999Z')).toEqual([]);
+  });
 });
