@@ -55,6 +55,11 @@ interface Asked {
   any: boolean;
 }
 
+/** The fields contextOf copies, besides `signal`. */
+type Copied = 'principal' | 'runId' | 'tool' | 'log' | 'progress' | 'elicit' | 'sample' | 'listRoots' | 'clientCapabilities';
+/** A field added to HandlerContext fails to compile here until contextOf copies it (and Copied names it). */
+export const EVERY_CONTEXT_FIELD_COPIED: [Exclude<keyof HandlerContext, Copied | 'signal'>] extends [never] ? true : never = true;
+
 /**
  * The handler's context: `signal` is made when the handler first reads it (cancellation.ts). Built field by field: a
  * literal that spreads objects and defines a getter costs ~3 µs per call (a dictionary-mode object), this ~0.1 µs.
