@@ -223,8 +223,9 @@ describe('the upstream fetch', () => {
 
 /**
  * An upstream in its own process (this one is made busy while it acts): it counts the requests it reads, answers each
- * with 202, and with `drop` set closes every connection 50 ms after answering on it, as a keep-alive timeout does.
- * Each with `reset` set closes a connection as soon as a request arrives on it, without answering.
+ * with 202, and with `drop` set closes a connection that has been idle 50 ms since its last answer, as a keep-alive
+ * timeout does (never one with a request on it). With `reset` set it closes a connection as soon as a request arrives
+ * on it, without answering.
  */
 const UPSTREAM = `
 const { createServer } = require('node:http');
@@ -233,10 +234,13 @@ let seen = 0;
 const server = createServer((req, res) => {
   seen++;
   if (reset) return req.socket.destroy();
+  const socket = req.socket;
+  socket.busy = true;
   req.resume();
   req.on('end', () => {
     res.writeHead(202, { 'x-seen': String(seen) }).end();
-    if (drop) setTimeout(() => req.socket.destroy(), 50);
+    socket.busy = false;
+    if (drop) setTimeout(() => { if (!socket.busy) socket.destroy(); }, 50);
   });
 });
 server.keepAliveTimeout = 60000;
@@ -302,6 +306,7 @@ describe('the upstream fetch on kept-alive connections', () => {
     try {
       expect((await sendOwn()).status).toBe(202);
       const [pooled] = Object.values(pool.http.freeSockets).flat();
+      expect(pooled).toBeDefined();
       // This end shut (as after an upstream's close was read), the socket not yet destroyed: still in the pool.
       pooled?.end();
       expect(pooled?.readyState).not.toBe('open');
