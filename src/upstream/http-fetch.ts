@@ -10,7 +10,8 @@
  * - GET and DELETE, and any request this does not recognise, go to the global fetch.
  * A request that fails on a kept-alive connection the upstream had closed before reading it is sent again on another
  * (a busy process can take such a connection from the pool before it sees the close): a reply to an upstream's
- * question lost that way left the upstream waiting until the call's deadline.
+ * question lost that way left the upstream waiting until the call's deadline. A tools/call is sent again only if it
+ * was never written; otherwise it fails, and the side-effect policy decides whether the call is repeated.
  * What is held is bounded (MAX_UPSTREAM_BODY_BYTES for a body read whole, SNIFF_BYTES of a stream before it is handed
  * over): an upstream is not trusted to send a sane amount.
  */
@@ -40,6 +41,20 @@ const agents = {
 /** How a request fails on a connection its upstream had already closed; and how often it is sent again on another. */
 const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE']);
 const STALE_RETRIES = 3;
+
+/**
+ * Whether a body carries a tools/call (or cannot be read as JSON-RPC): once written, such a request may have reached
+ * the upstream, and whether it may be sent again is the side-effect policy's to decide (RETRYABLE, run-handler), not
+ * this transport's. Read only when a request has failed.
+ */
+const mayHaveActed = (body: string): boolean => {
+  try {
+    const m = JSON.parse(body) as unknown;
+    return (Array.isArray(m) ? m : [m]).some((x) => typeof x !== 'object' || x === null || (x as { method?: unknown }).method === 'tools/call');
+  } catch {
+    return true;
+  }
+};
 
 type Fetch = typeof fetch;
 
@@ -148,18 +163,24 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
           req.destroy(abortError(signal as AbortSignal) as Error);
         };
         signal?.addEventListener('abort', onAbort, { once: true });
+        let unwritten = false;
         req.on('socket', (socket) => {
           // A kept-alive connection the upstream closed while this process was busy can still be in the pool, half shut
-          // (its end read, its close not yet): a request written to it is never answered. Fail it now and go again.
-          if (req.reusedSocket && socket.readyState !== 'open') socket.destroy();
+          // (its end read, its close not yet): a request written to it is never answered. Fail it before it is written
+          // and go again.
+          if (req.reusedSocket && socket.readyState !== 'open') {
+            unwritten = true;
+            socket.destroy();
+          }
         });
         req.on('error', (e) => {
           signal?.removeEventListener('abort', onAbort);
-          // Failed on a reused connection before any answer: the upstream closed that idle connection as we took it
-          // (its keep-alive timeout), so it never read the request. Node's documented remedy: send it again.
-          if (!responded && req.reusedSocket && retries > 0 && !signal?.aborted && STALE_CONNECTION.has((e as NodeJS.ErrnoException).code ?? '')) {
-            return attempt(retries - 1);
-          }
+          // Failed on a reused connection before any answer: most likely the upstream closed that idle connection as we
+          // took it (its keep-alive timeout) and never read the request; Node's documented remedy is to send it again.
+          // A reply or notification may go again; a tools/call that was written may have been read (SPEC: a
+          // non_idempotent call is never re-sent once it may have reached the upstream), so it fails here instead.
+          const stale = !responded && req.reusedSocket && STALE_CONNECTION.has((e as NodeJS.ErrnoException).code ?? '');
+          if (stale && retries > 0 && !signal?.aborted && (unwritten || !mayHaveActed(body))) return attempt(retries - 1);
           settle(e);
         });
         req.on('close', () => signal?.removeEventListener('abort', onAbort));

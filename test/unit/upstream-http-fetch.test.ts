@@ -225,15 +225,17 @@ describe('the upstream fetch', () => {
  * An upstream in its own process (this one is made busy while it acts): it counts the requests it reads, answers each
  * with 202, and with `drop` set closes a connection that has been idle 50 ms since its last answer, as a keep-alive
  * timeout does (never one with a request on it). With `reset` set it closes a connection as soon as a request arrives
- * on it, without answering.
+ * on it, without answering; with `reset-reused`, as soon as a second request arrives on it (after reading it).
  */
 const UPSTREAM = `
 const { createServer } = require('node:http');
-const [drop, reset] = [process.argv[1] === 'drop', process.argv[1] === 'reset'];
+const [drop, reset, resetReused] = ['drop', 'reset', 'reset-reused'].map((m) => process.argv[1] === m);
 let seen = 0;
 const server = createServer((req, res) => {
   seen++;
   if (reset) return req.socket.destroy();
+  if (resetReused && req.socket.served) return req.resume().on('end', () => req.socket.destroy());
+  req.socket.served = true;
   const socket = req.socket;
   socket.busy = true;
   req.resume();
@@ -248,7 +250,7 @@ server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address()
 process.stdin.on('data', () => process.stdout.write('seen ' + seen + '\\n'));
 `;
 
-const startUpstream = async (mode: 'drop' | 'reset' | 'reset-none') => {
+const startUpstream = async (mode: 'drop' | 'reset' | 'reset-reused' | 'plain') => {
   const child = spawn(process.execPath, ['-e', UPSTREAM, mode], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: string[] = [];
   const waiting: ((l: string) => void)[] = [];
@@ -272,6 +274,8 @@ const startUpstream = async (mode: 'drop' | 'reset' | 'reset-none') => {
     stop: () => child.kill(),
   };
 };
+
+const TOOLS_CALL = '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"transfer","arguments":{}}}';
 
 const busyFor = (ms: number): void => {
   const until = Date.now() + ms;
@@ -298,11 +302,11 @@ describe('the upstream fetch on kept-alive connections', () => {
     }
   });
 
-  it('a request handed a pooled connection that is already half shut goes out on another', async () => {
-    const upstream = await startUpstream('reset-none');
+  it('a request handed a pooled connection that is already half shut goes out on another, a tools/call too (it was never written)', async () => {
+    const upstream = await startUpstream('plain');
     const pool = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
     const own = createUpstreamFetch(globalThis.fetch, 25, pool);
-    const sendOwn = () => own(upstream.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","method":"notifications/initialized"}' });
+    const sendOwn = () => own(upstream.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: TOOLS_CALL });
     try {
       expect((await sendOwn()).status).toBe(202);
       const [pooled] = Object.values(pool.http.freeSockets).flat();
@@ -316,6 +320,24 @@ describe('the upstream fetch on kept-alive connections', () => {
     } finally {
       upstream.stop();
       pool.http.destroy();
+    }
+  });
+
+  it('does not send a tools/call again once written, even on a reused connection: the upstream may have read it (SPEC: a non_idempotent call is never re-sent)', async () => {
+    const upstream = await startUpstream('reset-reused');
+    try {
+      const call = () => upstreamFetch(upstream.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: TOOLS_CALL });
+      expect((await call()).status).toBe(202);
+      // The second request goes out on the kept-alive connection; the upstream reads it and resets the connection.
+      await expect(call()).rejects.toMatchObject({ code: 'ECONNRESET' });
+      expect(await upstream.seen()).toBe(2);
+      // A reply in the same place is sent again: it cannot act twice (an upstream drops a reply it has had).
+      expect((await send(upstream.url)).status).toBe(202);
+      const reply = await send(upstream.url);
+      expect(reply.status).toBe(202);
+      expect(await upstream.seen()).toBe(5);
+    } finally {
+      upstream.stop();
     }
   });
 
