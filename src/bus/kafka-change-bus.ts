@@ -19,7 +19,7 @@ import { silentLog, type Log } from '#app/log';
 import { systemTimer, type CatalogueChange, type ChangeBus, type Timer } from '#app/ports';
 import { decodeChange } from './change-message.ts';
 import { watchConsumer, type ConsumerWatchdog } from './consumer-watchdog.ts';
-import { createKafka, ensureTopic, within, type KafkaConnection } from './kafka-client.ts';
+import { createKafka, ensureTopic, fetchTopicEnds, within, type KafkaConnection } from './kafka-client.ts';
 
 export { KafkaChangePublisher } from './kafka-change-publisher.ts';
 export { parseKafkaUrl, type KafkaConnection } from './kafka-client.ts';
@@ -59,7 +59,7 @@ export class KafkaChangeBus implements ChangeBus {
     const admin = this.kafka.admin();
     await admin.connect();
     try {
-      const ends = await admin.fetchTopicOffsets(topic);
+      const ends = await fetchTopicEnds(admin, topic);
       await admin.setOffsets({ groupId: this.groupId, topic, partitions: ends.map((e) => ({ partition: e.partition, offset: e.offset })) });
     } finally {
       await admin.disconnect();

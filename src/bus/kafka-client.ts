@@ -2,7 +2,7 @@
  * What the change bus and the publisher share: the kafkajs client as Estate configures it, the topic's creation, the
  * `kafka://` URL, and a time bound for kafkajs calls that can hang across a broker restart.
  */
-import { Kafka, logLevel, type LogEntry } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type LogEntry } from 'kafkajs';
 import { silentLog, type Log } from '#app/log';
 
 export interface KafkaConnection {
@@ -69,5 +69,31 @@ export const ensureTopic = async (kafka: Kafka, topic: string, numPartitions = 3
     }
   } finally {
     await admin.disconnect();
+  }
+};
+
+/** Broker answers that mean "this partition has no settled leader yet": a new topic's first seconds, or an election. */
+const LEADERLESS = new Set(['NOT_LEADER_FOR_PARTITION', 'LEADER_NOT_AVAILABLE', 'UNKNOWN_TOPIC_OR_PARTITION']);
+
+/**
+ * The topic's offsets, as `admin.fetchTopicOffsets`, but waiting out a partition whose leader is not in place yet.
+ * kafkajs gives up at once on NOT_LEADER_FOR_PARTITION, and a broker may say so for a topic that `createTopics`
+ * (with `waitForLeaders`) or `listTopics` already reported: its metadata names the leader a moment before that
+ * broker serves the partition. Any other error, and the last leaderless one after `attempts`, is thrown.
+ */
+export const fetchTopicEnds = async (
+  admin: Pick<Admin, 'fetchTopicOffsets'>,
+  topic: string,
+  attempts = 12,
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+): Promise<Awaited<ReturnType<Admin['fetchTopicOffsets']>>> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await admin.fetchTopicOffsets(topic);
+    } catch (e) {
+      const type = (e as { type?: unknown }).type;
+      if (attempt >= attempts || typeof type !== 'string' || !LEADERLESS.has(type)) throw e;
+      await sleep(Math.min(100 * attempt, 1000));
+    }
   }
 };

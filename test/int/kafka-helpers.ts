@@ -10,6 +10,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
+import { fetchTopicEnds } from '#bus/kafka-client';
 import { beforeAll, describe, it } from 'vitest';
 import { probePostgres, testPgUrl } from './pg-helpers.ts';
 
@@ -81,7 +82,7 @@ export async function readTopic(brokers: string[], topic: string, timeoutMs = 30
   const kafka = quietKafka(brokers, 'estate-test-reader');
   const admin = kafka.admin();
   await admin.connect();
-  const ends = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.high)]));
+  const ends = new Map((await fetchTopicEnds(admin, topic)).map((o) => [o.partition, BigInt(o.high)]));
   const groupId = `estate-test-reader-${randomUUID()}`;
   const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100 });
   const out: TopicMessage[] = [];
