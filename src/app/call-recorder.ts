@@ -2,6 +2,11 @@
  * Call records (SPEC §4 `ToolCalled`): every executed call is appended to `run-<runId>` and durable before its result
  * is returned. Group commit: calls that arrive while a commit is in flight wait together and go into ONE `appendMany`
  * (one transaction, one fsync), so throughput under concurrency is bounded by commits, not by calls.
+ *
+ * On SQLite the commit blocks the thread, so "while a commit is in flight" gathers nothing: a batch is what the loop
+ * turn before it handled. Under concurrency (the last batch held more than one record) a commit is therefore held open
+ * for a few more loop turns while each turn brings more records, and stops at the first turn that brings none: fewer,
+ * larger commits (each one a device flush) when calls keep coming, and a lone caller's record is never held.
  */
 import { runStream, runStreamPrefix, type ToolCallStarted, type ToolCalled } from '#domain/events';
 import type { AppendRequest, EventStore, StoredEvent } from './ports.ts';
@@ -24,6 +29,16 @@ export interface CallRecorder {
 export interface CallRecorderOptions {
   /** Upper bound on records in one commit, so one transaction never grows without bound. */
   maxBatch?: number;
+  /**
+   * Under concurrency, at most this many more loop turns a commit waits for records still coming (each turn must bring
+   * some). Default 16; 0 commits on the first turn always.
+   */
+  holdTurns?: number;
+  /** ... and never longer than this many ms past the first turn. Default 1. */
+  holdMs?: number;
+  /** One event-loop turn (default: setImmediate) and the clock in ms (default: performance.now); tests drive both. */
+  turn?: () => Promise<void>;
+  now?: () => number;
 }
 
 interface Pending {
@@ -50,14 +65,32 @@ const toRequests = (batch: readonly Pending[]): AppendRequest[] => {
   return [...byStream.values()];
 };
 
-export const createCallRecorder = (store: EventStore, { maxBatch = 512 }: CallRecorderOptions = {}): CallRecorder => {
+const setImmediateTurn = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
+
+export const createCallRecorder = (store: EventStore, options: CallRecorderOptions = {}): CallRecorder => {
+  const { maxBatch = 512, holdTurns = 16, holdMs = 1, turn = setImmediateTurn, now = () => performance.now() } = options;
   let queue: Pending[] = [];
   let running: Promise<void> | null = null;
+  let lastBatch = 0;
+
+  // The next macrotask turn, so calls finishing in the same tick join the commit; then, under concurrency, more turns
+  // while they bring more records.
+  const gather = async (): Promise<void> => {
+    await turn();
+    if (lastBatch <= 1) return;
+    const until = now() + holdMs;
+    for (let i = 0; i < holdTurns && queue.length < maxBatch && now() < until; i++) {
+      const before = queue.length;
+      await turn();
+      if (queue.length === before) return;
+    }
+  };
 
   const drain = async (): Promise<void> => {
     while (queue.length > 0) {
       const batch = queue.slice(0, maxBatch);
       queue = queue.slice(batch.length);
+      lastBatch = batch.length;
       try {
         await store.appendMany(toRequests(batch));
         for (const p of batch) p.resolve();
@@ -69,8 +102,7 @@ export const createCallRecorder = (store: EventStore, { maxBatch = 512 }: CallRe
 
   const kick = (): Promise<void> => {
     if (!running) {
-      // Start on the next macrotask turn so calls finishing in the same tick join the first commit too.
-      running = new Promise<void>((r) => setImmediate(r))
+      running = gather()
         .then(drain)
         .finally(() => {
           running = null;

@@ -1,6 +1,7 @@
 /**
  * Group commit: calls that arrive while a commit is in flight go into ONE appendMany; each caller resolves only
- * after its own record's commit; a failed commit rejects exactly the calls in it.
+ * after its own record's commit; a failed commit rejects exactly the calls in it. Under concurrency a commit is held
+ * open while following loop turns bring more records; a lone caller's record is never held.
  */
 import { describe, expect, it } from 'vitest';
 import { createCallRecorder, type CallRecord } from '#app/call-recorder';
@@ -44,6 +45,36 @@ const gatedStore = () => {
 
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** Loop turns until `done()` holds (at most 50). */
+const turnsUntil = async (done: () => boolean): Promise<void> => {
+  for (let i = 0; i < 50 && !done(); i++) await tick();
+  expect(done()).toBe(true);
+};
+
+/** A store that commits at once, keeping each batch's records (argsHash) in commit order. */
+const instantStore = () => {
+  const commits: string[][] = [];
+  const store = {
+    appendMany(requests: AppendRequest[]): Promise<AppendResult[]> {
+      commits.push(requests.flatMap((r) => r.events.map((e) => (e.data as CallRecord).argsHash)));
+      return Promise.resolve(requests.map(() => ({ revision: 0, positions: [] })));
+    },
+  } as unknown as EventStore;
+  return { store, commits };
+};
+
+/** Loop turns the test hands out one at a time: `step()` lets every waiting turn end and what follows it settle. */
+const manualTurns = () => {
+  const waiting: (() => void)[] = [];
+  return {
+    turn: () => new Promise<void>((r) => waiting.push(r)),
+    async step(): Promise<void> {
+      for (const w of waiting.splice(0)) w();
+      await tick();
+    },
+  };
+};
+
 describe('call recorder (group commit)', () => {
   it('batches everything that waits behind an in-flight commit into one appendMany', async () => {
     const { store, commits, gates } = gatedStore();
@@ -82,7 +113,7 @@ describe('call recorder (group commit)', () => {
     await expect(a).rejects.toThrow('disk full');
     await expect(b).rejects.toThrow('disk full');
     const c = rec.record(aCall('r', 3));
-    await tick();
+    await turnsUntil(() => gates.length === 2);
     gates[1]?.release();
     await expect(c).resolves.toBeUndefined();
     expect(commits).toHaveLength(2);
@@ -99,5 +130,58 @@ describe('call recorder (group commit)', () => {
     }
     await Promise.all(all);
     expect(commits.map((c) => c[0]?.events.length)).toEqual([3, 3, 1]);
+  });
+
+  it("never holds a lone caller's record: each commits on the turn after it was made", async () => {
+    const { store, commits } = instantStore();
+    let turns = 0;
+    const rec = createCallRecorder(store, { turn: () => (turns++, new Promise((r) => setImmediate(r))) });
+    for (let i = 0; i < 5; i++) await rec.record(aCall('r', i));
+    expect(commits).toEqual([['a0'], ['a1'], ['a2'], ['a3'], ['a4']]);
+    expect(turns).toBe(5);
+  });
+
+  it('under concurrency, holds a commit open while each turn brings more records, and no longer', async () => {
+    const run = async (options: { holdTurns?: number }) => {
+      const { store, commits } = instantStore();
+      const m = manualTurns();
+      const rec = createCallRecorder(store, { ...options, turn: m.turn });
+      const all = [rec.record(aCall('r', 0)), rec.record(aCall('r', 1))]; // the last batch held two
+      await m.step();
+      for (let n = 2; n < 5; n++) {
+        all.push(rec.record(aCall('r', n)));
+        await m.step();
+      }
+      await m.step();
+      await m.step();
+      await Promise.all(all);
+      return commits;
+    };
+    expect(await run({})).toEqual([['a0', 'a1'], ['a2', 'a3', 'a4']]);
+    // Without the hold the same arrivals commit as they come.
+    expect(await run({ holdTurns: 0 })).toEqual([['a0', 'a1'], ['a2'], ['a3'], ['a4']]);
+  });
+
+  it('holds for at most holdTurns turns and holdMs', async () => {
+    const run = async (options: { holdTurns: number; holdMs: number; now?: () => number }) => {
+      const { store, commits } = instantStore();
+      const m = manualTurns();
+      const rec = createCallRecorder(store, { ...options, turn: m.turn });
+      const all = [rec.record(aCall('r', 0)), rec.record(aCall('r', 1))];
+      await m.step();
+      for (let n = 2; n < 12; n++) {
+        all.push(rec.record(aCall('r', n)));
+        await m.step();
+      }
+      for (let i = 0; i < 4; i++) await m.step();
+      await Promise.all(all);
+      expect(commits.flat()).toEqual(Array.from({ length: 12 }, (_, i) => `a${i}`));
+      return commits[1];
+    };
+    // Its own record, then one from each of the 3 turns it waited.
+    expect(await run({ holdTurns: 3, holdMs: 60_000 })).toEqual(['a2', 'a3', 'a4', 'a5']);
+    // A clock that moves 1 ms a reading: past holdMs after one extra turn.
+    let ms = 0;
+    expect(await run({ holdTurns: 16, holdMs: 1.5, now: () => ms++ })).toEqual(['a2', 'a3']);
   });
 });
