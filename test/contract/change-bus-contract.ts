@@ -44,7 +44,9 @@ interface Recorder {
 }
 
 export function changeBusContract(name: string, makeFixture: () => Promise<ChangeBusFixture>): void {
-  describe(`ChangeBus contract: ${name}`, () => {
+  // Each test starts up to two buses (a Kafka consumer group join takes ~5 s here) and waits up to WAIT.timeout for
+  // deliveries: the test's own limit must not be the shorter one on a loaded host.
+  describe(`ChangeBus contract: ${name}`, { timeout: 2 * WAIT.timeout }, () => {
     let fx: ChangeBusFixture;
     const started: ChangeBus[] = [];
     const publishers: ChangePublisher[] = [];
