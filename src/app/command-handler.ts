@@ -11,8 +11,8 @@ import { DomainError } from '#domain/errors';
 import type { CatalogueEvent } from '#domain/events';
 import { toolStream } from '#domain/events';
 import { baselineOf, decideLifecycle, decidePublish, evolve, initialToolState, type PublishVerdict, type ToolState } from '#domain/guard';
-import { canonicalHash } from '#domain/hash';
 import type { Classified, ToolDefinition } from '#domain/types';
+import { canonicalHashNative } from './native-hash.ts';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import { ConcurrencyError, systemClock, type Clock, type EventStore } from './ports.ts';
 
@@ -138,8 +138,9 @@ export class CommandHandler {
     return {
       type: 'Publish' as const,
       definition,
-      definitionHash: canonicalHash(definition),
-      schemaHash: canonicalHash(definition.inputSchema),
+      // Native sha256: the same hashes as the domain's canonicalHash, for a fraction of a publish's time.
+      definitionHash: canonicalHashNative(definition),
+      schemaHash: canonicalHashNative(definition.inputSchema),
       by,
       at: this.clock.now(),
     };
