@@ -174,8 +174,10 @@ interface Mapped extends ValidationError {
 type MapOne = (e: ErrorObject, data: unknown) => Mapped;
 
 const rememberingMapOne = (): MapOne => {
-  // By schema location first: Ajv's are constants of the generated code, so that lookup hashes nothing new.
-  const bySchemaPath = new Map<string, Map<string, Mapped>>();
+  // By schema location first: Ajv's are constants of the generated code, so that lookup hashes nothing new. Then by
+  // instance path and by the variable part, each its own map: a key joined from the two would be a new (cons) string
+  // on every call, flattened and hashed in full by every lookup.
+  const bySchemaPath = new Map<string, Map<string, Map<string, Mapped>>>();
   let remembered = 0;
   return (e, data) => {
     const at = e.instancePath;
@@ -183,19 +185,21 @@ const rememberingMapOne = (): MapOne => {
     const p = e.params as Record<string, unknown>;
     const named = p['missingProperty'] ?? p['additionalProperty'] ?? p['unevaluatedProperty'] ?? (e as { propertyName?: unknown }).propertyName;
     const variable = e.keyword === 'type' ? jsonTypeOf(e.data) : named === undefined ? '' : String(named);
-    const key = variable === '' ? at : `${at}\u0001${variable}`;
-    if (key.length > MAX_REMEMBERED_KEY) return mapOne(e, data);
+    if (at.length + variable.length > MAX_REMEMBERED_KEY) return mapOne(e, data);
     let here = bySchemaPath.get(e.schemaPath);
     if (here === undefined) bySchemaPath.set(e.schemaPath, (here = new Map()));
-    let m = here.get(key);
+    let there = here.get(at);
+    if (there === undefined) here.set(at, (there = new Map()));
+    let m = there.get(variable);
     if (m === undefined) {
       m = mapOne(e, data);
       if (++remembered > MAX_REMEMBERED) {
         bySchemaPath.clear();
         bySchemaPath.set(e.schemaPath, (here = new Map()));
+        here.set(at, (there = new Map()));
         remembered = 1;
       }
-      here.set(key, m);
+      there.set(variable, m);
     }
     return m;
   };
@@ -247,7 +251,7 @@ const mapAjvErrors = (errors: readonly ErrorObject[], data: unknown, reachable: 
           const onlyType = only.get(m.path);
           return onlyType === undefined || m.message === onlyType;
         });
-  said.sort(compareErrors);
+  sortLines(said);
   // Sorted, equal lines are neighbours: each is said once.
   const lines: ValidationError[] = [];
   let last: ValidationError | undefined;
@@ -256,6 +260,26 @@ const mapAjvErrors = (errors: readonly ErrorObject[], data: unknown, reachable: 
     lines.push((last = { path: m.path, message: m.message }));
   }
   return lines;
+};
+
+/**
+ * In place by compareErrors. A call's errors are a handful: insertion sort, which for so few costs a fraction of
+ * Array.prototype.sort's set-up; a long list takes the built-in sort.
+ */
+const sortLines = (lines: ValidationError[]): void => {
+  if (lines.length > 16) {
+    lines.sort(compareErrors);
+    return;
+  }
+  for (let i = 1; i < lines.length; i++) {
+    const x = lines[i] as ValidationError;
+    let j = i - 1;
+    while (j >= 0 && compareErrors(lines[j] as ValidationError, x) > 0) {
+      lines[j + 1] = lines[j] as ValidationError;
+      j--;
+    }
+    lines[j + 1] = x;
+  }
 };
 
 export const compareErrors = (a: ValidationError, b: ValidationError): number => {

@@ -313,6 +313,20 @@ describe('order', () => {
     ]);
   });
 
+  it('sorts few lines and many alike by path: a short list takes its own sort, a long one the built-in (property)', () => {
+    // Up to 40 properties, each given a value of the wrong type: as many lines, whatever their order in the input.
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,6}$/), { maxLength: 40 }), (names) => {
+        const properties = Object.fromEntries(names.map((n) => [n, { type: 'integer', minimum: 1 }]));
+        const said = lines({ type: 'object', properties }, Object.fromEntries(names.map((n) => [n, 'x'])));
+        // By path, in code units (the path, not the whole line: `$._` before `$._0`).
+        const paths = names.map((n) => `$.${n}`).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+        expect(said).toEqual(paths.map((path) => `${path}: expected type integer, got string`));
+      }),
+      { numRuns: 60 },
+    );
+  });
+
   it('gives identical output whatever the key order of the input (property)', () => {
     const schema: JsonObject = {
       type: 'object',
