@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { rawPost } from './http-raw.ts';
 import { TOOL_COUNT, VALID_ARGS, definition, toolName } from './mcp-fixture.ts';
 
 export const PROTOCOL = '2025-11-25';
@@ -25,12 +26,15 @@ interface Reply {
 }
 
 /**
- * One POST over node:http on a keep-alive agent. Not fetch: its web streams cost the load generator more per request
- * than a server spends answering, and at 16 in flight the figures were the client's (the SDK peer did 2,800 calls/s
- * under fetch and 5,000 under node:http on the same machine).
+ * One POST. By default on the bench's raw keep-alive client (bench/http-raw.ts: its own CPU per request is a fraction
+ * of node:http's, which on two cores took a third of the machine at 16 in flight); `BENCH_HTTP_CLIENT=node` uses
+ * node:http on a keep-alive agent instead, as the bench did before 2026-12-03. Not fetch: its web streams cost the
+ * load generator more per request than a server spends answering (the SDK peer did 2,800 calls/s under fetch and
+ * 5,000 under node:http on the same machine).
  */
+const NODE_CLIENT = process.env.BENCH_HTTP_CLIENT === 'node';
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-const post = (url: string, headers: Record<string, string>, body: string): Promise<Reply> =>
+const nodePost = (url: string, headers: Record<string, string>, body: string): Promise<Reply> =>
   new Promise((resolve, reject) => {
     const u = new URL(url);
     const req = request(
@@ -49,6 +53,15 @@ const post = (url: string, headers: Record<string, string>, body: string): Promi
     req.on('error', reject);
     req.end(body);
   });
+const post = NODE_CLIENT
+  ? nodePost
+  : async (url: string, headers: Record<string, string>, body: string): Promise<Reply> => {
+      const r = await rawPost(url, headers, body);
+      return { status: r.status, contentType: r.headers['content-type'] ?? '', sessionId: r.headers['mcp-session-id'], text: r.text };
+    };
+
+/** Which load generator drove the requests (the bench's notes say so). */
+export const HTTP_CLIENT = NODE_CLIENT ? 'node:http client (keep-alive agent)' : 'raw keep-alive sockets (bench/http-raw.ts)';
 
 /** A response is JSON, or SSE whose `data:` lines carry the JSON-RPC response; either is accepted. */
 const readResponse = (res: Reply, id: unknown): { text: string; body: Record<string, unknown> } => {

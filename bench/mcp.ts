@@ -2,8 +2,9 @@
  * MCP serving: Estate (`estate serve --http`, a real process on a temp SQLite store) vs the official SDK v2
  * `McpServer` (its own process, NodeStreamableHTTPServerTransport), each serving the SAME 1,000 tools (Estate: JSON
  * Schema 2020-12 definitions published through the command handler; SDK: the same shapes as Zod schemas) with the same
- * in-process handler. Both are driven identically from this process over Streamable HTTP on loopback (node:http, keep-
- * alive), as one 2025-11-25 session each (initialize, then POSTs carrying Mcp-Session-Id). The floors: JSON.parse +
+ * in-process handler. Both are driven identically from this process over Streamable HTTP on loopback (the bench's raw
+ * keep-alive client, bench/http-raw.ts; `BENCH_HTTP_CLIENT=node` for node:http's), as one 2025-11-25 session each
+ * (initialize, then POSTs carrying Mcp-Session-Id). The floors: JSON.parse +
  * JSON.stringify of the same messages (what any JSON-RPC server pays at least), and the store's disk (one fsync, one
  * SQLite commit: bench/mcp-floors.ts). Estate-side variants show where its time goes: the store on tmpfs (no fsync for
  * the call record), the 2026-07-28 stateless path (no session), a client that can be asked things (event streams).
@@ -24,7 +25,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, percentile, sample, type BenchRow } from './lib.ts';
 import { diskFloors } from './mcp-floors.ts';
-import { callMessage, callOnce, listAll, openSession, openStateless, PROTOCOL, publishAll, REPO_ROOT, startEstate, stop, throughput, timeAsync, waitForJsonLine, type Session } from './mcp-client.ts';
+import { callMessage, callOnce, HTTP_CLIENT, listAll, openSession, openStateless, PROTOCOL, publishAll, REPO_ROOT, startEstate, stop, throughput, timeAsync, waitForJsonLine, type Session } from './mcp-client.ts';
 import { TOOL_COUNT } from './mcp-fixture.ts';
 
 const CALL_LATENCY_ITERATIONS = 1500;
@@ -170,7 +171,7 @@ export async function run(): Promise<BenchRow[]> {
     const fl = floor(estate);
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
     const peerName = 'SDK v2 McpServer (Zod, same transport, JSON responses)';
-    const common = `${TOOL_COUNT} tools, Streamable HTTP on loopback, one ${PROTOCOL} session each`;
+    const common = `${TOOL_COUNT} tools, Streamable HTTP on loopback, one ${PROTOCOL} session each, driven by ${HTTP_CLIENT}`;
     const rows: BenchRow[] = [
       { bench: 'mcp', case: 'tools/list, full list (all pages), p50', unit: 'µs', estate: estate.listP50, peerName, peer: sdk.listP50, notes: `${common}; Estate ${estate.listTools} tools in pages of ≤500, SDK ${sdk.listTools} in one; Estate/SDK ${ratio(estate.listP50, sdk.listP50)}` },
       { bench: 'mcp', case: 'tools/list, full list (all pages), p99', unit: 'µs', estate: estate.listP99, peerName, peer: sdk.listP99, notes: `${LIST_ITERATIONS} sequential lists; Estate/SDK ${ratio(estate.listP99, sdk.listP99)}` },
