@@ -9,20 +9,26 @@ import { parseResponse, RawHttpClient } from '../../bench/http-raw.ts';
 
 const bytes = (s: string): Buffer => Buffer.from(s, 'utf8');
 
+/** Every proper prefix of a response is incomplete. */
+const expectEveryPrefixAsksForMore = (whole: Buffer): void => {
+  for (let cut = 0; cut < whole.length; cut++) expect(parseResponse(whole.subarray(0, cut))).toBeNull();
+};
+
 describe('parseResponse', () => {
   it('waits for the whole head and the whole Content-Length body', () => {
     // 14 bytes in 12 characters: the length counts bytes.
     const full = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\n{"ok":"héé"}';
-    for (let cut = 0; cut < Buffer.byteLength(full); cut++) expect(parseResponse(bytes(full).subarray(0, cut))).toBeNull();
+    expectEveryPrefixAsksForMore(bytes(full));
     expect(parseResponse(bytes(full))).toEqual({ status: 200, headers: { 'content-type': 'application/json', 'content-length': '14' }, text: '{"ok":"héé"}' });
   });
 
   it('joins a chunked body, however the chunks were split on the wire', () => {
     const wire = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nMcp-Session-Id: s1\r\n\r\n5\r\nevent\r\nB\r\n: data: {}\n\r\n0\r\n\r\n';
-    for (let cut = 0; cut < wire.length; cut++) expect(parseResponse(bytes(wire.slice(0, cut)))).toBeNull();
+    expectEveryPrefixAsksForMore(bytes(wire));
     const reply = parseResponse(bytes(wire));
-    expect(reply?.text).toBe('event: data: {}\n');
-    expect(reply?.headers['mcp-session-id']).toBe('s1');
+    if (reply === null) throw new Error('the whole response reads as incomplete');
+    expect(reply.text).toBe('event: data: {}\n');
+    expect(reply.headers['mcp-session-id']).toBe('s1');
   });
 
   it('refuses what it cannot read instead of guessing', () => {
@@ -71,10 +77,35 @@ describe('RawHttpClient against node:http', () => {
   });
 
   it('opens a new connection when the server has closed an idle one', async () => {
-    const client = await listen((_req, res) => res.end('{}'), 50);
+    let closed: Promise<void> | undefined;
+    const sockets = new Set<unknown>();
+    const client = await listen((req, res) => {
+      sockets.add(req.socket);
+      closed ??= new Promise<void>((r) => req.socket.once('close', () => r()));
+      res.end('{}');
+    }, 50);
     expect((await client.post('/', {}, '1')).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 200));
+    // The server's keep-alive timeout closes the idle connection; no fixed sleep, whatever the machine's load.
+    await closed;
     expect((await client.post('/', {}, '2')).text).toBe('{}');
+    expect(sockets.size).toBe(2);
+    client.close();
+  });
+
+  it('reads a body that arrives in many pieces whole, with or without a length', async () => {
+    const big = JSON.stringify({ page: 'x'.repeat(3 * 1024 * 1024) });
+    const client = await listen((req, res) => {
+      if (req.headers['x-chunked'] === '1') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (let at = 0; at < big.length; at += 100_000) res.write(big.slice(at, at + 100_000));
+        res.end();
+      } else {
+        res.setHeader('content-type', 'application/json');
+        res.end(big);
+      }
+    });
+    expect((await client.post('/', {}, '')).text).toBe(big);
+    expect((await client.post('/', { 'x-chunked': '1' }, '')).text).toBe(big);
     client.close();
   });
 });
