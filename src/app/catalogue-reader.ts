@@ -7,6 +7,7 @@ import { CatalogueProjection, type CatalogueVersion } from '#projections/catalog
 import { DiscoveryIndex, type ViewChange } from '#projections/discovery';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore, StoredEvent, Subscription } from './ports.ts';
+import { readPages } from './read-pages.ts';
 import { createDetailsSource, detailsOfPublished, type DetailsSource } from './version-details.ts';
 
 /** Above this many events in one batch, views are recomputed once rather than maintained per event. */
@@ -93,15 +94,24 @@ export class CatalogueReader {
   private async readForward(): Promise<number> {
     let total = 0;
     const deferred: string[] = [];
-    for (;;) {
-      const page = await this.store.readAll({ after: this.catalogue.position, limit: this.pageSize, streamPrefix: TOOL_STREAM_PREFIX });
-      if (page.length === 0) break;
+    // The first catch-up (a replay, or the tail after a snapshot) is one long read: the store reads ahead of the fold.
+    // Later ones are a few events, read from wherever the catalogue has got to.
+    const pages = this.live ? this.pagesFromHere() : readPages(this.store, { after: this.catalogue.position, limit: this.pageSize, streamPrefix: TOOL_STREAM_PREFIX });
+    for await (const page of pages) {
       total += page.length;
       if (page.length > BULK_THRESHOLD) deferred.push(...this.fold(page, false).tools);
       else this.applyBatch(page);
     }
     if (deferred.length > 0) this.announce(deferred, this.discovery.viewCount > 0 ? this.discovery.refreshAll() : []);
     return total;
+  }
+
+  private async *pagesFromHere(): AsyncGenerator<StoredEvent[]> {
+    for (;;) {
+      const page = await this.store.readAll({ after: this.catalogue.position, limit: this.pageSize, streamPrefix: TOOL_STREAM_PREFIX });
+      if (page.length === 0) return;
+      yield page;
+    }
   }
 
   /** Apply a batch in order; duplicates (already-seen positions from at-least-once delivery) are harmless. */

@@ -8,12 +8,11 @@
  * refused with `schema-too-costly`. The size budget (patterns per schema, pattern characters) is checked first, inside
  * the worker, by the schema compiler.
  */
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { DomainError, invalidDefinition, type DomainErrorKind } from '#domain/errors';
 import type { Classified, JsonObject, ToolDefinition } from '#domain/types';
 import type { DefinitionJob, DefinitionJobResult } from './definition-worker.ts';
+import { startModuleWorker } from './module-worker.ts';
 
 export const DEFAULT_DEFINITION_BUDGET_MS = 2000;
 /** Jobs waiting for the worker beyond this are refused at once: a queue of hostile checks must not grow without end. */
@@ -51,17 +50,6 @@ const OVER_BUDGET: Record<DefinitionJob['kind'], (ms: number) => string> = {
   source: (ms) => `schema: compiling it took longer than the budget of ${ms} ms`,
 };
 
-const here = fileURLToPath(import.meta.url);
-const workerUrl = new URL(`./definition-worker${extname(here)}`, import.meta.url);
-
-/** The built worker runs as is; under tsx (and in tests) it is TypeScript and registers tsx's loader first. */
-const startWorker = (): Worker => {
-  if (extname(here) !== '.ts') return new Worker(workerUrl);
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(workerUrl.href)}); })`;
-  return new Worker(boot, { eval: true });
-};
-
 /** `budgetMs`: ESTATE_SCHEMA_BUDGET_MS, read by src/config.ts and handed in by the composition root. */
 export const createDefinitionChecker = (options: { budgetMs?: number } = {}): DefinitionChecker => {
   const budgetMs = options.budgetMs ?? DEFAULT_DEFINITION_BUDGET_MS;
@@ -77,7 +65,7 @@ export const createDefinitionChecker = (options: { budgetMs?: number } = {}): De
 
   const spawn = (): void => {
     ready = false;
-    const w = startWorker();
+    const w = startModuleWorker(import.meta.url, 'definition-worker');
     worker = w;
     w.unref();
     w.on('message', (m: 'ready' | DefinitionJobResult) => {

@@ -63,6 +63,9 @@ export interface ReadAllOptions {
   streamPrefix?: string;
 }
 
+/** A bulk read of the log (a replay): `limit` is the page size. */
+export type ScanOptions = ReadAllOptions;
+
 export interface SubscribeOptions extends Omit<ReadAllOptions, 'limit'> {
   /**
    * Called with each batch, in `readAll` order, never concurrently: the next batch waits for the promise.
@@ -110,6 +113,13 @@ export interface EventStore {
 
   /** One page of the global log, in the store's order, strictly after `after`. */
   readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;
+
+  /**
+   * Optional: the log from `after` to its end as the read finds it, in pages of `limit`, in `readAll` order, read ahead
+   * of the consumer (SQLite: on a thread of its own for a long read). For replays; `readPages` (src/app/read-pages.ts)
+   * falls back to paging `readAll` where a store has none. Leaving the loop early stops the read.
+   */
+  scan?(options?: ScanOptions): AsyncIterable<StoredEvent[]>;
 
   /** Catch up from `after`, then tail. Survives transient read errors (reported through onError) by retrying. */
   subscribe(options: SubscribeOptions): Subscription;

@@ -7,6 +7,7 @@ import { TOOL_STREAM_PREFIX } from '#domain/events';
 import { CatalogueProjection } from '#projections/catalogue';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore } from './ports.ts';
+import { readPages } from './read-pages.ts';
 
 export type AsOf = { position: string } | { time: string };
 
@@ -48,16 +49,12 @@ const laterThan = (until: { iso: string; ms: number }) => {
 
 export const replayAsOf = async (store: EventStore, at: AsOf, { pageSize = 1000, keepDetails = true }: ReplayOptions = {}): Promise<CatalogueProjection> => {
   const catalogue = new CatalogueProjection({ keepDetails });
-  let after: string | null = null;
   let found = false;
   const untilMs = 'time' in at ? Date.parse(at.time) : Number.NaN;
   // No time, or one that is not a time: nothing is later than it (as when each event's time was compared with NaN).
   const later = Number.isNaN(untilMs) ? () => false : laterThan({ iso: new Date(untilMs).toISOString(), ms: untilMs });
-  outer: for (;;) {
-    const page = await store.readAll({ after, limit: pageSize, streamPrefix: TOOL_STREAM_PREFIX });
-    if (page.length === 0) break;
+  outer: for await (const page of readPages(store, { limit: pageSize, streamPrefix: TOOL_STREAM_PREFIX })) {
     for (const stored of page) {
-      after = stored.position;
       if (later(stored.recordedAt)) continue;
       const event = decodeCatalogueEvent(stored);
       if (event) catalogue.apply({ position: stored.position, revision: stored.revision, event });

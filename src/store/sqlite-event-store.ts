@@ -12,11 +12,14 @@ import {
   type AppendResult,
   type EventStore,
   type ReadAllOptions,
+  type ScanOptions,
   type StoredEvent,
   type SubscribeOptions,
   type Subscription,
 } from '#app/ports';
+import { startModuleWorker } from '#app/module-worker';
 import { checkExpectedRevision } from './expected-revision.ts';
+import type { ScanJob, ScanMessage } from './sqlite-scan-worker.ts';
 import { createSqliteSnapshots } from './sqlite-snapshots.ts';
 import { checkExternalCommits, releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
@@ -31,9 +34,17 @@ export interface SqliteEventStoreOptions {
   pollIntervalMs?: number;
   /** How long a writer waits for another process's write lock before failing. Default 30 s. */
   busyTimeoutMs?: number;
+  /**
+   * A scan with at least this many positions ahead of it reads on a worker thread of its own (starting one costs tens
+   * of milliseconds; reading 20,000 rows here costs more). Default 20,000; 0 always, Infinity never.
+   */
+  scanThreadMinRows?: number;
 }
 
 const DEFAULT_LIMIT = 1000;
+const DEFAULT_SCAN_THREAD_MIN_ROWS = 20_000;
+/** Pages a scan's worker reads ahead of its consumer (each up to `limit` rows). */
+const SCAN_AHEAD = 4;
 
 /**
  * `position` is the rowid: one more than the largest so far, since no event is ever deleted. Not AUTOINCREMENT, which
@@ -172,6 +183,98 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     return rows.map(toStored);
   }
 
+  const scanThreadMinRows = options.scanThreadMinRows ?? DEFAULT_SCAN_THREAD_MIN_ROWS;
+  const scanWorkers = new Set<{ stop(why?: Error): void }>();
+
+  async function* scan(options: ScanOptions = {}): AsyncGenerator<StoredEvent[]> {
+    if (closed) throw new Error('sqlite store: scan after close');
+    let after = parsePosition(options.after);
+    const limit = options.limit ?? DEFAULT_LIMIT;
+    const prefix = options.streamPrefix ?? '';
+    if (prefix !== '' && !anyStreamWith(prefix)) return;
+    const head = headPositionStmt.get()?.head ?? 0;
+    if (head - after >= scanThreadMinRows) {
+      yield* scanOnThread({ file, after, prefix, pageSize: limit, ahead: SCAN_AHEAD });
+      return;
+    }
+    for (;;) {
+      const rows = prefix === '' ? readAllStmt.all(after, limit) : readAllPrefixStmt.all(after, prefix.length, prefix, limit);
+      if (rows.length > 0) yield rows.map(toStored);
+      // Short: the end of the log as this connection sees it.
+      if (rows.length < limit) return;
+      after = rows[rows.length - 1]![0];
+    }
+  }
+
+  /** Pages read by a worker thread, parsed here as they are taken; leaving early (or closing the store) ends it. */
+  function scanOnThread(job: ScanJob): AsyncIterable<StoredEvent[]> {
+    return {
+      [Symbol.asyncIterator]() {
+        const worker = startModuleWorker(import.meta.url, 'sqlite-scan-worker', { workerData: job });
+        const queue: ScanMessage[] = [];
+        let failure: Error | undefined;
+        let exited = false;
+        let finished = false;
+        let wake: (() => void) | undefined;
+        const poke = () => {
+          wake?.();
+          wake = undefined;
+        };
+        /** `why`: the store was closed under the scan, which must not look like the end of the log. */
+        const handle = {
+          stop(why?: Error) {
+            finished = why === undefined;
+            if (why !== undefined) failure ??= why;
+            scanWorkers.delete(handle);
+            void worker.terminate();
+            poke();
+          },
+        };
+        scanWorkers.add(handle);
+        worker.on('message', (m: ScanMessage) => {
+          queue.push(m);
+          poke();
+        });
+        worker.on('error', (e) => {
+          failure = e;
+          poke();
+        });
+        worker.on('exit', () => {
+          exited = true;
+          poke();
+        });
+        const end = { done: true, value: undefined } as const;
+        return {
+          async next(): Promise<IteratorResult<StoredEvent[]>> {
+            for (;;) {
+              const m = queue.shift();
+              if (m !== undefined) {
+                if ('error' in m) {
+                  handle.stop();
+                  throw Object.assign(new Error(`sqlite store: scan of ${file} failed: ${m.error}`), m.code ? { code: m.code } : {});
+                }
+                if (m.last) handle.stop();
+                else worker.postMessage(0);
+                if (m.rows.length === 0) return end;
+                return { done: false, value: (m.rows as RawRow[]).map(toStored) };
+              }
+              if (finished) return end;
+              if (failure !== undefined || exited) {
+                handle.stop(failure);
+                throw new Error(`sqlite store: the scan of ${file} stopped before its end${failure ? `: ${failure.message}` : ''}`);
+              }
+              await new Promise<void>((resolve) => (wake = resolve));
+            }
+          },
+          async return(): Promise<IteratorResult<StoredEvent[]>> {
+            handle.stop();
+            return end;
+          },
+        };
+      },
+    };
+  }
+
   // better-sqlite3 is synchronous; each call runs inside a promise so its errors become rejections.
   const settle = <T>(work: () => T): Promise<T> => new Promise((ok) => ok(work()));
 
@@ -188,6 +291,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       settle(() => readStreamStmt.all(streamId, Math.max(0, options.fromRevision ?? 0)).map(toStored)),
 
     readAll: (options) => settle(() => readAll(options)),
+    scan,
     snapshots,
 
     subscribe(options: SubscribeOptions): Subscription {
@@ -250,6 +354,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       if (closed) return;
       closed = true;
       await subscriptions.closeAll();
+      for (const w of [...scanWorkers]) w.stop(new Error('the store was closed'));
       for (const wake of ownWakes) wakesOf(file).delete(wake);
       stopChecking();
       releaseWakes(file);

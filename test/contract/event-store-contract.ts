@@ -16,6 +16,7 @@ import {
   type StoredEvent,
   type Subscription,
 } from '#app/ports';
+import { readPages } from '#app/read-pages';
 
 export interface EventStoreFixture {
   store: EventStore;
@@ -456,6 +457,44 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         expect((await store.readAll({ streamPrefix: prefix, limit: 7 })).length).toBeLessThanOrEqual(7);
         const everything = await readAllUnder(store, prefix, 400);
         expect(everything.map((e) => e.revision)).toEqual(Array.from({ length: 1_050 }, (_, i) => i));
+      });
+    });
+
+    describe('readPages (the store\'s scan where it has one, else readAll read ahead)', () => {
+      const gather = async (options: { after?: string | null; limit: number; streamPrefix: string }): Promise<StoredEvent[][]> => {
+        const pages: StoredEvent[][] = [];
+        for await (const page of readPages(store, options)) pages.push(page);
+        return pages;
+      };
+
+      it('reads the log under a prefix from a position to its end, in readAll order, in pages of at most the limit', async () => {
+        const a = stream('tool-a');
+        const b = stream('tool-b');
+        await store.append(a, numbered(6), { expectedRevision: 'no_stream' });
+        await store.append(stream('run-r'), numbered(2), { expectedRevision: 'no_stream' });
+        await store.append(b, numbered(5), { expectedRevision: 'no_stream' });
+        const expected = await settledLog();
+        const tools = expected.filter((e) => e.streamId.startsWith(stream('tool-')));
+
+        const pages = await gather({ limit: 4, streamPrefix: stream('tool-') });
+        expect(pages.every((p) => p.length > 0 && p.length <= 4)).toBe(true);
+        expect(pages.flat()).toEqual(tools);
+        expect((await gather({ after: tools[2]!.position, limit: 1000, streamPrefix: stream('tool-') })).flat()).toEqual(tools.slice(3));
+        expect(await gather({ after: tools[tools.length - 1]!.position, limit: 4, streamPrefix: stream('tool-') })).toEqual([]);
+        expect(await gather({ limit: 4, streamPrefix: stream('none-') })).toEqual([]);
+      });
+
+      it('leaving the loop early stops the read and leaves the store working', async () => {
+        await store.append(stream('tool-x'), numbered(12), { expectedRevision: 'no_stream' });
+        await visible(12);
+        let seen = 0;
+        for await (const page of readPages(store, { limit: 3, streamPrefix: prefix })) {
+          seen += page.length;
+          break;
+        }
+        expect(seen).toBe(3);
+        await store.append(stream('tool-x'), numbered(1), { expectedRevision: 11 });
+        expect(await visible(13)).toHaveLength(13);
       });
     });
 

@@ -129,4 +129,88 @@ describe('SqliteEventStore specifics', () => {
     expect(positions).toEqual(['1', '2']);
     expect((await store.readAll({ after: '1' })).map((e) => e.type)).toEqual(['B']);
   });
+
+  describe('a long scan reads on a worker thread (scanThreadMinRows: 0 sends every scan there)', () => {
+    /** A store with `tools` tool streams of 5 events and a run stream between them. */
+    const seeded = async (options: { scanThreadMinRows?: number } = {}) => {
+      const path = join(tempDir(), 'scan.db');
+      const store = createSqliteEventStore({ path, scanThreadMinRows: 0, ...options });
+      stores.push(store);
+      for (let t = 0; t < 30; t++) {
+        await store.appendMany([
+          { streamId: `tool-t${t}`, events: Array.from({ length: 5 }, (_, i) => ({ type: 'V', data: { t, i, text: 'é✓' } })), expectedRevision: 'no_stream' },
+          { streamId: `run-r${t}`, events: [{ type: 'R', data: { t } }], expectedRevision: 'no_stream' },
+        ]);
+      }
+      return { store, path };
+    };
+    const paged = async (store: EventStore, streamPrefix: string, after: string | null = null) => {
+      const out = [];
+      for (;;) {
+        const page = await store.readAll({ after, streamPrefix, limit: 7 });
+        if (page.length === 0) return out;
+        out.push(...page);
+        after = page[page.length - 1]!.position;
+      }
+    };
+    const scanned = async (store: EventStore, options: { after?: string; streamPrefix?: string; limit: number }) => {
+      const pages = [];
+      for await (const page of store.scan!(options)) pages.push(page);
+      return pages;
+    };
+
+    it('gives what paging readAll gives, with and without a prefix, from any position, in full pages until the last', async () => {
+      const { store } = await seeded();
+      const tools = await paged(store, 'tool-');
+      expect(tools).toHaveLength(150);
+      const pages = await scanned(store, { streamPrefix: 'tool-', limit: 7 });
+      expect(pages.flat()).toEqual(tools);
+      expect(pages.slice(0, -1).every((p) => p.length === 7)).toBe(true);
+      expect((await scanned(store, { limit: 50 })).flat()).toEqual(await paged(store, ''));
+      expect((await scanned(store, { streamPrefix: 'tool-', after: tools[99]!.position, limit: 1000 })).flat()).toEqual(tools.slice(100));
+      // The same store in this thread (no worker) gives the same.
+      const { store: here } = await seeded({ scanThreadMinRows: Infinity });
+      expect((await scanned(here, { streamPrefix: 'tool-', limit: 7 })).flat().map((e) => e.data)).toEqual(tools.map((e) => e.data));
+    });
+
+    it('stops when the loop is left, and the store goes on working', async () => {
+      const { store } = await seeded();
+      for await (const page of store.scan!({ limit: 3 })) {
+        expect(page).toHaveLength(3);
+        break;
+      }
+      await store.append('tool-after', [{ type: 'V', data: {} }], { expectedRevision: 'no_stream' });
+      expect((await scanned(store, { streamPrefix: 'tool-after', limit: 10 })).flat().map((e) => e.type)).toEqual(['V']);
+    });
+
+    it('a store closed under a scan makes it fail, never look finished', async () => {
+      const { store } = await seeded();
+      let seen = 0;
+      const reading = (async () => {
+        for await (const page of store.scan!({ limit: 1 })) {
+          seen += page.length;
+          if (seen === 1) await store.close();
+        }
+      })();
+      await expect(reading).rejects.toThrow(/the store was closed/);
+      expect(seen).toBeLessThan(180);
+    });
+
+    it('a file the worker cannot open fails the scan, naming the file', async () => {
+      const { store, path } = await seeded();
+      rmSync(path);
+      await expect(scanned(store, { limit: 10 })).rejects.toThrow(new RegExp(`scan of ${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} failed`));
+    });
+
+    it('a row whose data is not JSON fails the scan (as readAll does), on the thread or not', async () => {
+      for (const scanThreadMinRows of [0, Infinity]) {
+        const { store, path } = await seeded({ scanThreadMinRows });
+        const raw = new Database(path);
+        raw.prepare("UPDATE events SET data = '{not json' WHERE stream_id = 'tool-t3' AND revision = 2").run();
+        raw.close();
+        await expect(store.readAll({ limit: 1000 })).rejects.toThrow(SyntaxError);
+        await expect(scanned(store, { limit: 10 })).rejects.toThrow(SyntaxError);
+      }
+    });
+  });
 });

@@ -1,0 +1,71 @@
+/**
+ * The worker thread of a long SQLite scan (`SqliteEventStore.scan`): it reads pages of raw rows on a read-only
+ * connection of its own and posts them, at most `ahead` pages before the consumer asks for more, so reading the file
+ * and parsing and folding the events run on two cores. It only reads; the rows' JSON is parsed by the consumer.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+
+export interface ScanJob {
+  file: string;
+  after: number;
+  /** '' for every stream. */
+  prefix: string;
+  pageSize: number;
+  ahead: number;
+}
+
+/** What the worker posts: a page (the last one is shorter than `pageSize`, maybe empty), or why it stopped. */
+export type ScanMessage = { rows: unknown[][]; last: boolean } | { error: string; code?: string };
+
+const job = workerData as ScanJob;
+const port = parentPort;
+if (!port) throw new Error('sqlite-scan-worker: not started as a worker thread');
+
+const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
+let read: ((after: number) => unknown[][]) | undefined;
+let db: Database.Database | undefined;
+let credit = job.ahead;
+let after = job.after;
+let done = false;
+
+const open = (): ((after: number) => unknown[][]) => {
+  db = new Database(job.file, { readonly: true, fileMustExist: true });
+  if (job.prefix === '') {
+    const all = db.prepare<[number, number], unknown[]>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`).raw(true);
+    return (from) => all.all(from, job.pageSize);
+  }
+  // substr, not LIKE, as in the store: a prefix such as `tool_` matches literally.
+  const some = db
+    .prepare<[number, number, string, number], unknown[]>(`SELECT ${COLUMNS} FROM events WHERE position > ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`)
+    .raw(true);
+  return (from) => some.all(from, job.prefix.length, job.prefix, job.pageSize);
+};
+
+const pump = (): void => {
+  try {
+    read ??= open();
+    while (credit > 0 && !done) {
+      const rows = read(after);
+      credit--;
+      // A page shorter than asked for is the end of what this connection sees (the LIMIT was not reached).
+      done = rows.length < job.pageSize;
+      if (rows.length > 0) after = rows[rows.length - 1]?.[0] as number;
+      port.postMessage({ rows, last: done } satisfies ScanMessage);
+    }
+  } catch (e) {
+    done = true;
+    const code = (e as { code?: unknown }).code;
+    port.postMessage({ error: e instanceof Error ? e.message : String(e), ...(typeof code === 'string' ? { code } : {}) } satisfies ScanMessage);
+  }
+  if (done) {
+    db?.close();
+    port.close();
+  }
+};
+
+port.on('message', () => {
+  credit++;
+  pump();
+});
+pump();
