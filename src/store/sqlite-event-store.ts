@@ -19,7 +19,7 @@ import {
 } from '#app/ports';
 import { startModuleWorker } from '#app/module-worker';
 import { checkExpectedRevision } from './expected-revision.ts';
-import type { ScanJob, ScanMessage } from './sqlite-scan-worker.ts';
+import { fromPage, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
 import { createSqliteSnapshots } from './sqlite-snapshots.ts';
 import { checkExternalCommits, releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
@@ -255,8 +255,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
                 }
                 if (m.last) handle.stop();
                 else worker.postMessage(0);
-                if (m.rows.length === 0) return end;
-                return { done: false, value: (m.rows as RawRow[]).map(toStored) };
+                if (m.data.length === 0) return end;
+                return { done: false, value: fromPage(m) };
               }
               if (finished) return end;
               if (failure !== undefined || exited) {

@@ -5,39 +5,28 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-
-export interface ScanJob {
-  file: string;
-  after: number;
-  /** '' for every stream. */
-  prefix: string;
-  pageSize: number;
-  ahead: number;
-}
-
-/** What the worker posts: a page (the last one is shorter than `pageSize`, maybe empty), or why it stopped. */
-export type ScanMessage = { rows: unknown[][]; last: boolean } | { error: string; code?: string };
+import { toPage, type Row, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
 
 const job = workerData as ScanJob;
 const port = parentPort;
 if (!port) throw new Error('sqlite-scan-worker: not started as a worker thread');
 
 const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
-let read: ((after: number) => unknown[][]) | undefined;
+let read: ((after: number) => Row[]) | undefined;
 let db: Database.Database | undefined;
 let credit = job.ahead;
 let after = job.after;
 let done = false;
 
-const open = (): ((after: number) => unknown[][]) => {
+const open = (): ((after: number) => Row[]) => {
   db = new Database(job.file, { readonly: true, fileMustExist: true });
   if (job.prefix === '') {
-    const all = db.prepare<[number, number], unknown[]>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`).raw(true);
+    const all = db.prepare<[number, number], Row>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`).raw(true);
     return (from) => all.all(from, job.pageSize);
   }
   // substr, not LIKE, as in the store: a prefix such as `tool_` matches literally.
   const some = db
-    .prepare<[number, number, string, number], unknown[]>(`SELECT ${COLUMNS} FROM events WHERE position > ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`)
+    .prepare<[number, number, string, number], Row>(`SELECT ${COLUMNS} FROM events WHERE position > ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`)
     .raw(true);
   return (from) => some.all(from, job.prefix.length, job.prefix, job.pageSize);
 };
@@ -50,8 +39,9 @@ const pump = (): void => {
       credit--;
       // A page shorter than asked for is the end of what this connection sees (the LIMIT was not reached).
       done = rows.length < job.pageSize;
-      if (rows.length > 0) after = rows[rows.length - 1]?.[0] as number;
-      port.postMessage({ rows, last: done } satisfies ScanMessage);
+      if (rows.length > 0) after = rows[rows.length - 1]![0];
+      const { page, transfer } = toPage(rows, done);
+      port.postMessage(page satisfies ScanMessage, transfer);
     }
   } catch (e) {
     done = true;
