@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
 /**
  * Shared helpers for `npm run bench`. Every bench module exports `run(): Promise<BenchRow[]>`; bench/run.ts prints them
  * side by side (Estate vs a named peer or floor) as a table and as JSON. Timings are never asserted anywhere.
@@ -39,3 +43,21 @@ export const percentile = (values: readonly number[], p: number): number => {
 export const median = (values: readonly number[]): number => percentile(values, 50);
 
 export const mib = (bytes: number): number => Math.round((bytes / (1024 * 1024)) * 10) / 10;
+
+const ROOT = new URL('..', import.meta.url).pathname;
+
+/**
+ * The compiled build, fresh: what `estate` runs once installed, not tsx (whose loader a worker thread must load again).
+ * `bench` names who asked, in the line printed when it builds. Returns how the build was found, for a row's notes.
+ */
+export const ensureBuild = (bench: string): string => {
+  const stamp = join(ROOT, 'dist', '.built');
+  const newest = (dir: string): number => Math.max(0, ...execFileSync('find', [dir, '-type', 'f', '-newer', stamp], { encoding: 'utf8' }).split('\n').filter(Boolean).map((f) => statSync(f).mtimeMs));
+  if (existsSync(stamp) && newest(join(ROOT, 'src')) === 0 && newest(join(ROOT, 'projections')) === 0) return 'compiled build';
+  process.stderr.write(`${bench}: building dist/ first (measured on the compiled build)...\n`);
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  return 'compiled build (rebuilt)';
+};
+
+/** A module of the compiled build, e.g. `src/app/replay.js`, loaded from dist/ (call `ensureBuild` first). */
+export const importBuilt = <T>(path: string): Promise<T> => import(new URL(`../dist/${path}`, import.meta.url).href) as Promise<T>;

@@ -2,17 +2,16 @@
  * Replay speed: rebuild the serving read side (catalogue records + discovery views) from 500,000 events in SQLite,
  * beside the floor of reading the same rows (SQLite read + JSON.parse, no decoding or folding), and `estate replay`'s
  * path (a fresh projection of records, no views); both against the 100k events/s target. Each side runs in its own child process
- * so its peak memory is its own. The store: bench/replay-store.ts.
+ * so its peak memory is its own, on the compiled build (dist/, built first if stale). The store: bench/replay-store.ts.
  */
 import { execFileSync } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
-import { CatalogueReader } from '#app/catalogue-reader';
-import { replayAsOf } from '#app/replay';
+import type * as ReaderModule from '#app/catalogue-reader';
+import type * as ReplayModule from '#app/replay';
+import type * as AccessModule from '#domain/access';
 import { TOOL_STREAM_PREFIX } from '#domain/events';
-import { makePrincipal } from '#domain/access';
-import { createSqliteEventStore } from '#store/sqlite-event-store';
-import type { BenchRow } from './lib.ts';
-import { mib } from './lib.ts';
+import type * as StoreModule from '#store/sqlite-event-store';
+import { ensureBuild, importBuilt, mib, type BenchRow } from './lib.ts';
 import { seededStore } from './replay-store.ts';
 
 /** Events per second a full replay must reach (issue 15). */
@@ -22,6 +21,12 @@ const PAGE = 1000;
 
 /** Child mode: `replay <path>`, `estate-replay <path>` or `floor <path>`; prints one JSON line. */
 const child = async (mode: string, path: string): Promise<void> => {
+  // The compiled build, as `estate replay` and `estate serve` run it (a long SQLite scan starts a worker thread, which
+  // under tsx would load tsx's loader again inside the measured time).
+  const { createSqliteEventStore } = await importBuilt<typeof StoreModule>('src/store/sqlite-event-store.js');
+  const { CatalogueReader } = await importBuilt<typeof ReaderModule>('src/app/catalogue-reader.js');
+  const { replayAsOf } = await importBuilt<typeof ReplayModule>('src/app/replay.js');
+  const { makePrincipal } = await importBuilt<typeof AccessModule>('src/domain/access.js');
   const store = createSqliteEventStore({ path });
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
@@ -53,6 +58,7 @@ const child = async (mode: string, path: string): Promise<void> => {
 };
 
 export async function run(): Promise<BenchRow[]> {
+  ensureBuild('replay');
   const path = await seededStore();
   const measure = (mode: string) => {
     const out = execFileSync(process.execPath, ['--max-old-space-size=8192', '--import', 'tsx', new URL(import.meta.url).pathname, '--child', mode, path], { encoding: 'utf8' });

@@ -4,11 +4,11 @@
  * (VmHWM) after a client listed every tool it sees and made calls; plus what writing the snapshot cost the server
  * that wrote it (its own log line). Against the targets of issue 15: ready in 2 s, under 300 MiB.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { BenchRow } from './lib.ts';
+import { ensureBuild, type BenchRow } from './lib.ts';
 import { seededStore } from './replay-store.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -135,16 +135,6 @@ const walk = async (url: string): Promise<{ tools: number; ms: number }> => {
   return { tools, ms: performance.now() - t0 };
 };
 
-/** The compiled build, fresh: start-up is measured on what `estate` runs once installed, not on tsx. */
-const ensureBuild = (): string => {
-  const stamp = join(ROOT, 'dist', '.built');
-  const newest = (dir: string): number => Math.max(0, ...execFileSync('find', [dir, '-type', 'f', '-newer', stamp], { encoding: 'utf8' }).split('\n').filter(Boolean).map((f) => statSync(f).mtimeMs));
-  if (existsSync(stamp) && newest(join(ROOT, 'src')) === 0 && newest(join(ROOT, 'projections')) === 0) return 'compiled build';
-  process.stderr.write('startup: building dist/ first (start-up is measured on the compiled build)...\n');
-  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
-  return 'compiled build (rebuilt)';
-};
-
 const dropSnapshots = (store: string): void => {
   const db = new Database(store);
   try {
@@ -159,7 +149,7 @@ const HEAP_FLAG = '--max-old-space-size=384';
 
 export async function run(): Promise<BenchRow[]> {
   const store = await seededStore();
-  const build = ensureBuild();
+  const build = ensureBuild('startup');
   dropSnapshots(store);
 
   process.stderr.write('startup: serving with snapshots off (every event replayed at start)...\n');
