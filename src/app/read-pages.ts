@@ -1,7 +1,10 @@
 /**
  * The log from a position to its end, page by page, for a replay: the store's own scan where it has one (SQLite reads
- * on a second thread), else `readAll` with the next page already asked for while the consumer folds this one (a
- * network store's round trip overlaps the fold). Pages come in `readAll` order; leaving the loop early stops the read.
+ * a long scan on a second thread), else `readAll` page after page until a page comes back empty. Pages come in
+ * `readAll` order; leaving the loop early stops the read.
+ *
+ * Asking for the next page while the consumer folds this one was tried for PostgreSQL (100,000 events, four pairs):
+ * 31-33k events/s either way, so the plain loop stays.
  */
 import type { EventStore, ScanOptions, StoredEvent } from './ports.ts';
 
@@ -10,18 +13,11 @@ export async function* readPages(store: EventStore, options: ScanOptions = {}): 
     yield* store.scan(options);
     return;
   }
-  const read = (after: string | null | undefined) => store.readAll({ ...options, after });
-  let next: Promise<StoredEvent[]> | undefined = read(options.after);
-  try {
-    while (next !== undefined) {
-      const page: StoredEvent[] = await next;
-      next = undefined;
-      if (page.length === 0) return;
-      next = read(page[page.length - 1]?.position);
-      yield page;
-    }
-  } finally {
-    // Left early: the read asked for ahead is not wanted, but its failure must not go unhandled.
-    next?.catch(() => undefined);
+  let after = options.after;
+  for (;;) {
+    const page = await store.readAll({ ...options, after });
+    if (page.length === 0) return;
+    after = page[page.length - 1]?.position;
+    yield page;
   }
 }

@@ -460,7 +460,7 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       });
     });
 
-    describe('readPages (the store\'s scan where it has one, else readAll read ahead)', () => {
+    describe('readPages (the store\'s scan where it has one, else readAll page by page)', () => {
       const gather = async (options: { after?: string | null; limit: number; streamPrefix: string }): Promise<StoredEvent[][]> => {
         const pages: StoredEvent[][] = [];
         for await (const page of readPages(store, options)) pages.push(page);
