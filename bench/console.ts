@@ -105,6 +105,8 @@ export const run = async (): Promise<BenchRow[]> => {
           await context.close();
           rmSync(profile, { recursive: true, force: true });
         }
+      } else {
+        process.stderr.write(`console: no Chromium at ${CHROMIUM}, so the browser row is left out (apt-get install chromium)\n`);
       }
     } finally {
       server.stop();
