@@ -94,8 +94,9 @@ export class CatalogueReader {
   private async readForward(): Promise<number> {
     let total = 0;
     const deferred: string[] = [];
-    // The first catch-up (a replay, or the tail after a snapshot) is one long read: the store reads ahead of the fold.
-    // Later ones are a few events, read from wherever the catalogue has got to.
+    // The first catch-up (a replay, or the tail after a snapshot) is one long read: the store may read ahead of the fold
+    // (SQLite on a thread, when many positions lie ahead). Later ones are a few catalogue events, however many call
+    // records lie between: plain reads from wherever the catalogue has got to, never a thread per bus announcement.
     const pages = this.live ? this.pagesFromHere() : readPages(this.store, { after: this.catalogue.position, limit: this.pageSize, streamPrefix: TOOL_STREAM_PREFIX });
     for await (const page of pages) {
       total += page.length;
