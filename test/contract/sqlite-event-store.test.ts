@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { CatalogueReader } from '#app/catalogue-reader';
 import type { EventStore } from '#app/ports';
 import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { eventStoreContract } from './event-store-contract.ts';
@@ -200,6 +201,18 @@ describe('SqliteEventStore specifics', () => {
       const { store, path } = await seeded();
       rmSync(path);
       await expect(scanned(store, { limit: 10 })).rejects.toThrow(new RegExp(`scan of ${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} failed`));
+    });
+
+    it('a catalogue reader scans on its first catch-up only: a live one never starts a thread', async () => {
+      const { store } = await seeded();
+      const scans = vi.spyOn(store, 'scan');
+      const reader = new CatalogueReader(store, { keepDetails: false });
+      await reader.catchUp();
+      expect(scans).toHaveBeenCalledTimes(1);
+      await store.append('tool-late', [{ type: 'V', data: {} }], { expectedRevision: 'no_stream' });
+      await reader.catchUp();
+      expect(scans).toHaveBeenCalledTimes(1);
+      expect(reader.position).toBe((await store.readAll({ streamPrefix: 'tool-late' }))[0]!.position);
     });
 
     it('a row whose data is not JSON fails the scan (as readAll does), on the thread or not', async () => {
