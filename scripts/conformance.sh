@@ -128,6 +128,32 @@ if [[ "$THROUGH" == upstream ]]; then EXPECTED_PREFIX="test/conformance/expected
 # Counts from the suite's own result files: a scenario passes when none of its checks is a FAILURE (or a WARNING, which
 # the 2026 requirement set scores as a failure too). With a requirement set, scenarios it does not score (extensions,
 # pending) are counted apart.
+# The failed checks of the named scenarios: id, status, message, and their details (cut to 2,000 characters each).
+explain() {
+  node - "$@" <<'EOF'
+const fs = require('node:fs');
+const path = require('node:path');
+const [dir, ...names] = process.argv.slice(2);
+const wanted = new Set(names);
+const walk = (d) => {
+  for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+    const p = path.join(d, e.name);
+    if (e.isDirectory()) walk(p);
+    else if (e.name === 'checks.json') {
+      const name = path.basename(d).replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT.*$/, '');
+      if (!wanted.has(name)) continue;
+      for (const c of JSON.parse(fs.readFileSync(p, 'utf8'))) {
+        if (c.status === 'SUCCESS' || c.status === 'INFO') continue;
+        console.log(`  why ${name}: ${c.id} ${c.status}: ${c.errorMessage ?? '(no message)'}`);
+        if (c.details !== undefined) console.log(`    details: ${JSON.stringify(c.details).slice(0, 2000)}`);
+      }
+    }
+  }
+};
+if (fs.existsSync(dir)) walk(dir);
+EOF
+}
+
 summarise() {
   node - "$@" <<'EOF'
 const fs = require('node:fs');
@@ -198,6 +224,12 @@ for s in $SUITES; do
   # The suite's own verdict on the baseline: unexpected failures, and entries that now pass (stale).
   sed 's/\x1b\[[0-9;]*m//g' "$WORK/suite-$s.out" | awk '/Unexpected failures|Stale baseline|stale/{f=1} f&&/^$/{f=0} f{print "  " $0}'
   echo "  suite exit code: $code"
+  # A failure not in the baseline is explained here, its checks' messages and details: the results folder is a temp
+  # dir that is gone by the time anyone reads a CI log.
+  if [[ $code -ne 0 ]]; then
+    mapfile -t unexpected < <(sed 's/\x1b\[[0-9;]*m//g' "$WORK/suite-$s.out" | awk '/Unexpected failures/{f=1;next} f&&/^$/{f=0} f' | sed -n 's/^[[:space:]]*✗[[:space:]]*//p')
+    if [[ ${#unexpected[@]} -gt 0 ]]; then explain "$OUT/$s" "${unexpected[@]}"; fi
+  fi
   if [[ $code -ne 0 ]]; then status=1; fi
   if ! kill -0 "$SERVER_PID" 2>/dev/null; then log "estate serve died during the $s suite:"; tail -n 50 "$SERVER_LOG" >&2; status=1; break; fi
 done
