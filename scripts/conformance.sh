@@ -125,78 +125,9 @@ fi
 EXPECTED_PREFIX="test/conformance/expected-failures"
 if [[ "$THROUGH" == upstream ]]; then EXPECTED_PREFIX="test/conformance/expected-failures-upstream"; fi
 
-# Counts from the suite's own result files: a scenario passes when none of its checks is a FAILURE (or a WARNING, which
-# the 2026 requirement set scores as a failure too). With a requirement set, scenarios it does not score (extensions,
-# pending) are counted apart.
-# The failed checks of the named scenarios: id, status, message, and their details (cut to 2,000 characters each).
-explain() {
-  node - "$@" <<'EOF'
-const fs = require('node:fs');
-const path = require('node:path');
-const [dir, ...names] = process.argv.slice(2);
-const wanted = new Set(names);
-const walk = (d) => {
-  for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-    const p = path.join(d, e.name);
-    if (e.isDirectory()) walk(p);
-    else if (e.name === 'checks.json') {
-      const name = path.basename(d).replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT.*$/, '');
-      if (!wanted.has(name)) continue;
-      for (const c of JSON.parse(fs.readFileSync(p, 'utf8'))) {
-        if (c.status === 'SUCCESS' || c.status === 'INFO') continue;
-        console.log(`  why ${name}: ${c.id} ${c.status}: ${c.errorMessage ?? '(no message)'}`);
-        if (c.details !== undefined) console.log(`    details: ${JSON.stringify(c.details).slice(0, 2000)}`);
-      }
-    }
-  }
-};
-if (fs.existsSync(dir)) walk(dir);
-EOF
-}
-
-summarise() {
-  node - "$@" <<'EOF'
-const fs = require('node:fs');
-const path = require('node:path');
-const [dir, label, requirements] = process.argv.slice(2);
-let notScored = new Set();
-if (requirements) {
-  const doc = require('yaml').parse(fs.readFileSync(requirements, 'utf8'));
-  notScored = new Set((doc.not_scored ?? []).filter((e) => e.leg === 'server').map((e) => e.scenario));
-}
-const scenarios = [];
-const walk = (d) => {
-  for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-    const p = path.join(d, e.name);
-    if (e.isDirectory()) walk(p);
-    else if (e.name === 'checks.json') {
-      const name = path.basename(d).replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT.*$/, '');
-      scenarios.push({ name, checks: JSON.parse(fs.readFileSync(p, 'utf8')) });
-    }
-  }
-};
-if (fs.existsSync(dir)) walk(dir);
-const tally = (list) => {
-  let passed = 0, checks = 0, checksOk = 0;
-  const failed = [];
-  for (const s of list) {
-    const bad = s.checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
-    checks += s.checks.filter((c) => ['SUCCESS', 'FAILURE', 'WARNING'].includes(c.status)).length;
-    checksOk += s.checks.filter((c) => c.status === 'SUCCESS').length;
-    if (bad.length === 0) passed++;
-    else failed.push(`${s.name} (${bad.map((c) => `${c.id}${c.status === 'WARNING' ? ' [warning]' : ''}`).join(', ')})`);
-  }
-  return { passed, total: list.length, checks, checksOk, failed };
-};
-const scored = tally(scenarios.filter((s) => !notScored.has(s.name)));
-console.log(`CONFORMANCE ${label}: ${scored.passed}/${scored.total} scenarios passed, ${scored.checksOk}/${scored.checks} checks passed`);
-for (const f of scored.failed) console.log(`  not passed: ${f}`);
-if (notScored.size > 0) {
-  const extra = tally(scenarios.filter((s) => notScored.has(s.name)));
-  console.log(`  not scored by the requirement set (extensions, pending): ${extra.passed}/${extra.total} scenarios passed, ${extra.checksOk}/${extra.checks} checks`);
-}
-EOF
-}
+# Counts, and why a scenario outside the baseline failed: scripts/conformance-results.mjs.
+summarise() { node scripts/conformance-results.mjs summary "$@"; }
+explain() { node scripts/conformance-results.mjs explain "$@"; }
 
 status=0
 for s in $SUITES; do
