@@ -7,7 +7,7 @@ import { CatalogueProjection, type CatalogueVersion } from '#projections/catalog
 import { DiscoveryIndex, type ViewChange } from '#projections/discovery';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore, StoredEvent, Subscription } from './ports.ts';
-import { readPages } from './read-pages.ts';
+import { pageThrough, readPages } from './read-pages.ts';
 import { createDetailsSource, detailsOfPublished, type DetailsSource } from './version-details.ts';
 
 /** Above this many events in one batch, views are recomputed once rather than maintained per event. */
@@ -97,7 +97,8 @@ export class CatalogueReader {
     // The first catch-up (a replay, or the tail after a snapshot) is one long read: the store may read ahead of the fold
     // (SQLite on a thread, when many positions lie ahead). Later ones are a few catalogue events, however many call
     // records lie between: plain reads from wherever the catalogue has got to, never a thread per bus announcement.
-    const pages = this.live ? this.pagesFromHere() : readPages(this.store, { after: this.catalogue.position, limit: this.pageSize, streamPrefix: TOOL_STREAM_PREFIX });
+    const from = { after: this.catalogue.position, limit: this.pageSize, streamPrefix: TOOL_STREAM_PREFIX };
+    const pages = this.live ? pageThrough(this.store, from) : readPages(this.store, from);
     for await (const page of pages) {
       total += page.length;
       if (page.length > BULK_THRESHOLD) deferred.push(...this.fold(page, false).tools);
@@ -105,14 +106,6 @@ export class CatalogueReader {
     }
     if (deferred.length > 0) this.announce(deferred, this.discovery.viewCount > 0 ? this.discovery.refreshAll() : []);
     return total;
-  }
-
-  private async *pagesFromHere(): AsyncGenerator<StoredEvent[]> {
-    for (;;) {
-      const page = await this.store.readAll({ after: this.catalogue.position, limit: this.pageSize, streamPrefix: TOOL_STREAM_PREFIX });
-      if (page.length === 0) return;
-      yield page;
-    }
   }
 
   /** Apply a batch in order; duplicates (already-seen positions from at-least-once delivery) are harmless. */

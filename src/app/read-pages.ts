@@ -9,10 +9,12 @@
 import type { EventStore, ScanOptions, StoredEvent } from './ports.ts';
 
 export async function* readPages(store: EventStore, options: ScanOptions = {}): AsyncGenerator<StoredEvent[]> {
-  if (store.scan) {
-    yield* store.scan(options);
-    return;
-  }
+  if (store.scan) yield* store.scan(options);
+  else yield* pageThrough(store, options);
+}
+
+/** `readAll` page after page from `options.after` until a page comes back empty: no scan, no thread. */
+export async function* pageThrough(store: EventStore, options: ScanOptions = {}): AsyncGenerator<StoredEvent[]> {
   let after = options.after;
   for (;;) {
     const page = await store.readAll({ ...options, after });

@@ -19,7 +19,7 @@ import {
 } from '#app/ports';
 import { startModuleWorker } from '#app/module-worker';
 import { checkExpectedRevision } from './expected-revision.ts';
-import { fromPage, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
+import { COLUMNS, fromPage, READ_AFTER, READ_PREFIX_AFTER, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
 import { createSqliteSnapshots } from './sqlite-snapshots.ts';
 import { checkExternalCommits, releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
@@ -64,8 +64,6 @@ const SCHEMA = `
   );
 `;
 
-/** [position, stream_id, revision, type, data, recorded_at], read raw: arrays are cheaper than row objects. */
-type RawRow = [number, string, number, string, string, string];
 
 /** The durability settings of a store's own connection (PRAGMAs are per connection: only it can answer them). */
 export interface SqliteDurability {
@@ -84,7 +82,6 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   // Several processes may open a fresh file together; IMMEDIATE makes them take turns creating the schema.
   db.transaction(() => db.exec(SCHEMA)).immediate();
 
-  const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
   const headStmt = db.prepare<[string], { head: number | null }>(
     'SELECT MAX(revision) AS head FROM events WHERE stream_id = ?',
   );
@@ -96,15 +93,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision`,
     )
     .raw(true);
-  const readAllStmt = db
-    .prepare<[number, number], RawRow>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`)
-    .raw(true);
-  // substr, not LIKE: a prefix such as `tool_` must match literally.
-  const readAllPrefixStmt = db
-    .prepare<[number, number, string, number], RawRow>(
-      `SELECT ${COLUMNS} FROM events WHERE position > ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`,
-    )
-    .raw(true);
+  const readAllStmt = db.prepare<[number, number], RawRow>(READ_AFTER).raw(true);
+  const readAllPrefixStmt = db.prepare<[number, number, string, number], RawRow>(READ_PREFIX_AFTER).raw(true);
+  /** One page after a position; '' for every stream. */
+  const rowsAfter = (after: number, prefix: string, limit: number): RawRow[] =>
+    prefix === '' ? readAllStmt.all(after, limit) : readAllPrefixStmt.all(after, prefix.length, prefix, limit);
 
   // The first stream id at or after a prefix (the UNIQUE index's order): if it does not start with the prefix, no stream
   // does, and a prefix read need not scan the log (a server's upstream registry on a store of only tools and runs).
@@ -177,11 +170,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     const limit = options.limit ?? DEFAULT_LIMIT;
     const prefix = options.streamPrefix;
     if (prefix !== undefined && prefix !== '' && !anyStreamWith(prefix)) return [];
-    const rows =
-      prefix === undefined || prefix === ''
-        ? readAllStmt.all(after, limit)
-        : readAllPrefixStmt.all(after, prefix.length, prefix, limit);
-    return rows.map(toStored);
+    return rowsAfter(after, prefix ?? '', limit).map(toStored);
   }
 
   const scanThreadMinRows = options.scanThreadMinRows ?? DEFAULT_SCAN_THREAD_MIN_ROWS;
@@ -199,7 +188,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       return;
     }
     for (;;) {
-      const rows = prefix === '' ? readAllStmt.all(after, limit) : readAllPrefixStmt.all(after, prefix.length, prefix, limit);
+      const rows = rowsAfter(after, prefix, limit);
       if (rows.length > 0) yield rows.map(toStored);
       // Short: the end of the log as this connection sees it.
       if (rows.length < limit) return;

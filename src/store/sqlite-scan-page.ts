@@ -1,8 +1,17 @@
 /**
- * What a SQLite scan's worker (sqlite-scan-worker.ts) and the store that started it (sqlite-event-store.ts) say to
- * each other: the job, and pages of rows in a form that is cheap to post between threads.
+ * What a SQLite scan's worker (sqlite-scan-worker.ts) and the store that started it (sqlite-event-store.ts) share: the
+ * row and the reads of the log both run, the job, and pages of rows in a form that is cheap to post between threads.
  */
 import type { StoredEvent } from '#app/ports';
+
+/** [position, stream_id, revision, type, data, recorded_at], read raw: arrays are cheaper than row objects. */
+export type RawRow = [number, string, number, string, string, string];
+
+export const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
+/** The log after a position, a page: every stream (`?` after, limit). */
+export const READ_AFTER = `SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`;
+/** The same under a stream prefix (`?` after, prefix length, prefix, limit): substr, not LIKE, so `tool_` is literal. */
+export const READ_PREFIX_AFTER = `SELECT ${COLUMNS} FROM events WHERE position > ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`;
 
 export interface ScanJob {
   file: string;
@@ -30,9 +39,7 @@ export const ROW_WIDTH = 5;
 /** What the worker posts: a page, or why it stopped. */
 export type ScanMessage = ScanPage | { error: string; code?: string };
 
-export type Row = [number, string, number, string, string, string];
-
-export const toPage = (rows: Row[], last: boolean): { page: ScanPage; transfer: ArrayBuffer[] } => {
+export const toPage = (rows: RawRow[], last: boolean): { page: ScanPage; transfer: ArrayBuffer[] } => {
   const numbers = new Float64Array(rows.length * ROW_WIDTH);
   const data: string[] = new Array<string>(rows.length);
   const names: string[] = [];

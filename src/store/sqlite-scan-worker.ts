@@ -5,29 +5,25 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { toPage, type Row, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
+import { READ_AFTER, READ_PREFIX_AFTER, toPage, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
 
 const job = workerData as ScanJob;
 const port = parentPort;
 if (!port) throw new Error('sqlite-scan-worker: not started as a worker thread');
 
-const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
-let read: ((after: number) => Row[]) | undefined;
+let read: ((after: number) => RawRow[]) | undefined;
 let db: Database.Database | undefined;
 let credit = job.ahead;
 let after = job.after;
 let done = false;
 
-const open = (): ((after: number) => Row[]) => {
+const open = (): ((after: number) => RawRow[]) => {
   db = new Database(job.file, { readonly: true, fileMustExist: true });
   if (job.prefix === '') {
-    const all = db.prepare<[number, number], Row>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`).raw(true);
+    const all = db.prepare<[number, number], RawRow>(READ_AFTER).raw(true);
     return (from) => all.all(from, job.pageSize);
   }
-  // substr, not LIKE, as in the store: a prefix such as `tool_` matches literally.
-  const some = db
-    .prepare<[number, number, string, number], Row>(`SELECT ${COLUMNS} FROM events WHERE position > ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`)
-    .raw(true);
+  const some = db.prepare<[number, number, string, number], RawRow>(READ_PREFIX_AFTER).raw(true);
   return (from) => some.all(from, job.prefix.length, job.prefix, job.pageSize);
 };
 
