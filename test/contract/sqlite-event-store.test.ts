@@ -4,8 +4,12 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CatalogueReader } from '#app/catalogue-reader';
+import { CommandHandler } from '#app/command-handler';
+import { replayAsOf } from '#app/replay';
 import type { EventStore } from '#app/ports';
 import { createSqliteEventStore } from '#store/sqlite-event-store';
+import type { CatalogueProjection } from '#projections/catalogue';
+import { aDefinition } from '../fixtures/builders.ts';
 import { eventStoreContract } from './event-store-contract.ts';
 
 eventStoreContract('sqlite', async () => {
@@ -213,6 +217,30 @@ describe('SqliteEventStore specifics', () => {
       await reader.catchUp();
       expect(scans).toHaveBeenCalledTimes(1);
       expect(reader.position).toBe((await store.readAll({ streamPrefix: 'tool-late' }))[0]!.position);
+    });
+
+    it('estate replay over the thread folds what it folds in this thread, as of now and as of a position (left early)', async () => {
+      const path = join(tempDir(), 'replay.db');
+      const threaded = createSqliteEventStore({ path, scanThreadMinRows: 0 });
+      const here = createSqliteEventStore({ path, scanThreadMinRows: Infinity });
+      stores.push(threaded, here);
+      const handler = new CommandHandler({ store: threaded });
+      const positions: string[] = [];
+      for (const name of ['a.one', 'b.two', 'c.three']) {
+        for (const version of ['1.0.0', '1.1.0']) positions.push((await handler.publish(aDefinition({ name, version, handler: `${name.split('.')[0]}.h` }), 't')).position as string);
+      }
+      await handler.deprecate('b.two', '1.0.0', 'superseded', 't');
+      const folded = (c: CatalogueProjection) => c.names().map((n) => [n, c.versions(n).map((v) => `${v.version}:${v.status}`)]);
+      const now = { time: '9999-12-31T00:00:00.000Z' };
+      expect(folded(await replayAsOf(threaded, now))).toEqual(folded(await replayAsOf(here, now)));
+      expect(folded(await replayAsOf(threaded, now))).toEqual([
+        ['a.one', ['1.0.0:active', '1.1.0:active']],
+        ['b.two', ['1.0.0:deprecated', '1.1.0:active']],
+        ['c.three', ['1.0.0:active', '1.1.0:active']],
+      ]);
+      const then = { position: positions[2]! };
+      expect(folded(await replayAsOf(threaded, then))).toEqual([['a.one', ['1.0.0:active', '1.1.0:active']], ['b.two', ['1.0.0:active']]]);
+      expect(folded(await replayAsOf(threaded, then))).toEqual(folded(await replayAsOf(here, then)));
     });
 
     it('a row whose data is not JSON fails the scan (as readAll does), on the thread or not', async () => {
