@@ -20,7 +20,7 @@ import pg from 'pg';
 import type { AppendRequest, AppendResult, EventStore, ReadAllOptions, StoredEvent, SubscribeOptions, Subscription } from '#app/ports';
 import { appendInOneStatement, appendInTransaction, type PostgresAppendContext } from './postgres-append.ts';
 import { createAppendListener } from './postgres-listener.ts';
-import { heldBack, readStream, scan, type PostgresReadContext } from './postgres-read.ts';
+import { heldBack, readStream, scan, scanToEnd, type PostgresReadContext } from './postgres-read.ts';
 import { DEFAULT_LIMIT, START, later, parsePosition, quoteSchema, validateRequest } from './postgres-rows.ts';
 import { createSchemaMigration } from './postgres-schema.ts';
 import { createPostgresSnapshots } from './postgres-snapshots.ts';
@@ -64,6 +64,9 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
 
   const subscriptions = new OpenSubscriptions();
   let closed = false;
+  let markClosed!: (e: Error) => void;
+  const closing = new Promise<never>((_, reject) => (markClosed = reject));
+  closing.catch(() => undefined);
   const isClosed = (): boolean => closed;
   const wakeUps = createAppendListener({
     connectionString: opts.connectionString,
@@ -155,6 +158,10 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     readStream: (streamId, options = {}) => readStream(reads, streamId, options),
 
     readAll,
+    scan(options = {}) {
+      if (closed) throw new Error('postgres store: scan after close');
+      return scanToEnd(reads, parsePosition(options.after), options.limit ?? DEFAULT_LIMIT, options.streamPrefix, closing);
+    },
     subscribe,
     snapshots: createPostgresSnapshots(pool, s, schemaName),
 
@@ -162,6 +169,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
       if (closed) return;
       await subscriptions.closeAll();
       closed = true;
+      markClosed(new Error('postgres store: closed during a scan'));
       await wakeUps.stop();
       await pool.end();
     },

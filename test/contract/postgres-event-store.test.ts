@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import type { AppendRequest, EventStore, StoredEvent, Subscription } from '#app/ports';
+import type { AppendRequest, EventStore, ScanOptions, StoredEvent, Subscription } from '#app/ports';
 import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
 import { scan } from '#store/postgres-read';
 import { parsePosition, quoteSchema } from '#store/postgres-rows';
@@ -42,6 +42,27 @@ if (url !== null) {
       const opened = await store;
       stores.push(opened);
       return opened;
+    };
+
+    /** Every event the store's scan yields, checking each page's size. */
+    const scanned = async (store: EventStore, options: ScanOptions): Promise<StoredEvent[]> => {
+      const out: StoredEvent[] = [];
+      for await (const page of store.scan!(options)) {
+        expect(page.length).toBeGreaterThan(0);
+        expect(page.length).toBeLessThanOrEqual(options.limit ?? 1000);
+        out.push(...page);
+      }
+      return out;
+    };
+    /** readAll page after page: what the scan must equal. */
+    const paged = async (store: EventStore, options: ScanOptions): Promise<StoredEvent[]> => {
+      const out: StoredEvent[] = [];
+      for (let after = options.after; ; ) {
+        const page = await store.readAll({ ...options, after });
+        if (page.length === 0) return out;
+        out.push(...page);
+        after = page[page.length - 1]!.position;
+      }
     };
 
     afterEach(async () => {
@@ -84,6 +105,7 @@ if (url !== null) {
         await sleep(QUIET_MS);
         expect(seen).toEqual([]);
         expect(await reader.readAll({ streamPrefix: p })).toEqual([]);
+        expect(await scanned(reader, { streamPrefix: p })).toEqual([]);
 
         holding!();
         const lateResult = await lateAppend;
@@ -91,6 +113,7 @@ if (url !== null) {
         expect(seen.map((e) => e.type)).toEqual(['Late', 'CommittedFirst']);
         expect(seen.map((e) => e.position)).toEqual([...lateResult.positions, ...other.positions]);
         expect((await reader.readAll({ streamPrefix: p })).map((e) => e.position)).toEqual(seen.map((e) => e.position));
+        expect((await scanned(reader, { streamPrefix: p })).map((e) => e.position)).toEqual(seen.map((e) => e.position));
         const afterLate = await reader.readAll({ streamPrefix: p, after: lateResult.positions[0]! });
         expect(afterLate.map((e) => e.type)).toEqual(['CommittedFirst']);
       } finally {
@@ -176,6 +199,98 @@ if (url !== null) {
         expect(queries).toBe(1);
       } finally {
         await pool.end();
+      }
+    });
+
+    it('scan reads what readAll reads page by page: past thousands of other streams\' rows, from any position', async () => {
+      const p = prefix();
+      const store = await track(open());
+      await store.append(`${p}tool-a`, Array.from({ length: 7 }, (_, j) => ({ type: 'T', data: { j } })), { expectedRevision: 'no_stream' });
+      // More than one of readAll's scan windows of rows the prefix must step over, then more of the prefix.
+      await store.appendMany(
+        Array.from({ length: 12 }, (_, i) => ({
+          streamId: `${p}run-${i}`,
+          events: Array.from({ length: 500 }, (_, j) => ({ type: 'Call', data: { j } })),
+          expectedRevision: 'no_stream' as const,
+        })),
+      );
+      await store.append(`${p}tool-b`, Array.from({ length: 5 }, (_, j) => ({ type: 'T', data: { j } })), { expectedRevision: 'no_stream' });
+
+      const tools = await paged(store, { streamPrefix: `${p}tool-` });
+      expect(tools.map((e) => `${e.streamId.slice(p.length)}/${e.revision}`)).toEqual([
+        ...Array.from({ length: 7 }, (_, j) => `tool-a/${j}`),
+        ...Array.from({ length: 5 }, (_, j) => `tool-b/${j}`),
+      ]);
+      for (const limit of [1, 3, 5, 12, 1000]) expect(await scanned(store, { streamPrefix: `${p}tool-`, limit })).toEqual(tools);
+      expect(await scanned(store, { streamPrefix: `${p}tool-`, after: tools[6]!.position, limit: 2 })).toEqual(tools.slice(7));
+      expect(await scanned(store, { streamPrefix: `${p}tool-`, after: tools[11]!.position })).toEqual([]);
+      expect(await scanned(store, { streamPrefix: `${p}none-` })).toEqual([]);
+      // Every stream, from a position inside the run rows: the same as paging readAll.
+      const runs = await paged(store, { streamPrefix: `${p}run-3` });
+      const from = runs[250]!.position;
+      expect(await scanned(store, { after: from, limit: 700 })).toEqual(await paged(store, { after: from }));
+    });
+
+    it('recordedAt is the same millisecond text on every read, as a Date of the row would give it', async () => {
+      const p = prefix();
+      // A session in another time zone than the server's: the text must still be UTC.
+      const elsewhere = new URL(url);
+      elsewhere.searchParams.set('options', '-c TimeZone=Asia/Kolkata');
+      const store = await track(open({ connectionString: elsewhere.toString() }));
+      // now() at the server: microseconds, which every read cuts to the millisecond alike.
+      await store.appendMany([{ streamId: `${p}t`, events: Array.from({ length: 20 }, () => ({ type: 'T', data: {} })), expectedRevision: 'no_stream' }]);
+      const given = '2026-01-02T03:04:05.678Z';
+      await store.append(`${p}t`, [{ type: 'Copied', data: {}, recordedAt: given }], { expectedRevision: 19 });
+      const read = await store.readStream(`${p}t`);
+      expect(await store.readAll({ streamPrefix: p })).toEqual(read);
+      expect(await scanned(store, { streamPrefix: p })).toEqual(read);
+      expect(read[20]!.recordedAt).toBe(given);
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ recorded_at: Date; micros: string }>(
+          `SELECT recorded_at, to_char(recorded_at, 'US') AS micros FROM "${schema}".events WHERE stream_id = $1 ORDER BY revision`,
+          [`${p}t`],
+        );
+        expect(rows.slice(0, 20).some((r) => !r.micros.endsWith('000'))).toBe(true);
+        expect(read.map((e) => e.recordedAt)).toEqual(rows.map((r) => r.recorded_at.toISOString()));
+      } finally {
+        await client.end();
+      }
+    });
+
+    it('a store closed under a scan makes it fail, never look finished', async () => {
+      const p = prefix();
+      const store = await open();
+      await store.append(`${p}s`, Array.from({ length: 9 }, () => ({ type: 'T', data: {} })), { expectedRevision: 'no_stream' });
+      const pages = store.scan!({ streamPrefix: p, limit: 3 })[Symbol.asyncIterator]();
+      expect((await pages.next()).value).toHaveLength(3);
+      await store.close();
+      await expect(
+        (async () => {
+          for (let r = await pages.next(); !r.done; r = await pages.next());
+        })(),
+      ).rejects.toThrow(/closed during a scan/);
+      expect(() => store.scan!({})).toThrow(/scan after close/);
+    });
+
+    it('leaving a scan early and closing the store leaves no read behind to fail', async () => {
+      const p = prefix();
+      const store = await track(open());
+      await store.append(`${p}s`, Array.from({ length: 9 }, () => ({ type: 'T', data: {} })), { expectedRevision: 'no_stream' });
+      const unhandled: unknown[] = [];
+      const onUnhandled = (e: unknown): void => void unhandled.push(e);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        for await (const page of store.scan!({ streamPrefix: p, limit: 3 })) {
+          expect(page).toHaveLength(3);
+          break;
+        }
+        await store.close();
+        await sleep(QUIET_MS);
+        expect(unhandled).toEqual([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
       }
     });
 
