@@ -68,17 +68,22 @@ export function toStored(row: EventRow): StoredEvent {
   };
 }
 
-/** A row of `scanToEnd`'s statement, as an array (no object per row): xid, seq, stream_id, revision, type, data, recorded_at. */
-export type EventTuple = [string, string, string, string, string, string, string];
+/**
+ * A row of `scanToEnd`'s statement, as an array (no object per row): xid, seq, whether the stream has the prefix, then
+ * (only if it has) stream_id, revision, type, data, recorded_at.
+ */
+export type WindowTuple = [string, string, boolean, string | null, string | null, string | null, string | null, string | null];
+/** A WindowTuple of a stream with the prefix. */
+export type EventTuple = [string, string, true, string, string, string, string, string];
 
 export function tupleToStored(row: EventTuple): StoredEvent {
   return {
-    streamId: row[2],
-    revision: Number(row[3]),
+    streamId: row[3],
+    revision: Number(row[4]),
     position: formatPosition(row[0], row[1]),
-    type: row[4],
-    data: JSON.parse(row[5]) as unknown,
-    recordedAt: row[6],
+    type: row[5],
+    data: JSON.parse(row[6]) as unknown,
+    recordedAt: row[7],
   };
 }
 
