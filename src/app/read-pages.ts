@@ -1,10 +1,10 @@
 /**
  * The log from a position to its end, page by page, for a replay: the store's own scan where it has one (SQLite reads
- * a long scan on a second thread), else `readAll` page after page until a page comes back empty. Pages come in
- * `readAll` order; leaving the loop early stops the read.
+ * a long scan on a second thread; PostgreSQL one plain statement per window of the log), else `readAll` page after
+ * page until a page comes back empty. Pages come in `readAll` order; leaving the loop early stops the read.
  *
- * Asking for the next page while the consumer folds this one was tried for PostgreSQL (100,000 events, four pairs):
- * 31-33k events/s either way, so the plain loop stays.
+ * Asking for the next page while the consumer folds this one was tried here, for stores without a scan (PostgreSQL's
+ * readAll then, 100,000 events, four pairs: 31-33k events/s either way), so the plain loop stays.
  */
 import type { EventStore, ScanOptions, StoredEvent } from './ports.ts';
 
