@@ -69,22 +69,6 @@ export async function scan(
   }
 }
 
-/**
- * The log from `after` to its end for a replay (the store's `scan`): pages of at most `limit` events under `prefix`, in
- * `scan`'s order and under its visibility rule (no row an open transaction can precede). One plain statement per
- * window of `max(limit, SCAN_WINDOW)` rows in the log's order; a row outside the prefix comes back as its position
- * and `false` only (its columns, the data above all, are never read out), and the next window starts after the last row
- * of this one, matching or not. A window short of full is the end of what is visible.
- *
- * Why the prefix is not in the WHERE clause: filtered there, PostgreSQL's estimate of the matching rows decides the
- * plan, and below the LIMIT (a table never analyzed, or a prefix it believes rare) it chose to read every row after the
- * position and sort them, for each of a connection's first five executions: 140 ms a page on 100,000 events instead
- * of 3. Unfiltered, the range is all it estimates, and the index's order with a LIMIT wins.
- *
- * No read-ahead: asking for the next window while the consumer folds this one made no difference (100,000 events,
- * four alternating pairs, 35-41k events/s either way). The server cannot run ahead: the rows wait in the socket's
- * buffer, which fills long before a window is in, and this thread reads it only once the fold lets go.
- */
 /** scanToEnd's statement: $1 xid and $2 seq to start after, $3 the prefix, $4 the window's rows. */
 export const scanToEndSql = (s: string): string => {
   const hit = 'starts_with(e.stream_id, $3)';
@@ -98,6 +82,23 @@ export const scanToEndSql = (s: string): string => {
      LIMIT $4`;
 };
 
+/**
+ * The log from `after` to its end for a replay (the store's `scan`): pages of at most `limit` events under `prefix`, in
+ * `scan`'s order and under its visibility rule (no row an open transaction can precede). One plain statement per
+ * window of `max(limit, SCAN_WINDOW)` rows in the log's order; a row outside the prefix comes back as its position
+ * and `false` only (its columns, the data above all, are never read out), and the next window starts after the last row
+ * of this one, matching or not. A window short of full is the end of what is visible.
+ *
+ * Why the prefix is not in the WHERE clause: filtered there, PostgreSQL's estimate of the matching rows decides the
+ * plan, and below the LIMIT (a table never analyzed, or a prefix it believes rare) it chose to read every row after the
+ * position and sort them, for each of a connection's first five executions: 140 ms a page on 100,000 events instead
+ * of 3. Unfiltered, the range is all it estimates, and the index's order with a LIMIT wins.
+ *
+ * No read-ahead: asking for the next page while the consumer folded this one made no difference (this scan's first
+ * version, pages of 1,000; 100,000 events, four alternating pairs, 35-41k events/s either way). The server cannot run
+ * ahead: the rows wait in the socket's buffer, which fills long before a page is in, and this thread reads it only once
+ * the fold lets go.
+ */
 export async function* scanToEnd(
   c: PostgresReadContext,
   after: Cursor,

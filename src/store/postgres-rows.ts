@@ -28,7 +28,7 @@ export const later = (a: Cursor, b: Cursor): Cursor => (a.xid > b.xid || (a.xid 
 
 /**
  * `recorded_at` as the ISO-8601 text `Date.toISOString()` writes (UTC, milliseconds, the microseconds cut off), made by
- * the server: parsing PostgreSQL's own text into a Date on every row cost a replay a third of its time on the client.
+ * the server: parsing PostgreSQL's own text into a Date on every row took about a third of a read's CPU on the client.
  * The same string node-postgres' Date gave (its parse truncates to the millisecond as `to_char`'s MS does).
  */
 export const recordedAtIso = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
