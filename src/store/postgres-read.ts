@@ -85,9 +85,11 @@ export const scanToEndSql = (s: string): string => {
 /**
  * The log from `after` to its end for a replay (the store's `scan`): pages of at most `limit` events under `prefix`, in
  * `scan`'s order and under its visibility rule (no row an open transaction can precede). One plain statement per
- * window of `max(limit, SCAN_WINDOW)` rows in the log's order; a row outside the prefix comes back as its position
- * and `false` only (its columns, the data above all, are never read out), and the next window starts after the last row
- * of this one, matching or not. A window short of full is the end of what is visible.
+ * window of `limit` rows in the log's order; a row outside the prefix comes back as its position and `false` only (its
+ * columns, the data above all, are never read out), and the next window starts after the last row of this one,
+ * matching or not. A window short of full is the end of what is visible. No wider window than `limit`: every matching
+ * row of a window arrives with its data at once, and a page of definitions is as much as a reader should hold (readAll
+ * joins at most `limit` rows' data too); matches are gathered across windows into full pages, as readAll's.
  *
  * Why the prefix is not in the WHERE clause: filtered there, PostgreSQL's estimate of the matching rows decides the
  * plan, and below the LIMIT (a table never analyzed, or a prefix it believes rare) it chose to read every row after the
@@ -113,17 +115,17 @@ export async function* scanToEnd(
   const { pool, s } = c;
   await c.ensureReady();
   if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`scan limit must be a positive integer, got ${limit}`);
-  const window = Math.max(limit, SCAN_WINDOW);
   const rowsAfter = (from: Cursor): Promise<pg.QueryResult<WindowTuple>> =>
     pool.query<WindowTuple>({
       name: `estate-scan-to-end:${s}`,
       text: scanToEndSql(s),
-      values: [from.xid.toString(), from.seq.toString(), prefix ?? '', window],
+      values: [from.xid.toString(), from.seq.toString(), prefix ?? '', limit],
       rowMode: 'array',
     });
+  // Full pages, as readAll's, until the end: a window's matches are gathered until they make one.
+  let page: StoredEvent[] = [];
   for (let from = after; ; ) {
     const { rows } = await Promise.race([rowsAfter(from), closing]);
-    let page: StoredEvent[] = [];
     for (const row of rows) {
       if (!row[2]) continue;
       page.push(tupleToStored(row as EventTuple));
@@ -132,8 +134,10 @@ export async function* scanToEnd(
         page = [];
       }
     }
-    if (page.length > 0) yield page;
-    if (rows.length < window) return;
+    if (rows.length < limit) {
+      if (page.length > 0) yield page;
+      return;
+    }
     const last = rows[rows.length - 1]!;
     from = { xid: BigInt(last[0]), seq: BigInt(last[1]) };
   }
