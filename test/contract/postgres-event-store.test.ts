@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { AppendRequest, EventStore, ScanOptions, StoredEvent, Subscription } from '#app/ports';
 import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
 import { scan, scanToEndSql } from '#store/postgres-read';
-import { SCAN_WINDOW, parsePosition, quoteSchema } from '#store/postgres-rows';
+import { parsePosition, quoteSchema } from '#store/postgres-rows';
 import { dropSchema, requirePostgres, uniqueSchema } from '../int/pg-helpers.ts';
 import { eventStoreContract } from './event-store-contract.ts';
 
@@ -44,14 +44,17 @@ if (url !== null) {
       return opened;
     };
 
-    /** Every event the store's scan yields, checking each page's size. */
+    /** Every event the store's scan yields, checking the pages: full, as readAll's, but for the last. */
     const scanned = async (store: EventStore, options: ScanOptions): Promise<StoredEvent[]> => {
+      const sizes: number[] = [];
       const out: StoredEvent[] = [];
       for await (const page of store.scan!(options)) {
-        expect(page.length).toBeGreaterThan(0);
-        expect(page.length).toBeLessThanOrEqual(options.limit ?? 1000);
+        sizes.push(page.length);
         out.push(...page);
       }
+      const limit = options.limit ?? 1000;
+      expect(sizes.slice(0, -1).every((n) => n === limit)).toBe(true);
+      expect(sizes.every((n) => n > 0 && n <= limit)).toBe(true);
       return out;
     };
     /** readAll page after page: what the scan must equal. */
@@ -293,8 +296,8 @@ if (url !== null) {
       const p = prefix();
       const store = await open();
       const [mark] = (await store.append(`${p}m`, [{ type: 'Mark', data: {} }], { expectedRevision: 'no_stream' })).positions;
-      // More than one window of the log (SCAN_WINDOW rows a statement), so the scan must ask again after the close.
-      await store.append(`${p}s`, Array.from({ length: SCAN_WINDOW + 1 }, () => ({ type: 'T', data: {} })), { expectedRevision: 'no_stream' });
+      // More than one window of the log (a page's size, a statement each), so the scan must ask again after the close.
+      await store.append(`${p}s`, Array.from({ length: 2_500 }, () => ({ type: 'T', data: {} })), { expectedRevision: 'no_stream' });
       const pages = store.scan!({ after: mark!, streamPrefix: p, limit: 1000 })[Symbol.asyncIterator]();
       expect((await pages.next()).value).toHaveLength(1000);
       await store.close();
