@@ -2,8 +2,8 @@
  * The Kafka change bus, end to end, on the real broker and the real PostgreSQL (loopback only, bounded):
  * - publish → `notifications/tools/list_changed` at a 2026-07-28 `subscriptions/listen` client of ANOTHER replica
  *   (two `estate serve --http --bus kafka://...` processes; the publish is a command on the store from this process),
- *   p50 and p99 over 200 publishes, beside the floor: a raw kafkajs produce → consume on the same broker with the
- *   same consumer settings;
+ *   p50 and p99 over 500 publishes, beside the floor: a raw kafkajs produce → consume on the same broker with the
+ *   same consumer settings, the two sampled in turns;
  * - publish throughput on PostgreSQL (the guard, the optimistic append) beside a raw INSERT of the same rows: from a
  *   handler with no catalogue (reads the stream first) and on a serving process's path (no read: see useReadModel).
  * Needs `npm run services:up`; throws when PostgreSQL or Kafka is unreachable.
@@ -23,7 +23,7 @@ import { percentile, type BenchRow } from './lib.ts';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PG = process.env.ESTATE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/estate_test';
 const BROKERS = (process.env.ESTATE_TEST_KAFKA ?? '127.0.0.1:9092').split(',');
-const LATENCY_N = Number(process.env.BENCH_BUS_PUBLISHES ?? 200);
+const LATENCY_N = Number(process.env.BENCH_BUS_PUBLISHES ?? 500);
 const THROUGHPUT_N = Number(process.env.BENCH_BUS_THROUGHPUT ?? 500);
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 
@@ -153,7 +153,14 @@ const listen = async (url: string): Promise<{ next(): Promise<void>; close(): vo
   };
 };
 
-const acrossReplicas = async (): Promise<number[]> => {
+/** One path of the latency rows, set up once: `sample(i)` is one publish (or produce) and the wait for its arrival, in ms. */
+interface LatencyPath {
+  sample(i: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Estate's path: a publish on the store, two `estate serve` replicas on Kafka, a listen client on the second. */
+const openReplicas = async (): Promise<LatencyPath> => {
   const database = `estate_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
   const u = new URL(PG);
   u.pathname = `/${database}`;
@@ -163,31 +170,38 @@ const acrossReplicas = async (): Promise<number[]> => {
   const args = ['--store', storeUrl, '--bus', `kafka://${BROKERS.join(',')}`, '--handlers', 'test/fixtures/handlers/test-handlers.ts'];
   const replicas: ChildProcess[] = [];
   const store = await createPostgresEventStore({ connectionString: storeUrl });
-  try {
-    const a = await serve(args, env);
-    replicas.push(a.child);
-    const b = await serve(args, env);
-    replicas.push(b.child);
-    const client = await listen(b.url);
-    const commands = new CommandHandler({ store });
-    const out: number[] = [];
-    for (let i = 0; i < LATENCY_N + 10; i++) {
-      const t0 = performance.now();
-      await commands.publish(definition(`test.latency.t${i}`), 'bench');
-      await client.next();
-      if (i >= 10) out.push(performance.now() - t0); // the first few warm the JIT and the relay's producer
-    }
-    client.close();
-    return out;
-  } finally {
+  let client: Awaited<ReturnType<typeof listen>> | undefined;
+  const close = async (): Promise<void> => {
+    client?.close();
     for (const r of replicas) r.kill('SIGTERM');
     await Promise.all(replicas.map((r) => new Promise((res) => (r.exitCode !== null ? res(null) : r.once('exit', res)))));
     await store.close();
     await sql(PG, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  };
+  try {
+    replicas.push((await serve(args, env)).child);
+    const b = await serve(args, env);
+    replicas.push(b.child);
+    const listening = await listen(b.url);
+    client = listening;
+    const commands = new CommandHandler({ store });
+    return {
+      async sample(i) {
+        const t0 = performance.now();
+        await commands.publish(definition(`test.latency.t${i}`), 'bench');
+        await listening.next();
+        return performance.now() - t0;
+      },
+      close,
+    };
+  } catch (e) {
+    await close();
+    throw e;
   }
 };
 
-const rawKafkaFloor = async (): Promise<number[]> => {
+/** The floor: a raw kafkajs produce (acks all, idempotent) and its consumption, one process, the consumer's settings. */
+const openRawKafka = async (): Promise<LatencyPath> => {
   const k = kafka();
   const topic = `estate.bench.floor.${randomUUID().slice(0, 8)}`;
   const admin = k.admin();
@@ -196,36 +210,69 @@ const rawKafkaFloor = async (): Promise<number[]> => {
   const groupId = `estate-bench-${randomUUID()}`;
   const consumer = k.consumer({ groupId, maxWaitTimeInMs: 50, minBytes: 1 });
   const producer = k.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await Promise.all([consumer.connect(), producer.connect()]);
-  let waiter: (() => void) | null = null;
-  const joined = new Promise<void>((r) => consumer.on(consumer.events.GROUP_JOIN, () => r()));
-  await consumer.subscribe({ topic, fromBeginning: true });
-  await consumer.run({
-    eachMessage: () => {
-      const w = waiter;
-      waiter = null;
-      w?.();
-      return Promise.resolve();
-    },
-  });
-  await joined;
-  const out: number[] = [];
-  try {
-    for (let i = 0; i < LATENCY_N + 10; i++) {
-      const got = new Promise<void>((r) => (waiter = r));
-      const t0 = performance.now();
-      await producer.send({ topic, acks: -1, messages: [{ key: `bench.t${i}`, value: JSON.stringify({ i }) }] });
-      await got;
-      if (i >= 10) out.push(performance.now() - t0);
-    }
-  } finally {
+  const close = async (): Promise<void> => {
     await producer.disconnect();
     await consumer.disconnect();
     await admin.deleteGroups([groupId]).catch(() => undefined);
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
     await admin.disconnect();
+  };
+  try {
+    await Promise.all([consumer.connect(), producer.connect()]);
+    let waiter: (() => void) | null = null;
+    const joined = new Promise<void>((r) => consumer.on(consumer.events.GROUP_JOIN, () => r()));
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: () => {
+        const w = waiter;
+        waiter = null;
+        w?.();
+        return Promise.resolve();
+      },
+    });
+    await joined;
+    return {
+      async sample(i) {
+        const got = new Promise<void>((r) => (waiter = r));
+        const t0 = performance.now();
+        await producer.send({ topic, acks: -1, messages: [{ key: `bench.t${i}`, value: JSON.stringify({ i }) }] });
+        await got;
+        return performance.now() - t0;
+      },
+      close,
+    };
+  } catch (e) {
+    await close();
+    throw e;
   }
-  return out;
+};
+
+/**
+ * Both paths set up side by side, then sampled in turns (which one goes first alternates), so a slow spell of the
+ * machine falls on both alike: a run of Estate's samples and then a run of the floor's put minutes between them, and the
+ * raw p50 alone moved 6.0 -> 1.6 ms between runs two minutes apart. The first WARMUP of each warm the JIT and the relay.
+ */
+const WARMUP = 10;
+const latencies = async (): Promise<{ estate: number[]; floor: number[] }> => {
+  const floorPath = await openRawKafka();
+  let estatePath: LatencyPath | undefined;
+  try {
+    estatePath = await openReplicas();
+    const estate: number[] = [];
+    const floor: number[] = [];
+    for (let i = 0; i < LATENCY_N + WARMUP; i++) {
+      const [first, second] = i % 2 === 0 ? [floorPath, estatePath] : [estatePath, floorPath];
+      const a = await first.sample(i);
+      const b = await second.sample(i);
+      if (i < WARMUP) continue;
+      (first === floorPath ? floor : estate).push(a);
+      (second === floorPath ? floor : estate).push(b);
+    }
+    return { estate, floor };
+  } finally {
+    await estatePath?.close();
+    await floorPath.close();
+  }
 };
 
 interface Throughput {
@@ -334,10 +381,9 @@ const round = (n: number, digits = 1): number => Math.round(n * 10 ** digits) / 
 
 export async function run(): Promise<BenchRow[]> {
   await reachable();
-  const floor = await rawKafkaFloor();
-  const estate = await acrossReplicas();
+  const { estate, floor } = await latencies();
   const tput = await publishThroughput();
-  const notes = `${LATENCY_N} publishes, one at a time; two estate serve --http replicas, client on the one that did not publish`;
+  const notes = `${LATENCY_N} publishes, one at a time, taking turns with ${LATENCY_N} raw produce → consume; two estate serve --http replicas, client on the one that did not publish`;
   return [
     { bench: 'bus', case: 'publish → list_changed at a client of another replica, p50', unit: 'ms', estate: round(percentile(estate, 50)), peerName: 'raw kafkajs produce → consume', peer: round(percentile(floor, 50)), notes },
     { bench: 'bus', case: 'publish → list_changed at a client of another replica, p99', unit: 'ms', estate: round(percentile(estate, 99)), peerName: 'raw kafkajs produce → consume', peer: round(percentile(floor, 99)), notes },
