@@ -89,10 +89,11 @@ export const scanToEndSql = (s: string): string => {
  * - where most rows are under the prefix (a catalogue's log), one plain statement per window of `limit` rows in the
  *   log's order; a row outside the prefix comes back as its position and `false` only (its columns, the data above
  *   all, never read out), and the next window starts after the last row, matching or not. A window short of full is
- *   the end of what is visible. 100,000 events: 64-68k events/s, where paging `scan` ran at 34-39k;
+ *   the end of what is visible. `estate replay` of 100,000 events: 57-60k events/s, where paging `scan` ran at 37-38k;
  * - where fewer than half of a window's rows are (call records between catalogue events), `scan` itself, which filters
  *   on the server and sends only the matches: returning every row's position cost a store of 2,000 tool events among
- *   400,000 call records 1.8-2.3 s against `scan`'s 0.9-1.1. Back to the plain statement when a page comes back full.
+ *   400,000 call records 1.8-2.3 s against paging `scan`'s 0.9-1.1; switching, 0.57-0.75 s. Back to the plain
+ *   statement when a page comes back full.
  *
  * Why the prefix is not in the plain statement's WHERE clause: filtered there, PostgreSQL's estimate of the matching
  * rows decides the plan, and below the LIMIT (a table never analyzed, or a prefix it believes rare) it chose to read
