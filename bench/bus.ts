@@ -247,12 +247,14 @@ const openRawKafka = async (): Promise<LatencyPath> => {
   }
 };
 
+/** Samples of each path left out at the start: they warm the JIT and the relay's producer. */
+const WARMUP = 10;
+
 /**
  * Both paths set up side by side, then sampled in turns (which one goes first alternates), so a slow spell of the
  * machine falls on both alike: a run of Estate's samples and then a run of the floor's put minutes between them, and the
- * raw p50 alone moved 6.0 -> 1.6 ms between runs two minutes apart. The first WARMUP of each warm the JIT and the relay.
+ * raw p50 alone moved 6.0 -> 1.6 ms between runs two minutes apart.
  */
-const WARMUP = 10;
 const latencies = async (): Promise<{ estate: number[]; floor: number[] }> => {
   const floorPath = await openRawKafka();
   let estatePath: LatencyPath | undefined;

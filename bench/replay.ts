@@ -106,13 +106,24 @@ const child = async (mode: string, path: string): Promise<void> => {
   process.stdout.write(`${JSON.stringify({ events, seconds, peakRss: peak })}\n`);
 };
 
+interface ChildFigures {
+  events: number;
+  seconds: number;
+  peakRss: number;
+}
+
+const rate = (r: ChildFigures): number => Math.round(r.events / r.seconds);
+
+/** One child of this module (`--child <mode> <arg>`), its own process so its peak memory is its own; its JSON line. */
+const runChild = (mode: string, arg: string): ChildFigures => {
+  const out = execFileSync(process.execPath, ['--max-old-space-size=8192', '--import', 'tsx', new URL(import.meta.url).pathname, '--child', mode, arg], { encoding: 'utf8' });
+  return JSON.parse(out.trim().split('\n').pop() as string) as ChildFigures;
+};
+
 export async function run(): Promise<BenchRow[]> {
   ensureBuild('replay');
   const path = await seededStore();
-  const measure = (mode: string) => {
-    const out = execFileSync(process.execPath, ['--max-old-space-size=8192', '--import', 'tsx', new URL(import.meta.url).pathname, '--child', mode, path], { encoding: 'utf8' });
-    return JSON.parse(out.trim().split('\n').pop() as string) as { events: number; seconds: number; peakRss: number };
-  };
+  const measure = (mode: string): ChildFigures => runChild(mode, path);
   process.stderr.write('replay: reading the floor...\n');
   const floor = measure('floor');
   process.stderr.write('replay: rebuilding the serving read side...\n');
@@ -121,7 +132,6 @@ export async function run(): Promise<BenchRow[]> {
   const full = measure('estate-replay');
   const size = `${replay.events.toLocaleString()} events, SQLite file`;
   const pgRows = await postgresRows();
-  const rate = (r: { events: number; seconds: number }) => Math.round(r.events / r.seconds);
   return [
     { bench: 'replay', case: 'rebuild catalogue + discovery views', unit: 'events/s', estate: rate(replay), peerName: 'floor: read rows + JSON.parse only', peer: rate(floor), notes: `${size}; the serving read side (records without details); ${replay.seconds.toFixed(1)} s vs ${floor.seconds.toFixed(1)} s` },
     { bench: 'replay', case: 'rebuild catalogue + discovery views, vs target', unit: 'events/s', estate: rate(replay), peerName: 'target (issue 15)', peer: REPLAY_TARGET, notes: size },
@@ -140,20 +150,17 @@ async function postgresRows(): Promise<BenchRow[]> {
     process.stderr.write(`replay: the PostgreSQL rows are left out: no PostgreSQL at ${PG_URL} (${e instanceof Error ? e.message : String(e)}); npm run services:up starts one\n`);
     return [];
   }
-  const measure = (mode: string) => {
-    const out = execFileSync(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--child', mode, schema], { encoding: 'utf8' });
-    return JSON.parse(out.trim().split('\n').pop() as string) as { events: number; seconds: number };
-  };
+  const measure = (mode: string): ChildFigures => runChild(mode, schema);
   process.stderr.write('replay: PostgreSQL, the plain read and estate replay, taking turns...\n');
   // Two of each, alternating, best of each: a replay of 100,000 events is ~2 s, where one slow second on a shared
   // machine would decide a single run.
-  const floors: { events: number; seconds: number }[] = [];
-  const replays: { events: number; seconds: number }[] = [];
+  const floors: ChildFigures[] = [];
+  const replays: ChildFigures[] = [];
   for (let i = 0; i < 2; i++) {
     floors.push(measure('floor-pg'));
     replays.push(measure('estate-replay-pg'));
   }
-  const best = (rs: { events: number; seconds: number }[]) => Math.max(...rs.map((r) => Math.round(r.events / r.seconds)));
+  const best = (rs: ChildFigures[]): number => Math.max(...rs.map(rate));
   const size = `${replays[0]!.events.toLocaleString()} events, PostgreSQL (schema ${schema})`;
   return [
     { bench: 'replay', case: 'estate replay on PostgreSQL (full replay, no snapshot)', unit: 'events/s', estate: best(replays), peerName: 'floor: SELECT page by page (keyset on seq) + JSON.parse', peer: best(floors), notes: `${size}; best of 2 each, alternating; the floor has no visibility rule and decodes nothing` },

@@ -155,7 +155,8 @@ export async function* scanToEnd(
       }
     }
     if (rows.length < limit) break;
-    sparse = prefix !== undefined && prefix !== '' && matched * 2 < rows.length;
+    // Every row matches an empty prefix, so only a real one can make a window sparse.
+    sparse = matched * 2 < rows.length;
     const last = rows[rows.length - 1]!;
     from = { xid: BigInt(last[0]), seq: BigInt(last[1]) };
   }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { AppendRequest, EventStore, ScanOptions, StoredEvent, Subscription } from '#app/ports';
+import { pageThrough } from '#app/read-pages';
 import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
 import { scan, scanToEndSql } from '#store/postgres-read';
 import { parsePosition, quoteSchema } from '#store/postgres-rows';
@@ -57,15 +58,11 @@ if (url !== null) {
       expect(sizes.every((n) => n > 0 && n <= limit)).toBe(true);
       return out;
     };
-    /** readAll page after page: what the scan must equal. */
+    /** readAll page after page (read-pages' pageThrough): what the scan must equal. */
     const paged = async (store: EventStore, options: ScanOptions): Promise<StoredEvent[]> => {
       const out: StoredEvent[] = [];
-      for (let after = options.after; ; ) {
-        const page = await store.readAll({ ...options, after });
-        if (page.length === 0) return out;
-        out.push(...page);
-        after = page[page.length - 1]!.position;
-      }
+      for await (const page of pageThrough(store, options)) out.push(...page);
+      return out;
     };
 
     afterEach(async () => {
