@@ -1,15 +1,15 @@
 /**
- * The package as a separate project sees it (SPEC §10): `npm pack` (which runs `prepare`, the build), the tarball
- * unpacked into a temp project's node_modules with the dependencies linked from this checkout (the machine may be
+ * The package as a separate project sees it (SPEC §10): `npm pack` of a copy of the checkout (which runs `prepare`,
+ * the build, there), the tarball unpacked into a temp project's node_modules with the dependencies linked from this checkout (the machine may be
  * offline, and there is no registry to install them from), then `tsc` type-checks a handler module and an agent script
  * against the package's declarations (and a wrongly typed handler must NOT type-check), and both run: the packaged
  * `estate` binary publishes and serves with the compiled handler module, and the agent lists and calls through
  * `estate/client`'s cache.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './helpers.ts';
 
@@ -63,7 +63,13 @@ describe('the packed package, installed into a separate project', () => {
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'estate-consumer-'));
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as { filename: string }[];
+    // Packed from a copy of the checkout: `prepare` rebuilds dist/, and in this checkout that swap would pull dist/ from
+    // under the other test files' processes loading from it (a CI run lost `estate publish` to ERR_MODULE_NOT_FOUND).
+    const source = join(dir, 'source');
+    const skip = new Set(['node_modules', '.git', '.cache', 'dist']);
+    cpSync(REPO_ROOT, source, { recursive: true, filter: (from) => !skip.has(relative(REPO_ROOT, from).split(sep)[0] ?? '') && !/^dist\./.test(relative(REPO_ROOT, from)) });
+    symlinkSync(join(REPO_ROOT, 'node_modules'), join(source, 'node_modules'));
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: source, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as { filename: string }[];
     const modules = join(dir, 'node_modules');
     mkdirSync(join(modules, 'estate'), { recursive: true });
     execFileSync('tar', ['-xzf', join(dir, packed[0]?.filename ?? ''), '-C', join(modules, 'estate'), '--strip-components=1']);
