@@ -3,7 +3,8 @@
  * - publish → `notifications/tools/list_changed` at a 2026-07-28 `subscriptions/listen` client of ANOTHER replica
  *   (two `estate serve --http --bus kafka://...` processes; the publish is a command on the store from this process),
  *   p50 and p99 over 500 publishes, beside the floor: a raw kafkajs produce → consume on the same broker with the
- *   same consumer settings, the two sampled in turns;
+ *   same consumer settings; and beside the least any durable path needs: a raw INSERT of the publish's event,
+ *   committed, then that produce → consume. The three are sampled in turns;
  * - publish throughput on PostgreSQL (the guard, the optimistic append) beside a raw INSERT of the same rows: from a
  *   handler with no catalogue (reads the stream first) and on a serving process's path (no read: see useReadModel).
  * Needs `npm run services:up`; throws when PostgreSQL or Kafka is unreachable.
@@ -247,32 +248,67 @@ const openRawKafka = async (): Promise<LatencyPath> => {
   }
 };
 
+/**
+ * The least a durable change needs before anyone can be told: a raw INSERT of the publish's event into a table like
+ * the store's, committed (PostgreSQL syncs its WAL), then the produce → consume of `kafkaPath`. No read, no guard, no
+ * relay, no replica: the floor under Estate's path that the raw produce → consume alone leaves out (Kafka acknowledges
+ * from memory; a publish must not).
+ */
+const openRawCommitThenKafka = async (kafkaPath: LatencyPath): Promise<LatencyPath> => {
+  const schema = `bench_commit_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const client = new pg.Client({ connectionString: PG });
+  await client.connect();
+  const close = async (): Promise<void> => {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+    await client.end();
+  };
+  try {
+    await client.query(`CREATE SCHEMA "${schema}"`);
+    await client.query(`CREATE TABLE "${schema}".events (seq bigserial PRIMARY KEY, stream_id text NOT NULL, revision bigint NOT NULL, type text NOT NULL, data jsonb NOT NULL, UNIQUE (stream_id, revision))`);
+    return {
+      async sample(i) {
+        const d = definition(`test.floor.t${i}`);
+        const t0 = performance.now();
+        await client.query(`INSERT INTO "${schema}".events (stream_id, revision, type, data) VALUES ($1, 0, 'ToolVersionPublished', $2)`, [`tool-${d.name}`, JSON.stringify({ definition: d })]);
+        return performance.now() - t0 + (await kafkaPath.sample(i));
+      },
+      close,
+    };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+};
+
 /** Samples of each path left out at the start: they warm the JIT and the relay's producer. */
 const WARMUP = 10;
 
 /**
- * Both paths set up side by side, then sampled in turns (which one goes first alternates), so a slow spell of the
- * machine falls on both alike: a run of Estate's samples and then a run of the floor's put minutes between them, and the
- * raw p50 alone moved 6.0 -> 1.6 ms between runs two minutes apart.
+ * The paths set up side by side, then sampled in turns (which one goes first rotates), so a slow spell of the machine
+ * falls on all alike: a run of Estate's samples and then a run of the floor's put minutes between them, and the raw
+ * p50 alone moved 6.0 -> 1.6 ms between runs two minutes apart.
  */
-const latencies = async (): Promise<{ estate: number[]; floor: number[] }> => {
+const latencies = async (): Promise<{ estate: number[]; floor: number[]; durable: number[] }> => {
   const floorPath = await openRawKafka();
   let estatePath: LatencyPath | undefined;
+  let durablePath: LatencyPath | undefined;
   try {
+    durablePath = await openRawCommitThenKafka(floorPath);
     estatePath = await openReplicas();
-    const estate: number[] = [];
-    const floor: number[] = [];
+    const paths = [floorPath, estatePath, durablePath];
+    const samples: number[][] = [[], [], []];
     for (let i = 0; i < LATENCY_N + WARMUP; i++) {
-      const [first, second] = i % 2 === 0 ? [floorPath, estatePath] : [estatePath, floorPath];
-      const a = await first.sample(i);
-      const b = await second.sample(i);
-      if (i < WARMUP) continue;
-      (first === floorPath ? floor : estate).push(a);
-      (second === floorPath ? floor : estate).push(b);
+      for (let k = 0; k < paths.length; k++) {
+        const which = (i + k) % paths.length;
+        const ms = await (paths[which] as LatencyPath).sample(i);
+        if (i >= WARMUP) (samples[which] as number[]).push(ms);
+      }
     }
-    return { estate, floor };
+    const [floor, estate, durable] = samples as [number[], number[], number[]];
+    return { estate, floor, durable };
   } finally {
     await estatePath?.close();
+    await durablePath?.close();
     await floorPath.close();
   }
 };
@@ -383,12 +419,15 @@ const round = (n: number, digits = 1): number => Math.round(n * 10 ** digits) / 
 
 export async function run(): Promise<BenchRow[]> {
   await reachable();
-  const { estate, floor } = await latencies();
+  const { estate, floor, durable } = await latencies();
   const tput = await publishThroughput();
-  const notes = `${LATENCY_N} publishes, one at a time, taking turns with ${LATENCY_N} raw produce → consume; two estate serve --http replicas, client on the one that did not publish`;
+  const notes = `${LATENCY_N} publishes, one at a time, taking turns with ${LATENCY_N} raw produce → consume and ${LATENCY_N} raw commits then produce → consume; two estate serve --http replicas, client on the one that did not publish`;
+  const durableName = 'raw INSERT committed, then raw produce → consume';
   return [
     { bench: 'bus', case: 'publish → list_changed at a client of another replica, p50', unit: 'ms', estate: round(percentile(estate, 50)), peerName: 'raw kafkajs produce → consume', peer: round(percentile(floor, 50)), notes },
     { bench: 'bus', case: 'publish → list_changed at a client of another replica, p99', unit: 'ms', estate: round(percentile(estate, 99)), peerName: 'raw kafkajs produce → consume', peer: round(percentile(floor, 99)), notes },
+    { bench: 'bus', case: 'publish → list_changed at a client of another replica, p50, vs a durable floor', unit: 'ms', estate: round(percentile(estate, 50)), peerName: durableName, peer: round(percentile(durable, 50)), notes: 'the same samples; the floor adds what any durable change pays before it is announced: one PostgreSQL commit' },
+    { bench: 'bus', case: 'publish → list_changed at a client of another replica, p99, vs a durable floor', unit: 'ms', estate: round(percentile(estate, 99)), peerName: durableName, peer: round(percentile(durable, 99)), notes: 'the same samples; the floor adds what any durable change pays before it is announced: one PostgreSQL commit' },
     { bench: 'bus', case: 'publish throughput on PostgreSQL', unit: 'publishes/s', estate: round(tput.estate, 0), peerName: 'raw INSERT of the same rows, interleaved', peer: round(tput.raw, 0), notes: `${THROUGHPUT_N} publishes of new tools, sequential; Estate = read stream + guard + optimistic append (a handler with no catalogue: the CLI)` },
     { bench: 'bus', case: 'publish throughput on PostgreSQL, serving process, new tool', unit: 'publishes/s', estate: round(tput.serving, 0), peerName: 'raw INSERT of the same rows, interleaved', peer: round(tput.raw, 0), notes: `${THROUGHPUT_N} publishes; its catalogue (caught up, tailing the store) does not know the tool: guard on the empty state + append expecting no stream, no read` },
     { bench: 'bus', case: 'publish throughput on PostgreSQL, serving process, next version', unit: 'publishes/s', estate: round(tput.next, 0), peerName: 'raw INSERT of the same rows, interleaved', peer: round(tput.raw, 0), notes: `${THROUGHPUT_N} patch versions of tools it just published: classified against its cached state + append at that revision, no read` },
