@@ -3,7 +3,7 @@
  * - publish → `notifications/tools/list_changed` at a 2026-07-28 `subscriptions/listen` client of ANOTHER replica
  *   (two `estate serve --http --bus kafka://...` processes; the publish is a command on the store from this process),
  *   p50 and p99 over 500 publishes, beside the floor: a raw kafkajs produce → consume on the same broker with the
- *   same consumer settings; and beside the least any durable path needs: a raw INSERT of the publish's event,
+ *   same consumer settings; and beside the least any durable path needs: a raw INSERT of a row of the event's size,
  *   committed, then that produce → consume. The three are sampled in turns;
  * - publish throughput on PostgreSQL (the guard, the optimistic append) beside a raw INSERT of the same rows: from a
  *   handler with no catalogue (reads the stream first) and on a serving process's path (no read: see useReadModel).
@@ -249,10 +249,10 @@ const openRawKafka = async (): Promise<LatencyPath> => {
 };
 
 /**
- * The least a durable change needs before anyone can be told: a raw INSERT of the publish's event into a table like
- * the store's, committed (PostgreSQL syncs its WAL), then the produce → consume of `kafkaPath`. No read, no guard, no
- * relay, no replica: the floor under Estate's path that the raw produce → consume alone leaves out (Kafka acknowledges
- * from memory; a publish must not).
+ * The least a durable change needs before anyone can be told: a raw INSERT of one row into a table shaped like the
+ * store's (the published definition as its jsonb, the bulk of the real event's data), committed (PostgreSQL syncs its
+ * WAL), then the produce → consume of `kafkaPath`. No read, no guard, no relay, no replica: the floor under Estate's
+ * path that the raw produce → consume alone leaves out (Kafka acknowledges from memory; a publish must not).
  */
 const openRawCommitThenKafka = async (kafkaPath: LatencyPath): Promise<LatencyPath> => {
   const schema = `bench_commit_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
