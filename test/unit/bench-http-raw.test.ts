@@ -3,7 +3,7 @@
  * parser and its connection pool are held to what node:http's server actually sends.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseResponse, RawHttpClient } from '../../bench/http-raw.ts';
 
@@ -107,5 +107,29 @@ describe('RawHttpClient against node:http', () => {
     expect((await client.post('/', {}, '')).text).toBe(big);
     expect((await client.post('/', { 'x-chunked': '1' }, '')).text).toBe(big);
     client.close();
+  });
+
+  it('waits for a chunked body\'s real end: a piece that only looks like the last chunk, a last chunk cut in two', async () => {
+    const raw = createNetServer((socket) => {
+      socket.once('data', () => {
+        // A data chunk whose bytes end as the last chunk does ("x0\r\n" framed: ...0\r\n\r\n), then the real last chunk in two pieces.
+        const pieces = ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4\r\nx0\r\n\r\n', '0\r\n', '\r\n'];
+        const next = (): void => {
+          const piece = pieces.shift();
+          if (piece === undefined) return;
+          socket.write(piece);
+          setTimeout(next, 20);
+        };
+        next();
+      });
+    });
+    await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
+    const client = new RawHttpClient('127.0.0.1', (raw.address() as AddressInfo).port);
+    try {
+      expect((await client.post('/', {}, '')).text).toBe('x0\r\n');
+    } finally {
+      client.close();
+      await new Promise<void>((r) => raw.close(() => r()));
+    }
   });
 });
