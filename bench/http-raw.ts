@@ -67,7 +67,7 @@ class Connection {
   /**
    * Pieces are copied as they arrive into one receive buffer that the connection keeps (grown, never shrunk), and the
    * response is parsed from it. Joining the pieces into a new buffer at every piece (and parsing again) copied a 262 KiB
-   * tools/list page ~4 times into fresh memory, which on the machines measured costs ~13 µs per 4 KiB page faulted in:
+   * tools/list page ~4 times into fresh memory, which on the machine it was measured on costs ~13 µs per 4 KiB page faulted in:
    * ~4.5 ms of client time per full list of two pages (11.3 → 6.8 ms), counted as the server's.
    */
   private onData(b: Buffer): void {
