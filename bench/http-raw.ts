@@ -115,7 +115,7 @@ interface Head {
 }
 
 /** The head of a response in `buf`, or null while more is to come. Throws on what this parser does not take. */
-export const parseHead = (buf: Buffer): Head | null => {
+const parseHead = (buf: Buffer): Head | null => {
   const headEnd = buf.indexOf('\r\n\r\n');
   if (headEnd < 0) {
     if (buf.length > MAX_HEAD) throw new Error(`response head over ${MAX_HEAD} bytes`);

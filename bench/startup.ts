@@ -135,6 +135,13 @@ const walk = async (url: string): Promise<{ tools: number; ms: number }> => {
   return { tools, ms: performance.now() - t0 };
 };
 
+/** The server's log line saying it started from the snapshot; throws when it replayed instead. */
+const restoredLog = (served: Served): Record<string, unknown> => {
+  const line = served.logs.find((l) => l.msg === 'catalogue restored from its snapshot; reading the events after it');
+  if (!line) throw new Error('the server did not start from the snapshot');
+  return line;
+};
+
 const dropSnapshots = (store: string): void => {
   const db = new Database(store);
   try {
@@ -166,8 +173,7 @@ export async function run(): Promise<BenchRow[]> {
 
   process.stderr.write('startup: starting from the snapshot...\n');
   const warm = await serve(store, {});
-  const restored = warm.logs.find((l) => l.msg === 'catalogue restored from its snapshot; reading the events after it');
-  if (!restored) throw new Error('the server did not start from the snapshot');
+  const restored = restoredLog(warm);
   const readyRss = peakRss(warm.child.pid as number);
   await session(warm.url);
   const sessionRss = peakRss(warm.child.pid as number);
@@ -181,10 +187,8 @@ export async function run(): Promise<BenchRow[]> {
   const starts = [{ readyMs: warm.readyMs, restoredMs: Number(restored.ms) }];
   for (let i = 0; i < 2; i++) {
     const again = await serve(store, {});
-    const r = again.logs.find((l) => l.msg === 'catalogue restored from its snapshot; reading the events after it');
     await stop(again.child);
-    if (!r) throw new Error('the server did not start from the snapshot');
-    starts.push({ readyMs: again.readyMs, restoredMs: Number(r.ms) });
+    starts.push({ readyMs: again.readyMs, restoredMs: Number(restoredLog(again).ms) });
   }
   const ready = [...starts].sort((a, b) => a.readyMs - b.readyMs)[1]!;
 

@@ -81,6 +81,16 @@ const deep = (depth: number): unknown => {
   return v;
 };
 
+/**
+ * A line whose id is not one we track: what the server may echo of it is its id after a JSON round trip (-0 becomes 0),
+ * when that is a string or a number.
+ */
+const withEcho = (line: string): Sent => {
+  const parsed: unknown = JSON.parse(line);
+  const echo = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as { id?: unknown }).id : undefined;
+  return { line, ...(typeof echo === 'number' || typeof echo === 'string' ? { echo } : {}) };
+};
+
 /** Builds one line from a generated shape; `i` makes every request id unique. */
 const message = (i: number): fc.Arbitrary<Sent> =>
   fc.oneof(
@@ -126,23 +136,13 @@ const message = (i: number): fc.Arbitrary<Sent> =>
         }, { requiredKeys: [] })
         .map((m) => {
           const line = JSON.stringify(m);
-          if (m.id === i) return { line, id: i };
-          // What the server can read back is the id after a JSON round trip (-0 becomes 0).
-          const echo = (JSON.parse(line) as { id?: unknown }).id;
-          return { line, ...(typeof echo === 'number' || typeof echo === 'string' ? { echo } : {}) };
+          return m.id === i ? { line, id: i } : withEcho(line);
         }),
     },
     // Any JSON at all (objects, arrays, scalars). fast-check favours keys such as "id" in the objects it makes (seed
     // 1028175463 sent {..., "id": "/lW_IJI", ...}), and a readable id may be echoed in the refusal, as for a malformed
     // envelope.
-    {
-      weight: 10,
-      arbitrary: fc.jsonValue().map((v) => {
-        const line = JSON.stringify(v) ?? 'null';
-        const echo = typeof v === 'object' && v !== null && !Array.isArray(v) ? (JSON.parse(line) as { id?: unknown }).id : undefined;
-        return { line, ...(typeof echo === 'number' || typeof echo === 'string' ? { echo } : {}) };
-      }),
-    },
+    { weight: 10, arbitrary: fc.jsonValue().map((v) => withEcho(JSON.stringify(v) ?? 'null')) },
     // Batches of requests and notifications.
     {
       weight: 5,
