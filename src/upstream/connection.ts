@@ -38,10 +38,14 @@ export interface UpstreamHooks {
   onStderr?(line: string): void;
 }
 
+export type ProgressListener = (progress: number, total?: number, message?: string) => void;
+
 export interface UpstreamSession {
   readonly client: Client;
   /** The revision negotiated. */
   readonly protocolVersion: string | undefined;
+  /** A progress token for one call, whose progress goes to `listener` until released (see ProgressRoutes). */
+  trackProgress(listener: ProgressListener): { token: string; release(): void };
   listTools(): Promise<UpstreamTool[]>;
   close(): Promise<void>;
 }
@@ -87,6 +91,34 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
 /** One for every HTTP upstream: its kept-alive connections are shared (http-fetch.ts). */
 const upstreamFetch = createUpstreamFetch();
 
+/**
+ * Upstream progress, routed by token as the transport reads each message, ahead of the SDK's dispatch. The SDK's own
+ * `onprogress` loses a call's last progress when it arrives in the same read as the result: the SDK handles a response
+ * at once (dropping the call's progress handler) but a notification a microtask later, so the progress finds no
+ * handler. Estate's tokens are its own strings (`estate-<n>`), never an SDK request id; progress carrying any other
+ * token is dropped, as is one that is not well formed (an upstream is hostile input: the caller's channel bounds the rest).
+ */
+class ProgressRoutes {
+  private seq = 0;
+  private readonly routes = new Map<string, ProgressListener>();
+
+  track(listener: ProgressListener): { token: string; release(): void } {
+    const token = `estate-${++this.seq}`;
+    this.routes.set(token, listener);
+    return { token, release: () => void this.routes.delete(token) };
+  }
+
+  /** One message as the transport read it: a progress notification for a tracked call is relayed now. */
+  route(message: unknown): void {
+    const m = message as { method?: unknown; id?: unknown; params?: Record<string, unknown> };
+    if (m.method !== 'notifications/progress' || m.id !== undefined || typeof m.params !== 'object' || m.params === null) return;
+    const { progressToken, progress, total, message: text } = m.params;
+    const listener = typeof progressToken === 'string' ? this.routes.get(progressToken) : undefined;
+    if (!listener || typeof progress !== 'number') return;
+    listener(progress, typeof total === 'number' ? total : undefined, typeof text === 'string' ? text : undefined);
+  }
+}
+
 export const openUpstream = async (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv, hooks: UpstreamHooks = {}, timeoutMs = 30_000): Promise<UpstreamSession> => {
   const transport = transportFor(ns, target, env, hooks);
   const client = new Client(ESTATE_CLIENT_INFO, {
@@ -94,6 +126,10 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
     versionNegotiation: { mode: 'auto' },
   });
   // On 2026-07-28 every question is embedded in an input_required result; the SDK hands it over with its key as the id.
+  const progress = new ProgressRoutes();
+  // Set before connect: the SDK chains a handler found on the transport and calls it first, with every message.
+  transport.onmessage = (message) => progress.route(message);
+  client.setNotificationHandler('notifications/progress', () => undefined); // routed above, never by the SDK
   const keyOf = (id: unknown): string | undefined => (client.getNegotiatedProtocolVersion() === STATELESS_REVISION && typeof id === 'string' ? id : undefined);
   client.setNotificationHandler('notifications/tools/list_changed', () => hooks.onToolsChanged?.());
   client.setNotificationHandler('notifications/message', (n) => hooks.onLog?.(n.params as Record<string, unknown>));
@@ -129,6 +165,7 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
     get protocolVersion() {
       return client.getNegotiatedProtocolVersion();
     },
+    trackProgress: (listener) => progress.track(listener),
     async listTools() {
       const out: UpstreamTool[] = [];
       let cursor: string | undefined;

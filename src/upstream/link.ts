@@ -165,13 +165,13 @@ export class UpstreamLink {
       this.o.log.warn({ upstream: this.ns, error: describeFailure(e) }, 'upstream connect failed');
       throw this.unavailable(true); // never reached the upstream: a repeat is safe whatever the side effect
     }
+    // The upstream's progress reaches the caller through the session's own routing (connection.ts says why not the SDK's).
+    const progress = session.trackProgress((p, total, message) => ctx.progress?.(p, total, message));
     try {
       const options = {
         signal: ctx.signal,
         // The deadline is the pinned version's timeoutMs, kept by the tools/call path; this only bounds a stuck link.
         timeout: 24 * 3600_000,
-        resetTimeoutOnProgress: true,
-        onprogress: (p: { progress: number; total?: number; message?: string }) => ctx.progress?.(p.progress, p.total, p.message),
         // Read nothing from the upstream's current tools/list: the pinned contract is checked by Estate.
         toolDefinition: { name: upstreamTool, inputSchema: { type: 'object' as const } },
       };
@@ -182,8 +182,7 @@ export class UpstreamLink {
       // it can answer (what Estate can relay of it), so it asks only that; the SDK's own envelope would claim everything.
       const r = await traceUpstreamCall(this.ns, upstreamTool, async (trace, span) => {
         const revision = session.protocolVersion === STATELESS_REVISION ? { [LOG_LEVEL_META]: 'debug', ...callerCapabilities(ctx) } : undefined;
-        const meta = trace || revision ? { ...revision, ...trace } : undefined;
-        const params = { name: upstreamTool, arguments: args, ...(meta ? { _meta: meta } : {}) };
+        const params = { name: upstreamTool, arguments: args, _meta: { progressToken: progress.token, ...revision, ...trace } };
         const answer = (await this.relay.run(ctx, () => session.client.callTool(params, options))) as CallToolResult;
         if (answer.isError) markFailed(span, 'upstream_error');
         return answer;
@@ -218,6 +217,8 @@ export class UpstreamLink {
       }
       // It may have reached the upstream: RETRYABLE decides (a non_idempotent call is never re-sent).
       throw this.unavailable(true);
+    } finally {
+      progress.release();
     }
   }
 

@@ -10,7 +10,7 @@ import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@mod
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+import { makeTempStore, parseMcpBody, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-server.mjs', import.meta.url));
 const PRINCIPAL = ['--tenant', 'acme', '--scopes', 'fx.use', '--clearance', 'internal', '--subject', 'rug-e2e'];
@@ -31,6 +31,7 @@ const others = [
   { name: 'fail', description: 'Always fails.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'rpc_error', description: 'Answers a JSON-RPC error.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'slow', description: 'Answers after ms.', inputSchema: { type: 'object', properties: { ms: { type: 'integer' } } }, annotations: { readOnlyHint: true } },
+  { name: 'burst', description: 'Progress and result in one write.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   {
     name: 'structured',
     description: 'Returns what it is told to.',
@@ -77,7 +78,7 @@ describe('upstream rug pull, through estate serve', () => {
     expect(add.code, add.stderr).toBe(0);
     const sync = await cli(['upstream', 'sync', 'fx', '--json']);
     expect(sync.code, sync.stderr).toBe(0);
-    expect((sync.json?.drift as unknown[]).length).toBe(9);
+    expect((sync.json?.drift as unknown[]).length).toBe(10);
     const approve = await cli(['upstream', 'approve', 'fx', '--all', '--json']);
     expect(approve.code, approve.stderr).toBe(0);
     http = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstream-sync-interval', '0'], { env: { FIX_TOK: 'fixture-secret-123', ESTATE_SECRET: 'do-not-leak' } });
@@ -203,6 +204,27 @@ describe('upstream rug pull, through estate serve', () => {
     await expect(call).rejects.toThrow();
     expect(progress).toEqual([1]);
     await eventually('the upstream got notifications/cancelled', async () => (callLog().some((c) => c.tool === '(cancelled)') ? true : undefined));
+  });
+
+  it('forwards every progress the upstream sends before its result, even read in one chunk with it, and nothing foreign or malformed', async () => {
+    // Raw and stateless (2026-07-28): the caller's side reads the event stream itself, so only Estate's relay is judged.
+    const res = await fetch(http.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'fx.burst' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'fx.burst', arguments: {}, _meta: { progressToken: 'caller-7', 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } },
+      }),
+    });
+    const { response, notifications } = parseMcpBody(res.headers.get('content-type') ?? undefined, await res.text());
+    expect(textOf((response?.result ?? { content: [] }) as CallToolResult)).toBe('burst done');
+    expect(notifications.filter((n) => n.method === 'notifications/progress').map((n) => n.params)).toEqual([
+      { progressToken: 'caller-7', progress: 1, total: 3 },
+      { progressToken: 'caller-7', progress: 2, total: 3, message: 'half' },
+      { progressToken: 'caller-7', progress: 3, total: 3 },
+    ]);
   });
 
   it('schema-minor auto-approves an added optional property, never a changed description', async () => {
