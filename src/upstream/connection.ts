@@ -125,11 +125,11 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
     capabilities: { elicitation: {}, sampling: {}, roots: {} },
     versionNegotiation: { mode: 'auto' },
   });
-  // On 2026-07-28 every question is embedded in an input_required result; the SDK hands it over with its key as the id.
   const progress = new ProgressRoutes();
   // Set before connect: the SDK chains a handler found on the transport and calls it first, with every message.
   transport.onmessage = (message) => progress.route(message);
   client.setNotificationHandler('notifications/progress', () => undefined); // routed above, never by the SDK
+  // On 2026-07-28 every question is embedded in an input_required result; the SDK hands it over with its key as the id.
   const keyOf = (id: unknown): string | undefined => (client.getNegotiatedProtocolVersion() === STATELESS_REVISION && typeof id === 'string' ? id : undefined);
   client.setNotificationHandler('notifications/tools/list_changed', () => hooks.onToolsChanged?.());
   client.setNotificationHandler('notifications/message', (n) => hooks.onLog?.(n.params as Record<string, unknown>));
