@@ -17,14 +17,20 @@ const TARGET = { transport: 'stdio' as const, command: 'node', args: ['fixture.j
 describe('upstream definitions under the schema budget', { timeout: 180_000 }, () => {
   // 300 ms: far above what a sane check takes on a loaded machine, far below the seconds the hostile ones take.
   const tight = createDefinitionChecker({ budgetMs: 300 });
+  // 1 s for the classification case: checking its wide schema takes ~40-100 ms on a quiet machine (a cold worker: the
+  // upper end), classifying the change ~4.5 s. At 300 ms a CI run beside another test suite overran the CHECK, which
+  // proves nothing about the classification's budget; 1 s leaves a tenfold margin below and fourfold above.
+  const forClassifying = createDefinitionChecker({ budgetMs: 1_000 });
   const generous = createDefinitionChecker({ budgetMs: 120_000 });
   afterAll(async () => {
     await tight.close();
+    await forClassifying.close();
     await generous.close();
   });
   const store = createMemoryEventStore();
   const commands = new CommandHandler({ store });
   const guarded = new UpstreamRegistry({ store, commands, definitions: tight });
+  const guardedClassifying = new UpstreamRegistry({ store, commands, definitions: forClassifying });
   const patient = new UpstreamRegistry({ store, commands, definitions: generous });
 
   it('refuses a listed tool whose patterns overrun the budget, and the event loop stays free meanwhile', async () => {
@@ -51,13 +57,16 @@ describe('upstream definitions under the schema budget', { timeout: 180_000 }, (
 
   it('refuses a change whose classification against the pinned version overruns the budget, at sync and at approval', async () => {
     await patient.register('cx', TARGET, ACCESS, 'none', 'tester');
-    // 400 anyOf branches with long descriptions, compared pairwise: seconds of classification.
-    const branches = (v: number) => Array.from({ length: 400 }, (_, k) => ({ description: `${k}:${v}:${'d'.repeat(1500)}`, maxLength: k }));
+    // 500 anyOf branches with long descriptions, compared pairwise: seconds of classification.
+    const branches = (v: number) => Array.from({ length: 500 }, (_, k) => ({ description: `${k}:${v}:${'d'.repeat(2500)}`, maxLength: k }));
     const tool = (v: number): UpstreamTool => ({ name: 'wide', description: 'w', inputSchema: { type: 'object', properties: { x: { anyOf: branches(v) } } } });
     await patient.sync('cx', [tool(0)], 'tester');
     expect((await patient.approveOne('cx', 'cx.wide', { by: 'tester' })).result).toBe('published');
+    // The worker's first check of such a schema runs cold code: done once here, so the one below is a warm check.
+    const pinned = (await commands.load('cx.wide')).state.versions.get('1.0.0');
+    await forClassifying.check(pinned?.definition).catch(() => undefined);
 
-    const refused = await guarded.sync('cx', [tool(1)], 'tester');
+    const refused = await guardedClassifying.sync('cx', [tool(1)], 'tester');
     expect(refused.refused).toEqual([
       expect.objectContaining({ tool: 'cx.wide', code: 'schema-too-costly', message: expect.stringMatching(/^definition: classifying the change from its baseline took longer/) }),
     ]);
@@ -65,7 +74,7 @@ describe('upstream definitions under the schema budget', { timeout: 180_000 }, (
 
     // Recorded by a patient sync, the approval through the guarded registry classifies in the worker and is refused.
     expect((await patient.sync('cx', [tool(1)], 'tester')).drift).toHaveLength(1);
-    await expect(guarded.approveOne('cx', 'cx.wide', { by: 'tester' })).rejects.toMatchObject({ code: 'schema-too-costly' });
+    await expect(guardedClassifying.approveOne('cx', 'cx.wide', { by: 'tester' })).rejects.toMatchObject({ code: 'schema-too-costly' });
     expect((await commands.load('cx.wide')).state.versions.size).toBe(1);
   });
 });
