@@ -63,6 +63,12 @@ export interface ReadAllOptions {
   streamPrefix?: string;
 }
 
+/** A page of `readAll` and whether the read reached the end of the log (`EventStore.readAllPage`). */
+export interface LogPage {
+  events: StoredEvent[];
+  end: boolean;
+}
+
 /** A bulk read of the log (a replay): `limit` is the page size. */
 export type ScanOptions = ReadAllOptions;
 
@@ -113,6 +119,15 @@ export interface EventStore {
 
   /** One page of the global log, in the store's order, strictly after `after`. */
   readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;
+
+  /**
+   * Optional: `readAll`'s page, and whether it reached the end of the log as the read found it. `end: true` promises
+   * that a read after the page's last event (or after `after`, for an empty page) would have found nothing then;
+   * `end: false` promises nothing (a short page may not be the end: PostgreSQL reads a prefix window by window). A
+   * catch-up that knows it has reached the end need not ask for the empty page that says so: one store round trip
+   * fewer for every change a replica learns of (`pageThrough`, src/app/read-pages.ts).
+   */
+  readAllPage?(options?: ReadAllOptions): Promise<LogPage>;
 
   /**
    * Optional: the log from `after` to its end as the read finds it, in pages of `limit`, in `readAll` order, read ahead

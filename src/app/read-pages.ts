@@ -1,7 +1,7 @@
 /**
  * The log from a position to its end, page by page, for a replay: the store's own scan where it has one (SQLite reads
  * a long scan on a second thread; PostgreSQL one plain statement per window of the log), else `readAll` page after
- * page until a page comes back empty. Pages come in `readAll` order; leaving the loop early stops the read.
+ * page to the end. Pages come in `readAll` order; leaving the loop early stops the read.
  *
  * Asking for the next page while the consumer folds this one was tried here, for stores without a scan (PostgreSQL's
  * readAll then, 100,000 events, four pairs: 31-33k events/s either way), so the plain loop stays.
@@ -13,13 +13,17 @@ export async function* readPages(store: EventStore, options: ScanOptions = {}): 
   else yield* pageThrough(store, options);
 }
 
-/** `readAll` page after page from `options.after` until a page comes back empty: no scan, no thread. */
+/**
+ * `readAll` page after page from `options.after` to the end: no scan, no thread. Where the store says when a page
+ * reached the end (`readAllPage`) the read stops there; elsewhere it stops at the first empty page, one read later.
+ */
 export async function* pageThrough(store: EventStore, options: ScanOptions = {}): AsyncGenerator<StoredEvent[]> {
   let after = options.after;
   for (;;) {
-    const page = await store.readAll({ ...options, after });
-    if (page.length === 0) return;
-    after = page[page.length - 1]?.position;
-    yield page;
+    const { events, end } = store.readAllPage ? await store.readAllPage({ ...options, after }) : { events: await store.readAll({ ...options, after }), end: false };
+    if (events.length === 0) return;
+    after = events[events.length - 1]?.position;
+    yield events;
+    if (end) return;
   }
 }

@@ -7,6 +7,7 @@ import type {
   AppendResult,
   EventStore,
   EventToAppend,
+  LogPage,
   ReadAllOptions,
   StoredEvent,
   SubscribeOptions,
@@ -74,16 +75,22 @@ export function createMemoryEventStore(): EventStore {
     return results;
   }
 
-  function readAll(options: ReadAllOptions = {}): StoredEvent[] {
+  /** `end`: the loop ran out of rows, not of room in the page. */
+  function readAllPage(options: ReadAllOptions = {}): LogPage {
     assertOpen();
     const limit = options.limit ?? DEFAULT_LIMIT;
     const prefix = options.streamPrefix;
     const out: StoredEvent[] = [];
-    for (let i = parsePosition(options.after); i < rows.length && out.length < limit; i++) {
+    let i = parsePosition(options.after);
+    for (; i < rows.length && out.length < limit; i++) {
       const row = rows[i]!;
       if (prefix === undefined || row.streamId.startsWith(prefix)) out.push(toStored(row, i));
     }
-    return out;
+    return { events: out, end: i >= rows.length };
+  }
+
+  function readAll(options: ReadAllOptions = {}): StoredEvent[] {
+    return readAllPage(options).events;
   }
 
   // Each method runs synchronously inside a promise, so a thrown ConcurrencyError becomes a rejection.
@@ -105,6 +112,8 @@ export function createMemoryEventStore(): EventStore {
       }),
 
     readAll: (options) => settle(() => readAll(options)),
+
+    readAllPage: (options) => settle(() => readAllPage(options)),
 
     subscribe(options: SubscribeOptions): Subscription {
       const subscription = tailSubscription({

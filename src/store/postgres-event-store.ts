@@ -17,7 +17,7 @@
  * snapshots); this file ties them to the port.
  */
 import pg from 'pg';
-import type { AppendRequest, AppendResult, EventStore, ReadAllOptions, StoredEvent, SubscribeOptions, Subscription } from '#app/ports';
+import type { AppendRequest, AppendResult, EventStore, LogPage, ReadAllOptions, StoredEvent, SubscribeOptions, Subscription } from '#app/ports';
 import { appendInOneStatement, appendInTransaction, type PostgresAppendContext } from './postgres-append.ts';
 import { createAppendListener } from './postgres-listener.ts';
 import { heldBack, readStream, scan, scanToEnd, type PostgresReadContext } from './postgres-read.ts';
@@ -100,9 +100,13 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     return results;
   }
 
+  async function readAllPage(options: ReadAllOptions = {}): Promise<LogPage> {
+    const { events, end } = await scan(reads, parsePosition(options.after), options.limit ?? DEFAULT_LIMIT, options.streamPrefix);
+    return { events, end };
+  }
+
   async function readAll(options: ReadAllOptions = {}): Promise<StoredEvent[]> {
-    const { events } = await scan(reads, parsePosition(options.after), options.limit ?? DEFAULT_LIMIT, options.streamPrefix);
-    return events;
+    return (await readAllPage(options)).events;
   }
 
   function subscribe(options: SubscribeOptions): Subscription {
@@ -158,6 +162,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     readStream: (streamId, options = {}) => readStream(reads, streamId, options),
 
     readAll,
+    readAllPage,
     scan(options = {}) {
       if (closed) throw new Error('postgres store: scan after close');
       return scanToEnd(reads, parsePosition(options.after), options.limit ?? DEFAULT_LIMIT, options.streamPrefix, closing);

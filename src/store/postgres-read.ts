@@ -12,14 +12,15 @@ export interface PostgresReadContext {
 
 /**
  * One page strictly after `after`, among rows no open transaction can precede, plus how far it looked: with a
- * prefix, a page of no matches still tells a subscription it may skip the window it scanned.
+ * prefix, a page of no matches still tells a subscription it may skip the window it scanned. `end`: the read looked
+ * at every visible row after `after` (its last window was not full), so nothing visible follows the page.
  */
 export async function scan(
   c: PostgresReadContext,
   after: Cursor,
   limit: number,
   prefix: string | undefined,
-): Promise<{ events: StoredEvent[]; scannedTo: Cursor }> {
+): Promise<{ events: StoredEvent[]; scannedTo: Cursor; end: boolean }> {
   const { pool, s } = c;
   await c.ensureReady();
   if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`readAll limit must be a positive integer, got ${limit}`);
@@ -54,17 +55,18 @@ export async function scan(
        ORDER BY k1, k2, window_end`,
       values: [from.xid.toString(), from.seq.toString(), prefix ?? '', window, limit],
     });
-    const end = rows.find((row) => row.window_end);
-    if (!end) return { events: [], scannedTo: from };
+    const last = rows.find((row) => row.window_end);
+    if (!last) return { events: [], scannedTo: from, end: true };
     const events = rows.filter((row) => !row.window_end).map((row) => toStored(row as EventRow));
-    const windowEnd = parsePosition(formatPosition(end.xid, end.seq));
+    const windowEnd = parsePosition(formatPosition(last.xid, last.seq));
+    // A window that was not full reached the end of what is visible: asking again would only return nothing.
+    const windowShort = Number(last.window_rows) < window;
     if (events.length > 0) {
       // A full page may have stopped before the window's end: only then is the last event the furthest point read.
-      const scannedTo = events.length < limit ? windowEnd : parsePosition(events[events.length - 1]!.position);
-      return { events, scannedTo };
+      const short = events.length < limit;
+      return { events, scannedTo: short ? windowEnd : parsePosition(events[events.length - 1]!.position), end: short && windowShort };
     }
-    // A window that was not full reached the end of what is visible: asking again would only return nothing.
-    if (Number(end.window_rows) < window) return { events: [], scannedTo: windowEnd };
+    if (windowShort) return { events: [], scannedTo: windowEnd, end: true };
     from = windowEnd;
   }
 }

@@ -11,6 +11,7 @@ import {
   type AppendRequest,
   type AppendResult,
   type EventStore,
+  type LogPage,
   type ReadAllOptions,
   type ScanOptions,
   type StoredEvent,
@@ -165,12 +166,18 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     return results;
   }
 
-  function readAll(options: ReadAllOptions = {}): StoredEvent[] {
+  /** One statement, matching rows only: a page short of the limit is the end of the log as this connection sees it. */
+  function readAllPage(options: ReadAllOptions = {}): LogPage {
     const after = parsePosition(options.after);
     const limit = options.limit ?? DEFAULT_LIMIT;
     const prefix = options.streamPrefix;
-    if (prefix !== undefined && prefix !== '' && !anyStreamWith(prefix)) return [];
-    return rowsAfter(after, prefix ?? '', limit).map(toStored);
+    if (prefix !== undefined && prefix !== '' && !anyStreamWith(prefix)) return { events: [], end: true };
+    const rows = rowsAfter(after, prefix ?? '', limit);
+    return { events: rows.map(toStored), end: rows.length < limit };
+  }
+
+  function readAll(options: ReadAllOptions = {}): StoredEvent[] {
+    return readAllPage(options).events;
   }
 
   const scanThreadMinRows = options.scanThreadMinRows ?? DEFAULT_SCAN_THREAD_MIN_ROWS;
@@ -281,6 +288,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       settle(() => readStreamStmt.all(streamId, Math.max(0, options.fromRevision ?? 0)).map(toStored)),
 
     readAll: (options) => settle(() => readAll(options)),
+    readAllPage: (options) => settle(() => readAllPage(options)),
     scan,
     snapshots,
 

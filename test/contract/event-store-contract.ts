@@ -460,6 +460,61 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       });
     });
 
+    describe('readAllPage (optional: a page of readAll and whether it reached the end)', () => {
+      /** Every page from `after` to the first that says end, each checked against a plain readAll after it. */
+      const pagesToEnd = async (options: { after?: string | null; limit: number; streamPrefix: string }) => {
+        const pages: { events: StoredEvent[]; end: boolean }[] = [];
+        let after = options.after ?? null;
+        for (let i = 0; i < 50; i++) {
+          const page = await store.readAllPage!({ ...options, after });
+          expect(page.events.length).toBeLessThanOrEqual(options.limit);
+          expect(summary(page.events)).toEqual(summary(await store.readAll({ ...options, after })));
+          pages.push(page);
+          if (page.events.length > 0) after = page.events[page.events.length - 1]!.position;
+          if (page.end) {
+            // The promise `end` makes: nothing visible follows the page.
+            expect(await store.readAll({ ...options, after })).toEqual([]);
+            return pages;
+          }
+          if (page.events.length === 0) throw new Error('an empty page that does not say end');
+        }
+        throw new Error('no page said end in 50 pages');
+      };
+
+      it('pages under a prefix to the end, the last page saying so, no page saying it early', async (context) => {
+        if (!store.readAllPage) return context.skip('this store has no readAllPage: a catch-up reads until an empty page');
+        const a = stream('tool-a');
+        const b = stream('tool-b');
+        await store.append(a, numbered(6), { expectedRevision: 'no_stream' });
+        await store.append(stream('run-r'), numbered(3), { expectedRevision: 'no_stream' });
+        await store.append(b, numbered(3), { expectedRevision: 'no_stream' });
+        const tools = (await settledLog()).filter((e) => e.streamId.startsWith(stream('tool-')));
+
+        for (const limit of [1, 4, 9, 1000]) {
+          const pages = await pagesToEnd({ limit, streamPrefix: stream('tool-') });
+          expect(pages.flatMap((p) => p.events)).toEqual(tools);
+          // A full page with more behind it cannot be the end.
+          if (limit < tools.length) expect(pages[0]!.end).toBe(false);
+        }
+        expect(await store.readAllPage({ after: tools[tools.length - 1]!.position, limit: 4, streamPrefix: stream('tool-') })).toEqual({ events: [], end: true });
+        expect(await store.readAllPage({ limit: 4, streamPrefix: stream('none-') })).toEqual({ events: [], end: true });
+      });
+
+      it('a page short of the limit is not called the end while matching events lie beyond what the read looked at', async (context) => {
+        if (!store.readAllPage) return context.skip('this store has no readAllPage: a catch-up reads until an empty page');
+        // More rows outside the prefix between two matches than PostgreSQL reads in one window (5,000).
+        const a = stream('tool-a');
+        const b = stream('tool-b');
+        await store.append(a, numbered(1), { expectedRevision: 'no_stream' });
+        await store.append(stream('run-r'), numbered(5_050), { expectedRevision: 'no_stream' });
+        await store.append(b, numbered(1), { expectedRevision: 'no_stream' });
+        const tools = (await settledLog()).filter((e) => e.streamId.startsWith(stream('tool-')));
+        expect(tools.map((e) => e.streamId)).toEqual([a, b]);
+        const pages = await pagesToEnd({ limit: 4, streamPrefix: stream('tool-') });
+        expect(pages.flatMap((p) => p.events)).toEqual(tools);
+      });
+    });
+
     describe('readPages (the store\'s scan where it has one, else readAll page by page)', () => {
       const gather = async (options: { after?: string | null; limit: number; streamPrefix: string }): Promise<StoredEvent[][]> => {
         const pages: StoredEvent[][] = [];
