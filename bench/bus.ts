@@ -73,9 +73,13 @@ const sql = async (url: string, text: string): Promise<void> => {
   }
 };
 
+/** BENCH_CPU_PROF=<dir>: each replica writes a V8 CPU profile there when it stops (read with bench/cpuprofile-summary.ts). */
+const PROFILE_DIR = process.env.BENCH_CPU_PROF;
+const profileFlags = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+
 const serve = (args: string[], env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin', 'estate.js'), 'serve', '--http', '--port', '0', ...args], {
+    const child = spawn(process.execPath, [...profileFlags, join(ROOT, 'bin', 'estate.js'), 'serve', '--http', '--port', '0', ...args], {
       cwd: ROOT,
       env: { ...process.env, ESTATE_LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
