@@ -481,14 +481,18 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         throw new Error('no page said end in 50 pages');
       };
 
+      /** tool-a's events, then run-r's (outside the prefix), then tool-b's; returns the tool events as the log holds them. */
+      const toolsAroundRuns = async (inA: number, runs: number, inB: number): Promise<StoredEvent[]> => {
+        await store.append(stream('tool-a'), numbered(inA), { expectedRevision: 'no_stream' });
+        await store.append(stream('run-r'), numbered(runs), { expectedRevision: 'no_stream' });
+        await store.append(stream('tool-b'), numbered(inB), { expectedRevision: 'no_stream' });
+        return (await settledLog()).filter((e) => e.streamId.startsWith(stream('tool-')));
+      };
+      const NO_READ_ALL_PAGE = 'this store has no readAllPage: a catch-up reads until an empty page';
+
       it('pages under a prefix to the end, the last page saying so, no page saying it early', async (context) => {
-        if (!store.readAllPage) return context.skip('this store has no readAllPage: a catch-up reads until an empty page');
-        const a = stream('tool-a');
-        const b = stream('tool-b');
-        await store.append(a, numbered(6), { expectedRevision: 'no_stream' });
-        await store.append(stream('run-r'), numbered(3), { expectedRevision: 'no_stream' });
-        await store.append(b, numbered(3), { expectedRevision: 'no_stream' });
-        const tools = (await settledLog()).filter((e) => e.streamId.startsWith(stream('tool-')));
+        if (!store.readAllPage) return context.skip(NO_READ_ALL_PAGE);
+        const tools = await toolsAroundRuns(6, 3, 3);
 
         for (const limit of [1, 4, 9, 1000]) {
           const pages = await pagesToEnd({ limit, streamPrefix: stream('tool-') });
@@ -501,15 +505,10 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       });
 
       it('a page short of the limit is not called the end while matching events lie beyond what the read looked at', async (context) => {
-        if (!store.readAllPage) return context.skip('this store has no readAllPage: a catch-up reads until an empty page');
+        if (!store.readAllPage) return context.skip(NO_READ_ALL_PAGE);
         // More rows outside the prefix between two matches than PostgreSQL reads in one window (5,000).
-        const a = stream('tool-a');
-        const b = stream('tool-b');
-        await store.append(a, numbered(1), { expectedRevision: 'no_stream' });
-        await store.append(stream('run-r'), numbered(5_050), { expectedRevision: 'no_stream' });
-        await store.append(b, numbered(1), { expectedRevision: 'no_stream' });
-        const tools = (await settledLog()).filter((e) => e.streamId.startsWith(stream('tool-')));
-        expect(tools.map((e) => e.streamId)).toEqual([a, b]);
+        const tools = await toolsAroundRuns(1, 5_050, 1);
+        expect(tools.map((e) => e.streamId)).toEqual([stream('tool-a'), stream('tool-b')]);
         const pages = await pagesToEnd({ limit: 4, streamPrefix: stream('tool-') });
         expect(pages.flatMap((p) => p.events)).toEqual(tools);
       });
