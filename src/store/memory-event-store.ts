@@ -118,7 +118,7 @@ export function createMemoryEventStore(): EventStore {
     subscribe(options: SubscribeOptions): Subscription {
       const subscription = tailSubscription({
         subscribe: options,
-        readPage: (after) => settle(() => readAll({ after, streamPrefix: options.streamPrefix })),
+        readPage: (after) => settle(() => readAllPage({ after, streamPrefix: options.streamPrefix })),
         onLocalAppend(wake) {
           listeners.add(wake);
           return () => listeners.delete(wake);

@@ -20,7 +20,7 @@ import pg from 'pg';
 import type { AppendRequest, AppendResult, EventStore, LogPage, ReadAllOptions, StoredEvent, SubscribeOptions, Subscription } from '#app/ports';
 import { appendInOneStatement, appendInTransaction, type PostgresAppendContext } from './postgres-append.ts';
 import { createAppendListener } from './postgres-listener.ts';
-import { heldBack, readStream, scan, scanToEnd, type PostgresReadContext } from './postgres-read.ts';
+import { readStream, scan, scanToEnd, type PostgresReadContext } from './postgres-read.ts';
 import { DEFAULT_LIMIT, START, later, parsePosition, quoteSchema, validateRequest } from './postgres-rows.ts';
 import { createSchemaMigration } from './postgres-schema.ts';
 import { createPostgresSnapshots } from './postgres-snapshots.ts';
@@ -120,15 +120,13 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
       pollIntervalMs,
       async readPage(after) {
         const from = later(parsePosition(after), skipTo);
-        const { events, scannedTo } = await scan(reads, from, DEFAULT_LIMIT, options.streamPrefix);
-        if (events.length > 0) {
-          recheckMs = 5;
-          return events;
-        }
-        skipTo = scannedTo;
-        // The wake-up came, but the rows are held back by an older open transaction: look again soon (5 ms, doubling
-        // to 200 ms) rather than at the fallback poll, which would add up to a second to this change's latency.
-        if (listen && recheck === undefined && (await heldBack(reads, scannedTo))) {
+        const askHeld = listen && recheck === undefined;
+        const { events, scannedTo, end, held } = await scan(reads, from, DEFAULT_LIMIT, options.streamPrefix, askHeld);
+        if (events.length === 0) skipTo = scannedTo;
+        // The wake-up came, but rows are held back by an older open transaction (one that is not an append: those
+        // NOTIFY when they commit): look again soon (5 ms, doubling to 200 ms) rather than at the fallback poll, which
+        // would add up to a second to this change's latency. Asked in the page's own statement, only at its end.
+        if (askHeld && end && held) {
           recheck = setTimeout(() => {
             recheck = undefined;
             wakeTail?.();
@@ -136,7 +134,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
           recheck.unref();
           recheckMs = Math.min(recheckMs * 2, 200);
         } else recheckMs = 5;
-        return events;
+        return { events, end };
       },
       onLocalAppend(wake) {
         wakeTail = wake;

@@ -10,17 +10,35 @@ export interface PostgresReadContext {
   ensureReady: () => Promise<void>;
 }
 
+/** What `scan` read: a page, how far it looked, whether it reached the end, and (if asked) whether rows are held back. */
+export interface ScanPage {
+  events: StoredEvent[];
+  scannedTo: Cursor;
+  end: boolean;
+  /**
+   * Rows exist after `after` that `scan` may not return yet: written by a transaction no older than the oldest one
+   * still open in the cluster, committed or not (see the header of postgres-event-store.ts). A NOTIFY for such a row
+   * arrives while it is still held back. Answered in the page's own statement and snapshot; false unless asked.
+   */
+  held: boolean;
+}
+
 /**
  * One page strictly after `after`, among rows no open transaction can precede, plus how far it looked: with a
  * prefix, a page of no matches still tells a subscription it may skip the window it scanned. `end`: the read looked
  * at every visible row after `after` (its last window was not full), so nothing visible follows the page.
+ *
+ * Held-back rows always sort after every visible row (their transaction ids are at or past the snapshot's xmin, the
+ * visible ones' below it), so `held` is one index probe from `after`, whatever the window found.
  */
 export async function scan(
   c: PostgresReadContext,
   after: Cursor,
   limit: number,
   prefix: string | undefined,
-): Promise<{ events: StoredEvent[]; scannedTo: Cursor; end: boolean }> {
+  /** Also ask whether rows past what is visible are held back by an older open transaction (`held`). */
+  askHeld = false,
+): Promise<ScanPage> {
   const { pool, s } = c;
   await c.ensureReady();
   if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`readAll limit must be a positive integer, got ${limit}`);
@@ -45,18 +63,25 @@ export async function scan(
        SELECT * FROM (
          SELECT false AS window_end, m.transaction_id::text AS xid, m.seq::text AS seq, e.stream_id,
                 e.revision::text AS revision, e.type, e.data::text AS data, ${recordedAtIso('e.recorded_at')} AS recorded_at, m.transaction_id AS k1, m.seq AS k2,
-                NULL AS window_rows
+                NULL AS window_rows, NULL::boolean AS held
          FROM m JOIN ${s}.events e ON e.seq = m.seq
          UNION ALL
-         (SELECT true, transaction_id::text, seq::text, NULL, NULL, NULL, NULL, NULL, transaction_id, seq,
-                 (SELECT count(*) FROM w)::text
-          FROM w ORDER BY w.transaction_id DESC, w.seq DESC LIMIT 1)
+         -- The trailer, always one row (sorted last when the window is empty): the window's last row and size, and
+         -- whether anything is held back.
+         SELECT true, t.xid, t.seq, NULL, NULL, NULL, NULL, NULL, t.k1, t.k2, (SELECT count(*) FROM w)::text,
+                CASE WHEN $6::boolean THEN EXISTS (
+                  SELECT 1 FROM ${s}.events h WHERE (h.transaction_id, h.seq) > ($1::text::xid8, $2::bigint)
+                    AND h.transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) ELSE false END
+         FROM (SELECT 1) one LEFT JOIN LATERAL (
+           SELECT transaction_id::text AS xid, seq::text AS seq, transaction_id AS k1, seq AS k2
+           FROM w ORDER BY w.transaction_id DESC, w.seq DESC LIMIT 1) t ON true
        ) page
        ORDER BY k1, k2, window_end`,
-      values: [from.xid.toString(), from.seq.toString(), prefix ?? '', window, limit],
+      values: [from.xid.toString(), from.seq.toString(), prefix ?? '', window, limit, askHeld],
     });
     const last = rows.find((row) => row.window_end);
-    if (!last) return { events: [], scannedTo: from, end: true };
+    const held = last?.held === true;
+    if (!last || last.xid === null || last.seq === null) return { events: [], scannedTo: from, end: true, held };
     const events = rows.filter((row) => !row.window_end).map((row) => toStored(row as EventRow));
     const windowEnd = parsePosition(formatPosition(last.xid, last.seq));
     // A window that was not full reached the end of what is visible: asking again would only return nothing.
@@ -64,9 +89,9 @@ export async function scan(
     if (events.length > 0) {
       // A full page may have stopped before the window's end: only then is the last event the furthest point read.
       const short = events.length < limit;
-      return { events, scannedTo: short ? windowEnd : parsePosition(events[events.length - 1]!.position), end: short && windowShort };
+      return { events, scannedTo: short ? windowEnd : parsePosition(events[events.length - 1]!.position), end: short && windowShort, held };
     }
-    if (windowShort) return { events: [], scannedTo: windowEnd, end: true };
+    if (windowShort) return { events: [], scannedTo: windowEnd, end: true, held };
     from = windowEnd;
   }
 }
@@ -163,21 +188,6 @@ export async function* scanToEnd(
     from = { xid: BigInt(last[0]), seq: BigInt(last[1]) };
   }
   if (page.length > 0) yield page;
-}
-
-/**
- * Whether rows after `after` exist that `scan` may not return yet: committed after a transaction that is still open
- * somewhere in the cluster (see the header). A NOTIFY for such a row arrives while it is still held back.
- */
-export async function heldBack(c: PostgresReadContext, after: Cursor): Promise<boolean> {
-  const { pool, s } = c;
-  const { rows } = await pool.query<{ held: boolean }>({
-    name: `estate-held-back:${s}`,
-    text: `SELECT EXISTS (SELECT 1 FROM ${s}.events WHERE (transaction_id, seq) > ($1::text::xid8, $2::bigint)
-                      AND transaction_id >= pg_snapshot_xmin(pg_current_snapshot())) AS held`,
-    values: [after.xid.toString(), after.seq.toString()],
-  });
-  return rows[0]?.held === true;
 }
 
 /** One stream's events from a revision on, in revision order. */

@@ -44,9 +44,12 @@ export interface EventRow {
   recorded_at: string;
 }
 
-export interface ScanRow extends Omit<EventRow, 'stream_id' | 'revision' | 'type' | 'data' | 'recorded_at'> {
+export interface ScanRow extends Omit<EventRow, 'xid' | 'seq' | 'stream_id' | 'revision' | 'type' | 'data' | 'recorded_at'> {
   /** The last row of the scanned window, carried so an empty filtered page still moves a subscription forward. */
   window_end: boolean;
+  /** Null only on the trailer of an empty window. */
+  xid: string | null;
+  seq: string | null;
   stream_id: string | null;
   revision: string | null;
   type: string | null;
@@ -54,6 +57,8 @@ export interface ScanRow extends Omit<EventRow, 'stream_id' | 'revision' | 'type
   recorded_at: string | null;
   /** On the window's last row: how many rows the window held (fewer than asked for: nothing visible lies beyond it). */
   window_rows: string | null;
+  /** On the trailer: whether rows past the visible ones are held back (null on event rows, false unless asked). */
+  held: boolean | null;
 }
 
 /** `data` is selected as text and parsed here, so every reader gets its own copy with plain JSON semantics. */

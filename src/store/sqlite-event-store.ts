@@ -315,13 +315,14 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         if (rows.length === 0) skipTo = head;
         return rows.map(toStored);
       };
-      const readPage = (after: string | null): StoredEvent[] => {
+      const readPage = (after: string | null): LogPage => {
         const version = dataVersionStmt.get() as number;
-        if (!dirty && quiet !== null && quiet.version === version && quiet.after === after) return [];
+        if (!dirty && quiet !== null && quiet.version === version && quiet.after === after) return { events: [], end: true };
         dirty = false;
         const page = readRows(after);
         quiet = page.length === 0 ? { after, version } : null;
-        return page;
+        // A short page read everything up to the head as this connection saw it; a later commit wakes the tail.
+        return { events: page, end: page.length < DEFAULT_LIMIT };
       };
       const subscription = tailSubscription({
         subscribe: options,

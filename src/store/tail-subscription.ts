@@ -1,9 +1,13 @@
-import type { StoredEvent, SubscribeOptions, Subscription } from '#app/ports';
+import type { LogPage, SubscribeOptions, Subscription } from '#app/ports';
 
 export interface TailOptions {
   subscribe: SubscribeOptions;
-  /** One page of the log strictly after `after`, already filtered by the subscriber's prefix. */
-  readPage(after: string | null): Promise<StoredEvent[]>;
+  /**
+   * One page of the log strictly after `after`, already filtered by the subscriber's prefix, and whether the read
+   * reached the end of the log as it found it: after a page that says so the tail sleeps instead of reading again to
+   * be told by an empty page (a store that cannot tell says false).
+   */
+  readPage(after: string | null): Promise<LogPage>;
   /** Registers a callback run when this process appends; returns its unregistration. */
   onLocalAppend?(wake: () => void): () => void;
   /** Re-read this often even without a local append (other processes write too); undefined = only on wake. */
@@ -14,7 +18,8 @@ export interface TailOptions {
 
 /**
  * Catch up, then tail: one loop reads a page after the cursor, hands it to `onEvents` and waits for it, and when the
- * log is exhausted sleeps until a local append or the poll timer. A batch whose handler throws is reported and offered
+ * log is exhausted (an empty page, or one that reached the end) sleeps until a wake-up or the poll timer. A wake-up
+ * during the read or the delivery is not slept through: it is cleared before each read. A batch whose handler throws is reported and offered
  * again (delivery is at least once; consumers deduplicate by position), so the cursor only moves past handled events.
  */
 export function tailSubscription(options: TailOptions): Subscription {
@@ -56,7 +61,7 @@ export function tailSubscription(options: TailOptions): Subscription {
     while (!closed) {
       // Cleared before reading, so an append that lands during the read is not slept through.
       woken = false;
-      let page: StoredEvent[];
+      let page: LogPage;
       try {
         page = await readPage(cursor);
       } catch (error) {
@@ -66,18 +71,20 @@ export function tailSubscription(options: TailOptions): Subscription {
         continue;
       }
       if (closed) return;
-      if (page.length > 0) {
+      const { events, end } = page;
+      if (events.length > 0) {
         delivering = true;
         try {
-          await subscribe.onEvents(page);
-          cursor = page[page.length - 1]!.position;
+          await subscribe.onEvents(events);
+          cursor = events[events.length - 1]!.position;
         } catch (error) {
           report(error);
           if (!closed) await pause(retryDelayMs);
+          continue;
         } finally {
           delivering = false;
         }
-        continue;
+        if (!end || closed) continue;
       }
       if (!woken) await pause(pollIntervalMs);
     }

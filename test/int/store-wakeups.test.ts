@@ -141,6 +141,30 @@ if (url) {
       }
     });
 
+    it('delivers a change held back by another program’s open transaction once that ends, with a ten-minute fallback poll', async () => {
+      await admin(`DELETE FROM "${schema}".events`).catch(() => undefined);
+      const reader = await open({ pollIntervalMs: TEN_MINUTES });
+      const writer = await open();
+      const tail = firstEvent(reader);
+      await listenerPid();
+      // Not an append: its end NOTIFYs nothing, so only the tail's own look again (the held-back recheck) can deliver.
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT pg_current_xact_id()'); // takes an id: every later commit is held back behind it
+        await writer.append('held-1', [{ type: 'T', data: { n: 4 } }], { expectedRevision: 'no_stream' });
+        expect(await reader.readAll()).toEqual([]);
+        // The append's NOTIFY wakes the tail, whose read finds the row held back; it must look again by itself.
+        await new Promise((r) => setTimeout(r, 100));
+        await holder.query('COMMIT');
+      } finally {
+        await holder.end();
+      }
+      expect(await tail.received).toMatchObject({ streamId: 'held-1', data: { n: 4 } });
+      await tail.close();
+    });
+
     it('covers a notification lost with the listener (pg_terminate_backend) by the fallback poll', async () => {
       await admin(`DELETE FROM "${schema}".events`).catch(() => undefined);
       // The listener does not come back within this test: only the poll can deliver.

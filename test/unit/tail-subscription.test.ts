@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { StoredEvent } from '#app/ports';
+import type { LogPage, StoredEvent } from '#app/ports';
 import { tailSubscription } from '#store/tail-subscription';
 
 const WAIT = { timeout: 5_000, interval: 5 };
@@ -13,22 +13,28 @@ const event = (position: number): StoredEvent => ({
   recordedAt: new Date(0).toISOString(),
 });
 
-/** A fake log: readPage serves events after the cursor, a few at a time. */
+/** A fake log: readPage serves events after the cursor, two at a time, saying whether the page reached the end. */
 function fakeLog(count: number, failFirstReads = 0) {
   const log = Array.from({ length: count }, (_, i) => event(i + 1));
   let failures = failFirstReads;
+  const reads: (string | null)[] = [];
   return {
     log,
-    readPage: async (after: string | null): Promise<StoredEvent[]> => {
+    reads,
+    readPage: async (after: string | null): Promise<LogPage> => {
+      reads.push(after);
       if (failures > 0) {
         failures--;
         throw new Error('transient');
       }
       const from = after === null ? 0 : Number(after);
-      return log.slice(from, from + 2);
+      return { events: log.slice(from, from + 2), end: from + 2 >= log.length };
     },
   };
 }
+
+/** A few turns of the event loop: long enough for a loop that was going to read again to have done so. */
+const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
 
 describe('tailSubscription', () => {
   it('survives failing reads: reports each one and carries on from the same cursor', async () => {
@@ -88,6 +94,55 @@ describe('tailSubscription', () => {
     log.push(event(2));
     wakeUp();
     await vi.waitFor(() => expect(seen).toEqual(['1', '2']), WAIT);
+    await sub.close();
+  });
+
+  it('sleeps after a page that reached the end, without reading again to be told so by an empty page', async () => {
+    const { log, reads, readPage } = fakeLog(3);
+    let wakeUp: () => void = () => undefined;
+    const seen: string[] = [];
+    const sub = tailSubscription({
+      subscribe: { onEvents: (b) => void seen.push(...b.map((e) => e.position)) },
+      readPage,
+      onLocalAppend: (wake) => {
+        wakeUp = wake;
+        return () => undefined;
+      },
+    });
+    await vi.waitFor(() => expect(seen).toEqual(['1', '2', '3']), WAIT);
+    await settle();
+    expect(reads).toEqual([null, '2']);
+    log.push(event(4));
+    wakeUp();
+    await vi.waitFor(() => expect(seen).toEqual(['1', '2', '3', '4']), WAIT);
+    await settle();
+    expect(reads).toEqual([null, '2', '3']);
+    await sub.close();
+  });
+
+  it('reads again, not sleeps, when woken while it delivered a page that reached the end', async () => {
+    const { log, reads, readPage } = fakeLog(1);
+    let wakeUp: () => void = () => undefined;
+    const seen: string[] = [];
+    const sub = tailSubscription({
+      subscribe: {
+        onEvents: (b) => {
+          seen.push(...b.map((e) => e.position));
+          // An append lands while this page is handled: its wake-up must not be lost to the sleep that follows.
+          if (log.length === 1) {
+            log.push(event(2));
+            wakeUp();
+          }
+        },
+      },
+      readPage,
+      onLocalAppend: (wake) => {
+        wakeUp = wake;
+        return () => undefined;
+      },
+    });
+    await vi.waitFor(() => expect(seen).toEqual(['1', '2']), WAIT);
+    expect(reads).toEqual([null, '1']);
     await sub.close();
   });
 
