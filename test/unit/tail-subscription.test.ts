@@ -33,6 +33,29 @@ function fakeLog(count: number, failFirstReads = 0) {
   };
 }
 
+/**
+ * A tail on `readPage` with no poll: after the log's end only `wake()` (as a local append would) starts a read.
+ * `onPage` runs inside the delivery of each page, after its positions are in `seen`.
+ */
+function wakeableTail(readPage: (after: string | null) => Promise<LogPage>, onPage: () => void = () => undefined) {
+  let wakeUp: () => void = () => undefined;
+  const seen: string[] = [];
+  const sub = tailSubscription({
+    subscribe: {
+      onEvents: (b) => {
+        seen.push(...b.map((e) => e.position));
+        onPage();
+      },
+    },
+    readPage,
+    onLocalAppend: (wake) => {
+      wakeUp = wake;
+      return () => undefined;
+    },
+  });
+  return { sub, seen, wake: () => wakeUp() };
+}
+
 /** A few turns of the event loop: long enough for a loop that was going to read again to have done so. */
 const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
 
@@ -80,40 +103,22 @@ describe('tailSubscription', () => {
 
   it('wakes on a local append without any polling', async () => {
     const { log, readPage } = fakeLog(1);
-    let wakeUp: () => void = () => undefined;
-    const seen: string[] = [];
-    const sub = tailSubscription({
-      subscribe: { onEvents: (b) => void seen.push(...b.map((e) => e.position)) },
-      readPage,
-      onLocalAppend: (wake) => {
-        wakeUp = wake;
-        return () => undefined;
-      },
-    });
+    const { sub, seen, wake } = wakeableTail(readPage);
     await vi.waitFor(() => expect(seen).toEqual(['1']), WAIT);
     log.push(event(2));
-    wakeUp();
+    wake();
     await vi.waitFor(() => expect(seen).toEqual(['1', '2']), WAIT);
     await sub.close();
   });
 
   it('sleeps after a page that reached the end, without reading again to be told so by an empty page', async () => {
     const { log, reads, readPage } = fakeLog(3);
-    let wakeUp: () => void = () => undefined;
-    const seen: string[] = [];
-    const sub = tailSubscription({
-      subscribe: { onEvents: (b) => void seen.push(...b.map((e) => e.position)) },
-      readPage,
-      onLocalAppend: (wake) => {
-        wakeUp = wake;
-        return () => undefined;
-      },
-    });
+    const { sub, seen, wake } = wakeableTail(readPage);
     await vi.waitFor(() => expect(seen).toEqual(['1', '2', '3']), WAIT);
     await settle();
     expect(reads).toEqual([null, '2']);
     log.push(event(4));
-    wakeUp();
+    wake();
     await vi.waitFor(() => expect(seen).toEqual(['1', '2', '3', '4']), WAIT);
     await settle();
     expect(reads).toEqual([null, '2', '3']);
@@ -122,28 +127,16 @@ describe('tailSubscription', () => {
 
   it('reads again, not sleeps, when woken while it delivered a page that reached the end', async () => {
     const { log, reads, readPage } = fakeLog(1);
-    let wakeUp: () => void = () => undefined;
-    const seen: string[] = [];
-    const sub = tailSubscription({
-      subscribe: {
-        onEvents: (b) => {
-          seen.push(...b.map((e) => e.position));
-          // An append lands while this page is handled: its wake-up must not be lost to the sleep that follows.
-          if (log.length === 1) {
-            log.push(event(2));
-            wakeUp();
-          }
-        },
-      },
-      readPage,
-      onLocalAppend: (wake) => {
-        wakeUp = wake;
-        return () => undefined;
-      },
+    // An append lands while the first page is handled: its wake-up must not be lost to the sleep that follows.
+    const tail = wakeableTail(readPage, () => {
+      if (log.length === 1) {
+        log.push(event(2));
+        tail.wake();
+      }
     });
-    await vi.waitFor(() => expect(seen).toEqual(['1', '2']), WAIT);
+    await vi.waitFor(() => expect(tail.seen).toEqual(['1', '2']), WAIT);
     expect(reads).toEqual([null, '1']);
-    await sub.close();
+    await tail.sub.close();
   });
 
   it('can be closed from inside its own handler', async () => {
