@@ -19,8 +19,9 @@ export interface TailOptions {
 /**
  * Catch up, then tail: one loop reads a page after the cursor, hands it to `onEvents` and waits for it, and when the
  * log is exhausted (an empty page, or one that reached the end) sleeps until a wake-up or the poll timer. A wake-up
- * during the read or the delivery is not slept through: it is cleared before each read. A batch whose handler throws is reported and offered
- * again (delivery is at least once; consumers deduplicate by position), so the cursor only moves past handled events.
+ * during the read or the delivery is not slept through: it is cleared before each read. A batch whose handler throws
+ * is reported and offered again (delivery is at least once; consumers deduplicate by position), so the cursor only
+ * moves past handled events.
  */
 export function tailSubscription(options: TailOptions): Subscription {
   const { subscribe, readPage, pollIntervalMs, retryDelayMs = 250 } = options;
