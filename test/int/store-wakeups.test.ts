@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { EventStore, StoredEvent } from '#app/ports';
 import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
 import { createAppendListener } from '#store/postgres-listener';
@@ -84,6 +84,30 @@ if (url) {
       }
     };
 
+    /**
+     * Resolves `seen` when a tail's scan (the statement asked with its held-back flag set) answers that rows are held
+     * back: the pools' queries are watched, not replaced; every query still goes to the server.
+     */
+    const heldAnswer = (): { seen: Promise<void>; restore: () => void } => {
+      let seen!: () => void;
+      const promise = new Promise<void>((resolve) => (seen = resolve));
+      const original = pg.Pool.prototype.query as (...args: unknown[]) => unknown;
+      const spy = vi.spyOn(pg.Pool.prototype, 'query').mockImplementation(function (this: pg.Pool, ...args: unknown[]) {
+        const result = original.apply(this, args);
+        const config = args[0] as { name?: string; values?: unknown[] } | undefined;
+        if (config?.name?.startsWith('estate-scan:') && config.values?.[5] === true && result instanceof Promise) {
+          void result.then(
+            (r: pg.QueryResult<{ window_end: boolean; held: boolean | null }>) => {
+              if (r.rows.some((row) => row.window_end && row.held === true)) seen();
+            },
+            () => undefined,
+          );
+        }
+        return result as never;
+      } as never);
+      return { seen: promise, restore: () => spy.mockRestore() };
+    };
+
     afterEach(async () => {
       await Promise.all(stores.splice(0).map((s) => s.close()));
     });
@@ -153,10 +177,16 @@ if (url) {
       try {
         await holder.query('BEGIN');
         await holder.query('SELECT pg_current_xact_id()'); // takes an id: every later commit is held back behind it
-        await writer.append('held-1', [{ type: 'T', data: { n: 4 } }], { expectedRevision: 'no_stream' });
-        expect(await reader.readAll()).toEqual([]);
-        // The append's NOTIFY wakes the tail, whose read finds the row held back; it must look again by itself.
-        await new Promise((r) => setTimeout(r, 100));
+        const sawHeld = heldAnswer();
+        try {
+          await writer.append('held-1', [{ type: 'T', data: { n: 4 } }], { expectedRevision: 'no_stream' });
+          expect(await reader.readAll()).toEqual([]);
+          // The append's NOTIFY wakes the tail, whose read finds the row held back; from then on it must look again by
+          // itself. Ended only once a read has said so, however long that takes on a loaded machine.
+          await sawHeld.seen;
+        } finally {
+          sawHeld.restore();
+        }
         await holder.query('COMMIT');
       } finally {
         await holder.end();

@@ -56,8 +56,11 @@ function wakeableTail(readPage: (after: string | null) => Promise<LogPage>, onPa
   return { sub, seen, wake: () => wakeUp() };
 }
 
-/** A few turns of the event loop: long enough for a loop that was going to read again to have done so. */
-const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+/**
+ * Until every pending microtask has run: the fake log answers without timers, so a loop that was going to read again
+ * after a delivery has done so by then (no wall-clock wait).
+ */
+const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 describe('tailSubscription', () => {
   it('survives failing reads: reports each one and carries on from the same cursor', async () => {
