@@ -230,13 +230,15 @@ export interface StartOptions {
   root?: string;
   /** Node flags before the script, e.g. `--cpu-prof`. */
   nodeArgs?: readonly string[];
+  /** More environment for the server (bench/mcp-ab.ts: a prototype behind a variable on one side only). */
+  env?: Readonly<Record<string, string>>;
 }
 
 export const startEstate = async (store: string, children: ChildProcess[], o: StartOptions = {}): Promise<{ url: string; child: ChildProcess }> => {
   const root = o.root ?? REPO_ROOT;
   const child = spawn(process.execPath, [...(o.nodeArgs ?? []), join(root, 'bin', 'estate.js'), 'serve', '--http', '--port', '0', '--store', store, '--handlers', HANDLERS], {
     cwd: root,
-    env: { ...process.env, ESTATE_LOG_LEVEL: 'info' },
+    env: { ...process.env, ...o.env, ESTATE_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   children.push(child);
