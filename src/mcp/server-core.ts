@@ -64,7 +64,6 @@ export class ServerCore {
   private readonly recorder: CallRecorder;
   private readonly metrics: ServerCoreOptions['metrics'];
   private readonly pages = new ListPageCache();
-  private uncounted: (() => void)[] = [];
   /** Built once from the dependencies above: a call only brings its own request. */
   private readonly pipeline: ToolCallPipeline;
 
@@ -89,7 +88,7 @@ export class ServerCore {
       handlerLog: (fields) => this.handlerLog(fields),
       ...(o.stateKey ? { stateKey: o.stateKey } : {}),
       ...(o.storeRefusal ? { storeRefusal: o.storeRefusal } : {}),
-      ...(metrics ? { observe: (c: { tool: string; version: string; outcome: string; seconds: number }) => this.afterAnswer(() => metrics.toolCall(c)) } : {}),
+      ...(metrics ? { observe: (c: { tool: string; version: string; outcome: string; seconds: number }) => metrics.toolCall(c) } : {}),
     });
   }
 
@@ -113,21 +112,7 @@ export class ServerCore {
 
   /** Count one answered request: outcome `ok` or the JSON-RPC error code. `method`: the table's label (countedMethod). */
   observeRequest(method: string, revision: string | null, outcome: string): void {
-    const metrics = this.metrics;
-    if (metrics) this.afterAnswer(() => metrics.request(method, revision ?? 'none', outcome));
-  }
-
-  /**
-   * Counted once the answer is on its way: the metrics library hashes its labels on every update, and a scrape does
-   * not need the count before the caller has its answer. Everything pending is counted in one later turn.
-   */
-  private afterAnswer(count: () => void): void {
-    if (this.uncounted.push(count) > 1) return;
-    setImmediate(() => {
-      const counts = this.uncounted;
-      this.uncounted = [];
-      for (const c of counts) c();
-    });
+    this.metrics?.request(method, revision ?? 'none', outcome);
   }
 
   callTool(req: ToolCallRequest) {

@@ -2,7 +2,8 @@
  * Prometheus metrics (SPEC §9), `estate_` prefixed with units in the names. Counters and the duration histogram are
  * fed by hooks on the call path; gauges (catalogue, sessions, upstreams) are read from their sources at scrape time.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { createCallCounter, createCallHistogram } from './call-series.ts';
 import type { LagProbe, LagReading } from './lag.ts';
 
 /** What the upstream room reports per registered upstream (src/upstream/ wires this in; none registered: no series). */
@@ -36,19 +37,23 @@ export interface EstateMetrics {
   render(): Promise<{ contentType: string; body: string }>;
 }
 
+/** The tools/call duration histogram's upper bounds, in seconds. */
+export const TOOL_CALL_SECONDS_BUCKETS: readonly number[] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
 export const createMetrics = (sources: MetricSources): EstateMetrics => {
   const registry = new Registry();
   // One store read per scrape feeds every lag gauge: the first collect() reads, the others share it; render() clears it.
   let lagReading: Promise<LagReading> | null = null;
   collectDefaultMetrics({ register: registry, prefix: 'estate_' });
-  const requests = new Counter({ name: 'estate_mcp_requests_total', help: 'MCP requests by method, protocol revision and outcome (ok or the JSON-RPC error code)', labelNames: ['method', 'revision', 'outcome'], registers: [registry] });
-  const calls = new Counter({ name: 'estate_tool_calls_total', help: 'tools/call by tool, version and outcome', labelNames: ['tool', 'version', 'outcome'], registers: [registry] });
-  const duration = new Histogram({
+  // Counted on every call: series of our own (./call-series.ts), read out as prom-client's would be.
+  const requests = createCallCounter({ name: 'estate_mcp_requests_total', help: 'MCP requests by method, protocol revision and outcome (ok or the JSON-RPC error code)', labelNames: ['method', 'revision', 'outcome'], registry });
+  const calls = createCallCounter({ name: 'estate_tool_calls_total', help: 'tools/call by tool, version and outcome', labelNames: ['tool', 'version', 'outcome'], registry });
+  const duration = createCallHistogram({
     name: 'estate_tool_call_duration_seconds',
     help: 'tools/call duration (handler, checks and the durable record) by tool, version and outcome',
     labelNames: ['tool', 'version', 'outcome'],
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [registry],
+    buckets: TOOL_CALL_SECONDS_BUCKETS,
+    registry,
   });
   new Gauge({
     name: 'estate_catalogue_tools',
@@ -134,11 +139,11 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
   return {
     registry,
     toolCall({ tool, version, outcome, seconds }) {
-      calls.inc({ tool, version, outcome });
-      duration.observe({ tool, version, outcome }, seconds);
+      calls.inc(tool, version, outcome);
+      duration.observe(tool, version, outcome, seconds);
     },
     request(method, revision, outcome) {
-      requests.inc({ method, revision, outcome });
+      requests.inc(method, revision, outcome);
     },
     async render() {
       lagReading = null;
