@@ -139,6 +139,28 @@ describe('repair: dropping and defaults', () => {
     expect(result.changes).toEqual([{ path: '$.n', action: 'defaulted' }]);
   });
 
+  it('follows a chain of local $refs to the keyword it looks for', () => {
+    const compiled = compiler.compile({
+      type: 'object',
+      $defs: {
+        flag: { type: 'boolean', default: true },
+        flagAlias: { $ref: '#/$defs/flag' },
+        int: { type: 'integer' },
+        intAlias: { $ref: '#/$defs/int' },
+      },
+      properties: { on: { $ref: '#/$defs/flagAlias' }, n: { $ref: '#/$defs/intAlias' } },
+      additionalProperties: false,
+    });
+    // Both keywords are two $refs away: `on`'s default and type, `n`'s type.
+    const result = repair(compiled, { n: '7' });
+    expect(result.value).toEqual({ on: true, n: 7 });
+    expect(result.changes).toEqual([
+      { path: '$.n', action: 'coerced' },
+      { path: '$.on', action: 'defaulted' },
+    ]);
+    expect(result.errors).toEqual([]);
+  });
+
   it('walks nested declared objects depth-first, through local $refs, in drop/coerce/default order', () => {
     const compiled = compiler.compile({
       type: 'object',
