@@ -13,10 +13,11 @@
  * `--env-b` sets variables for B's server only (a prototype behind a variable, against the same checkout: `--b .`).
  *
  * Why rounds and not runs: on the 2-core machines this project is measured on, speed moved by up to 2x for minutes at
- * a time (4,900 and 9,000 calls/s from the same server within one run), so two runs in turn cannot show a few percent,
- * and rounds of a second or two, alternating, can. And the server started second read faster in A/A runs (the same
- * build on both sides: B/A rate medians 1.034 and 1.044, CPU per call 0.97-0.98), so unless `--once` the pair runs
- * twice with the start order swapped, and the figure is the geometric mean of the two runs' medians.
+ * a time (4,936 and 9,274 calls/s from the same server within one run), so two runs in turn cannot show a few percent,
+ * and rounds of a second or two, alternating, can. And in A/A runs (the same product code on both sides) the server
+ * started second tended to read faster (B/A rate medians 0.988, 1.034 and 1.044; this tool's first A/A: 1.029 with A
+ * started first, 0.968 with B first), so unless `--once` the pair runs twice with the start order swapped, and the
+ * figure is the geometric mean of the two runs' medians (0.998 for that A/A).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
