@@ -24,14 +24,18 @@ interface Exposed {
   exemplar?: null;
 }
 
-/** What prom-client's Registry reads of a metric; its types name only its own classes, so the object is cast once. */
-interface ReadableMetric {
+/** A series' heading: what the Registry writes as its HELP and TYPE lines, and how it merges workers' values. */
+interface Heading {
   name: string;
   help: string;
   type: 'counter' | 'histogram';
   aggregator: 'sum';
-  getForPromString(): Promise<{ name: string; help: string; type: string; aggregator: 'sum'; values: Exposed[] }>;
-  get(): Promise<{ name: string; help: string; type: string; aggregator: 'sum'; values: Exposed[] }>;
+}
+
+/** What prom-client's Registry reads of a metric; its types name only its own classes, so the object is cast once. */
+interface ReadableMetric extends Heading {
+  getForPromString(): Promise<Heading & { values: Exposed[] }>;
+  get(): Promise<Heading & { values: Exposed[] }>;
   reset(): void;
 }
 
@@ -81,14 +85,9 @@ export interface CallCounter {
 
 export const createCallCounter = (o: SeriesOptions): CallCounter => {
   const cells = new Cells(o.labelNames, () => ({ n: 0 }));
-  const read = async () => ({
-    name: o.name,
-    help: o.help,
-    type: 'counter',
-    aggregator: 'sum' as const,
-    values: cells.entries.map(({ labels, cell }) => ({ labels: { ...labels }, value: cell.n })),
-  });
-  register(o.registry, { name: o.name, help: o.help, type: 'counter', aggregator: 'sum', get: read, getForPromString: read, reset: () => cells.clear() });
+  const heading: Heading = { name: o.name, help: o.help, type: 'counter', aggregator: 'sum' };
+  const read = async () => ({ ...heading, values: cells.entries.map(({ labels, cell }) => ({ labels: { ...labels }, value: cell.n })) });
+  register(o.registry, { ...heading, get: read, getForPromString: read, reset: () => cells.clear() });
   return {
     inc(a, b, c) {
       cells.get(a, b, c).n++;
@@ -124,15 +123,12 @@ export const createCallHistogram = (o: SeriesOptions & { buckets: readonly numbe
         total(cell.count, `${o.name}_count`),
       ];
     });
-  const shape = (vs: Exposed[]) => ({ name: o.name, help: o.help, type: 'histogram', aggregator: 'sum' as const, values: vs });
+  const heading: Heading = { name: o.name, help: o.help, type: 'histogram', aggregator: 'sum' };
   register(o.registry, {
-    name: o.name,
-    help: o.help,
-    type: 'histogram',
-    aggregator: 'sum',
-    getForPromString: async () => shape(values()),
+    ...heading,
+    getForPromString: async () => ({ ...heading, values: values() }),
     // The JSON form has each value's labels whole (prom-client splays the shared ones in).
-    get: async () => shape(values().map(({ labels, sharedLabels, ...rest }) => ({ ...rest, labels: { ...labels, ...sharedLabels } }))),
+    get: async () => ({ ...heading, values: values().map(({ labels, sharedLabels, ...rest }) => ({ ...rest, labels: { ...labels, ...sharedLabels } })) }),
     reset: () => cells.clear(),
   });
   return {

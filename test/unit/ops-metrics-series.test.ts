@@ -26,4 +26,19 @@ describe('metrics series', () => {
     expect(line(body, 'estate_tool_calls_total{tool="t10049",version="1.0.0",outcome="ok"}')).toMatch(/ 1$/);
     expect(line(body, 'estate_mcp_requests_total{method="tools/call",revision="2025-11-25",outcome="ok"}')).toMatch(/ 2$/);
   });
+
+  // SPEC §9: requests and tool calls are counted, tool-call durations are a histogram. These three series are Estate's
+  // own objects (src/ops/call-series.ts), so the types Prometheus reads are pinned here, not left to prom-client.
+  it('declares the call-path series as counters and a histogram, with their help', async () => {
+    const m = createMetrics({ catalogue: () => ({ size: 0, position: null }) });
+    const { body } = await m.render();
+    expect(body).toContain('# TYPE estate_mcp_requests_total counter');
+    expect(body).toContain('# TYPE estate_tool_calls_total counter');
+    expect(body).toContain('# TYPE estate_tool_call_duration_seconds histogram');
+    expect(body).toMatch(/^# HELP estate_tool_call_duration_seconds tools\/call duration .+$/m);
+    m.toolCall({ tool: 'payments.lookup', version: '1.0.0', outcome: 'ok', seconds: 0.002 });
+    const after = (await m.render()).body;
+    expect(line(after, 'estate_tool_call_duration_seconds_bucket{le="+Inf",tool="payments.lookup",version="1.0.0",outcome="ok"}')).toMatch(/ 1$/);
+    expect(line(after, 'estate_tool_call_duration_seconds_bucket{le="0.001",tool="payments.lookup",version="1.0.0",outcome="ok"}')).toMatch(/ 0$/);
+  });
 });
