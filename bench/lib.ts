@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -41,6 +41,21 @@ export const percentile = (values: readonly number[], p: number): number => {
 };
 
 export const median = (values: readonly number[]): number => percentile(values, 50);
+
+/**
+ * CPU time (user + system) another process has used so far, in µs, from Linux /proc: the whole process, or with
+ * `mainThread` its main thread alone (`/proc/<pid>/task/<pid>`, the serving thread of a Node server). NaN where it
+ * cannot be read.
+ */
+export const procCpuMicros = (pid: number, mainThread = false): number => {
+  try {
+    // Fields 14 and 15 (utime, stime) in clock ticks of 1/100 s, after the parenthesised command name.
+    const fields = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return Number.NaN;
+  }
+};
 
 export const mib = (bytes: number): number => Math.round((bytes / (1024 * 1024)) * 10) / 10;
 

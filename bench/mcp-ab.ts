@@ -19,10 +19,11 @@
  * started first, 0.968 with B first), so unless `--once` the pair runs twice with the start order swapped, and the
  * figure is the geometric mean of the two runs' medians (0.998 for that A/A).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { median, procCpuMicros } from './lib.ts';
 import { callOnce, listAll, openSession, openStateless, publishAll, REPO_ROOT, startEstate, stop, throughput, type Session } from './mcp-client.ts';
 import { TOOL_COUNT } from './mcp-fixture.ts';
 
@@ -63,15 +64,10 @@ const envB = Object.fromEntries(
 const roots = { A: resolve(values.a ?? REPO_ROOT), B: resolve(values.b) };
 const open = values.mode === 'session' ? openSession : openStateless;
 
-/** The serving thread's CPU time (user + system), in seconds; undefined where /proc is not there. */
+/** The serving thread's CPU time so far, in µs; undefined where /proc cannot be read. */
 const threadCpu = (pid: number): number | undefined => {
-  try {
-    const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    // utime and stime, in clock ticks of 1/100 s (USER_HZ on Linux).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
+  const us = procCpuMicros(pid, true);
+  return Number.isNaN(us) ? undefined : us;
 };
 
 interface Side {
@@ -81,11 +77,6 @@ interface Side {
   rates: number[];
   cpu: (number | undefined)[];
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((p, q) => p - q);
-  return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 /** One pair of servers, started in `order`; the medians of B/A over the rounds. */
 const runPair = async (order: readonly ('A' | 'B')[]): Promise<{ rate: number; cpu: number | undefined }> => {
@@ -109,7 +100,7 @@ const runPair = async (order: readonly ('A' | 'B')[]): Promise<{ rate: number; c
       const before = threadCpu(s.pid);
       s.rates.push(await throughput(s.session, calls, concurrency));
       const after = threadCpu(s.pid);
-      s.cpu.push(before === undefined || after === undefined ? undefined : ((after - before) * 1e6) / calls);
+      s.cpu.push(before === undefined || after === undefined ? undefined : (after - before) / calls);
     };
     const show = (s: Side) => `${s.name} ${s.rates.at(-1)!.toFixed(0)} calls/s${s.cpu.at(-1) === undefined ? '' : `, ${s.cpu.at(-1)!.toFixed(0)} µs/call`}`;
     for (let r = 0; r < rounds; r++) {

@@ -16,11 +16,11 @@
  * Runnable alone: `node --import tsx bench/ops.ts`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, type BenchRow } from './lib.ts';
+import { median, procCpuMicros, type BenchRow } from './lib.ts';
 import { openSession, publishAll, type Session } from './mcp-client.ts';
 import { VALID_ARGS, toolName } from './mcp-fixture.ts';
 
@@ -45,13 +45,7 @@ const cpuMicros = (pid?: number): number => {
     const c = process.cpuUsage();
     return c.user + c.system;
   }
-  try {
-    // Fields 14 and 15 (utime, stime) in clock ticks, after the parenthesised command name.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return Number.NaN;
-  }
+  return procCpuMicros(pid);
 };
 
 /**
