@@ -26,6 +26,12 @@ import { VALID_ARGS, toolName } from './mcp-fixture.ts';
 
 const TOOLS = 50;
 const CALLS = 2000;
+/**
+ * In process, each variant is a fresh process, so its rounds must be long enough to leave V8's warm-up behind: at 2,000
+ * calls (the HTTP rounds' size, whose servers stay up and warm) "metrics on" read 5-13 µs a call more CPU than "off"
+ * from one run to the next, and at 20,000 within ±1 µs either way (a warm-up and a measured run each).
+ */
+const IN_PROCESS_CALLS = 20_000;
 const ROUNDS = 5;
 const CONCURRENCY = 16;
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -49,20 +55,20 @@ const cpuMicros = (pid?: number): number => {
 };
 
 /**
- * `CALLS` calls with `CONCURRENCY` in flight through `call`: calls per second, and the CPU per call of the process
+ * `calls` calls with `CONCURRENCY` in flight through `call`: calls per second, and the CPU per call of the process
  * that serves them (this one, or the server's `pid`).
  */
-const drive = async (call: (i: number) => Promise<void>, pid?: number): Promise<Figure> => {
+const drive = async (call: (i: number) => Promise<void>, pid?: number, calls = CALLS): Promise<Figure> => {
   let n = 0;
   const cpu0 = cpuMicros(pid);
   const t0 = process.hrtime.bigint();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
-      while (n < CALLS) await call(n++);
+      while (n < calls) await call(n++);
     }),
   );
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  return { callsPerSecond: CALLS / seconds, cpuMicrosPerCall: (cpuMicros(pid) - cpu0) / CALLS };
+  return { callsPerSecond: calls / seconds, cpuMicrosPerCall: (cpuMicros(pid) - cpu0) / calls };
 };
 
 const storeDir = () => mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'estate-bench-ops-'));
@@ -90,8 +96,8 @@ const inProcess = async (variant: Variant): Promise<Figure> => {
       const r = await session.handle({ jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: toolName(i % TOOLS), arguments: VALID_ARGS } });
       if (!r || !('result' in r)) throw new Error(`tools/call failed: ${JSON.stringify(r).slice(0, 300)}`);
     };
-    await drive(call);
-    const figure = await drive(call);
+    await drive(call, undefined, IN_PROCESS_CALLS);
+    const figure = await drive(call, undefined, IN_PROCESS_CALLS);
     await core.close();
     return figure;
   } finally {
@@ -216,7 +222,7 @@ export async function run(): Promise<BenchRow[]> {
         peer: rate(overHttp.off),
         notes: `${delta(overHttp.tracing, overHttp.off)} (the server's); estate serve, 2025-11-25 session, SQLite on tmpfs, metrics on in both; ${rounds}; ${Number(exported.requests)} OTLP exports, ${Math.round(Number(exported.bytes) / 1024)} KiB`,
       },
-      { bench: 'ops', case: `tools/call throughput in process, ${CONCURRENCY} in flight, metrics on`, unit: 'calls/s', estate: rate(inproc.metrics), peerName: 'metrics and tracing off', peer: rate(inproc.off), notes: `${delta(inproc.metrics, inproc.off)}; no transport (a session's request handler), SQLite on tmpfs; ${rounds}, a process each` },
+      { bench: 'ops', case: `tools/call throughput in process, ${CONCURRENCY} in flight, metrics on`, unit: 'calls/s', estate: rate(inproc.metrics), peerName: 'metrics and tracing off', peer: rate(inproc.off), notes: `${delta(inproc.metrics, inproc.off)}; no transport (a session's request handler), SQLite on tmpfs; ${IN_PROCESS_CALLS} calls (after as many to warm up) at ${CONCURRENCY} in flight, median of ${ROUNDS} rounds taken in turn, a process each` },
       { bench: 'ops', case: `tools/call throughput in process, ${CONCURRENCY} in flight, tracing exporting`, unit: 'calls/s', estate: rate(inproc.tracing), peerName: 'metrics and tracing off', peer: rate(inproc.off), notes: `${delta(inproc.tracing, inproc.off)}; 3 spans and 4 events per call` },
       { bench: 'ops', case: `tools/call throughput in process, ${CONCURRENCY} in flight, metrics on and tracing exporting`, unit: 'calls/s', estate: rate(inproc.both), peerName: 'metrics and tracing off', peer: rate(inproc.off), notes: delta(inproc.both, inproc.off) },
     ];
