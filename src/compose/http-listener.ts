@@ -25,7 +25,7 @@ export interface HttpListenerOptions {
   /** Authorization: extra routes and the caller of each /mcp request (else every request is the flags' principal). */
   edge?: HttpEdge;
   /** The web console's routes (src/console), behind the same Host/Origin checks; absent with --no-console. */
-  console?: { serves(path: string): boolean; handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> };
+  console?: { home: string; serves(path: string): boolean; handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> };
   /** Operations routes (`/healthz`, `/readyz`, `/metrics`: src/ops/http-routes.ts); null for paths it does not serve. */
   ops?: (path: string, req: IncomingMessage) => Promise<{ status: number; body: unknown; contentType?: string }> | null;
 }
@@ -54,12 +54,19 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
       return true;
     };
     if ((path === '/healthz' || path === '/readyz') && (await answerOps())) return;
-    if (path !== '/mcp' && path !== '/metrics' && !o.edge?.serves(path) && !o.console?.serves(path)) return sendJson(res, 404, NOT_FOUND);
+    // A person who opens the server's root in a browser is sent where there is something to see: the console, or
+    // (with --no-console) /mcp's page on connecting a client. Anything else at the root is still a 404.
+    const toRoot = path === '/' && isBrowserGet(req);
+    if (!toRoot && path !== '/mcp' && path !== '/metrics' && !o.edge?.serves(path) && !o.console?.serves(path)) return sendJson(res, 404, NOT_FOUND);
     if (!hostAllowed(header(req, 'host'), o.allowedHosts)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Host '${header(req, 'host') ?? ''}' is not allowed`));
     }
     if (!originAllowed(header(req, 'origin'), o.allowedOrigins)) {
       return sendJson(res, 403, failure(null, FORBIDDEN, `Forbidden: Origin '${header(req, 'origin') ?? ''}' is not allowed`));
+    }
+    if (toRoot) {
+      res.writeHead(302, { location: o.console?.home ?? '/mcp', 'cache-control': 'no-store' });
+      return void res.end();
     }
     if (o.console?.serves(path)) return o.console.handle(req, res, path);
     if (path === '/metrics') return (await answerOps()) ? undefined : sendJson(res, 404, NOT_FOUND);

@@ -41,6 +41,8 @@ export interface ConsoleOptions {
 }
 
 export interface ConsoleRoutes {
+  /** Where a person starts: the catalogue page (the server's root sends browsers here). */
+  home: string;
   serves(path: string): boolean;
   handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
   close(): void;
@@ -56,6 +58,7 @@ const securityHeaders = (connect: string): Record<string, string> => ({
 });
 
 const serves = (path: string): boolean => path === CONSOLE_PREFIX || path.startsWith(`${CONSOLE_PREFIX}/`);
+const home = `${CONSOLE_PREFIX}/`;
 
 export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
   const upstreams = o.upstreams ?? noUpstreams;
@@ -153,6 +156,7 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
   };
 
   return {
+    home,
     serves,
     async handle(req, res, path) {
       const params = new URL(req.url ?? '/', 'http://console.invalid').searchParams;
@@ -167,6 +171,7 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
 
 /** With authorization but no `--console-client-id`, nobody can sign in: every console path says so, showing nothing. */
 export const consoleSignInUnconfigured = (): ConsoleRoutes => ({
+  home,
   serves,
   handle(req, res) {
     req.resume();

@@ -215,6 +215,9 @@ describe('estate serve --http --no-console', () => {
     try {
       const r = await send(srv.url.replace(/\/mcp$/, '/console/'));
       expect(r.status).toBe(404);
+      // A browser at the root is sent to /mcp's page on connecting a client instead of the console.
+      const root = await send(srv.url.replace(/\/mcp$/, '/'), { headers: { accept: 'text/html' } });
+      expect([root.status, root.headers.location]).toEqual([302, '/mcp']);
     } finally {
       await srv.stop();
       tmp.cleanup();

@@ -67,6 +67,24 @@ describe('a browser opening /mcp', () => {
   });
 });
 
+describe('a browser opening the server\'s root', () => {
+  const root = () => server.url.replace(/\/mcp$/, '/');
+  it('is sent to the console, where there is something to see', async () => {
+    const r = await get(root(), { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' });
+    expect([r.status, r.headers.location]).toEqual([302, '/console/']);
+    const page = await get(new URL(String(r.headers.location), root()).href, { accept: 'text/html' });
+    expect(page.status).toBe(200);
+  });
+  it('anything else at the root is still a 404 naming /mcp; the Host check comes first; other paths are not redirected', async () => {
+    const json = await get(root(), { accept: 'application/json' });
+    expect(json.status).toBe(404);
+    expect(json.body).toContain('Estate serves MCP at /mcp');
+    expect((await get(root(), { accept: 'text/html', host: 'evil.example' })).status).toBe(403);
+    const elsewhere = await get(root() + 'index.html', { accept: 'text/html' });
+    expect([elsewhere.status, elsewhere.headers.location]).toEqual([404, undefined]);
+  });
+});
+
 describe('start-up failures explained in the user\'s terms', () => {
   it('a port in use suggests --port', async () => {
     const port = new URL(server.url).port;
