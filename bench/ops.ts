@@ -27,9 +27,10 @@ import { VALID_ARGS, toolName } from './mcp-fixture.ts';
 const TOOLS = 50;
 const CALLS = 2000;
 /**
- * In process, each variant is a fresh process, so its rounds must be long enough to leave V8's warm-up behind: at 2,000
- * calls (the HTTP rounds' size, whose servers stay up and warm) "metrics on" read 1-13 µs a call more CPU than "off"
- * from one run to the next, and at 20,000 within ±1 µs either way (a warm-up and a measured run each).
+ * In process, each variant is a fresh process, so its rounds must be long enough that its first calls (warm-up, we
+ * read it: not traced) do not show: at 2,000 calls (the HTTP rounds' size, whose servers stay up and warm) "metrics on"
+ * read 1-13 µs a call more CPU than "off" from one run to the next, and at 20,000 within ±1 µs either way (a warm-up
+ * and a measured run each).
  */
 const IN_PROCESS_CALLS = 20_000;
 const ROUNDS = 5;

@@ -75,11 +75,12 @@ describe('a browser opening the server\'s root', () => {
     const page = await get(new URL(String(r.headers.location), root()).href, { accept: 'text/html' });
     expect(page.status).toBe(200);
   });
-  it('anything else at the root is still a 404 naming /mcp; the Host check comes first; other paths are not redirected', async () => {
+  it('anything else at the root is still a 404 naming /mcp; the Host and Origin checks come first; other paths are not redirected', async () => {
     const json = await get(root(), { accept: 'application/json' });
     expect(json.status).toBe(404);
     expect(json.body).toContain('Estate serves MCP at /mcp');
     expect((await get(root(), { accept: 'text/html', host: 'evil.example' })).status).toBe(403);
+    expect((await get(root(), { accept: 'text/html', origin: 'http://evil.example' })).status).toBe(403);
     const elsewhere = await get(root() + 'index.html', { accept: 'text/html' });
     expect([elsewhere.status, elsewhere.headers.location]).toEqual([404, undefined]);
   });
