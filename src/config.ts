@@ -35,6 +35,9 @@ const configSchema = z.object({
   sessionIdleMs: positiveInt('ESTATE_SESSION_IDLE_MS'),
   maxSessionsPerSubject: positiveInt('ESTATE_MAX_SESSIONS_PER_SUBJECT'),
   maxSessions: positiveInt('ESTATE_MAX_SESSIONS'),
+  /** Open HTTP connections in total and from one address (src/http/connection-limits.ts); absent: from the open-file limit. */
+  maxConnections: positiveInt('ESTATE_MAX_CONNECTIONS').optional(),
+  maxConnectionsPerPeer: positiveInt('ESTATE_MAX_CONNECTIONS_PER_PEER').optional(),
   /** A 2025-03-26 JSON-RPC batch: at most this many messages, and this many bytes. */
   maxBatchMessages: positiveInt('ESTATE_MAX_BATCH_MESSAGES').max(10_000, 'ESTATE_MAX_BATCH_MESSAGES must be at most 10000'),
   maxBatchBytes: positiveInt('ESTATE_MAX_BATCH_BYTES').max(1024 * 1024, 'ESTATE_MAX_BATCH_BYTES must be at most 1048576 (the body limit)'),
@@ -94,6 +97,8 @@ export const loadConfig = (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     sessionIdleMs: env.ESTATE_SESSION_IDLE_MS ?? SESSION_LIMIT_DEFAULTS.sessionIdleMs,
     maxSessionsPerSubject: env.ESTATE_MAX_SESSIONS_PER_SUBJECT ?? SESSION_LIMIT_DEFAULTS.maxSessionsPerSubject,
     maxSessions: env.ESTATE_MAX_SESSIONS ?? SESSION_LIMIT_DEFAULTS.maxSessions,
+    ...(env.ESTATE_MAX_CONNECTIONS ? { maxConnections: env.ESTATE_MAX_CONNECTIONS } : {}),
+    ...(env.ESTATE_MAX_CONNECTIONS_PER_PEER ? { maxConnectionsPerPeer: env.ESTATE_MAX_CONNECTIONS_PER_PEER } : {}),
     maxBatchMessages: env.ESTATE_MAX_BATCH_MESSAGES ?? BATCH_LIMIT_DEFAULTS.maxBatchMessages,
     maxBatchBytes: env.ESTATE_MAX_BATCH_BYTES ?? BATCH_LIMIT_DEFAULTS.maxBatchBytes,
     ...(env.ESTATE_STATE_KEY ? { stateKey: env.ESTATE_STATE_KEY } : {}),

@@ -7,6 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HttpEdge } from '#http/edge';
+import { limitConnections, type ConnectionCounts, type ConnectionLimits } from '#http/connection-limits';
 import { hostAllowed, originAllowed } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
@@ -22,6 +23,8 @@ export interface HttpListenerOptions {
   allowedHosts: readonly string[];
   allowedOrigins: readonly string[];
   log: Log;
+  /** Open connections in total and per remote address (src/http/connection-limits.ts). */
+  connections: ConnectionLimits;
   /** Authorization: extra routes and the caller of each /mcp request (else every request is the flags' principal). */
   edge?: HttpEdge;
   /** The web console's routes (src/console), behind the same Host/Origin checks; absent with --no-console. */
@@ -32,6 +35,8 @@ export interface HttpListenerOptions {
 
 export interface RunningHttpListener {
   url: string;
+  /** Open connections now and those refused since start (for metrics). */
+  connections(): ConnectionCounts;
   close(): Promise<void>;
 }
 
@@ -90,6 +95,7 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
   // do (undici: 4 s, browsers: a minute) makes the client the one that closes (the usual load-balancer setting).
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  const connections = limitConnections(server, o.connections, o.log);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => resolve());
@@ -98,6 +104,7 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
   const hostForUrl = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${hostForUrl}:${addr.port}/mcp`,
+    connections,
     close: async () => {
       o.mcp.close();
       server.closeAllConnections();

@@ -13,6 +13,7 @@ import { DomainError } from '#domain/errors';
 import type { Principal } from '#domain/types';
 import { seedDemoEstate } from '#handlers/demo';
 import type { Authenticator } from '#auth/authenticator';
+import { resolveConnectionLimits, type ConnectionCounts } from '#http/connection-limits';
 import type { HttpEdge } from '#http/edge';
 import type { UpstreamPool } from '#upstream/pool';
 import { resolveStateKey } from '#mcp/input-required';
@@ -53,6 +54,8 @@ interface Served {
   batchLimits: { messages: number; bytes: number };
   /** The /metrics sessions gauge reads this; HTTP points it at its sessions. */
   sessionCount: { of: () => number };
+  /** The HTTP listener's connection counts, once it listens (metrics). */
+  connectionCounts: { of: () => ConnectionCounts | undefined };
   /** The upstream connections, for the console's upstreams page. */
   pool?: UpstreamPool;
 }
@@ -93,6 +96,10 @@ const runHttp = async (s: Served, auth: { edge: HttpEdge; authenticator: Authent
     allowedHosts: config.allowedHosts,
     allowedOrigins: config.allowedOrigins,
     log,
+    connections: resolveConnectionLimits({
+      ...(estate.config.maxConnections ? { max: estate.config.maxConnections } : {}),
+      ...(estate.config.maxConnectionsPerPeer ? { perPeer: estate.config.maxConnectionsPerPeer } : {}),
+    }),
     ...(edge ? { edge } : {}),
     ...(consoleRoutes ? { console: consoleRoutes } : {}),
     ops: opsRoutes({
@@ -111,6 +118,7 @@ const runHttp = async (s: Served, auth: { edge: HttpEdge; authenticator: Authent
     if (code === 'EACCES') throw new DomainError('usage', 'port-denied', `serve: not allowed to listen on port ${config.port}: choose a port above 1023 with --port <n>`);
     throw e;
   });
+  s.connectionCounts.of = http.connections;
   if (!edge) log.warn({ principal: s.principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
   s.banner({ transport: 'http', url: http.url }, Boolean(edge));
   if (consoleRoutes) log.info({ console: http.url.replace(/\/mcp$/, '/console/') }, 'web console served');
@@ -154,9 +162,11 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
   if (unwritable) log.error({ reason: unwritable }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
   storeHealth.start();
   const sessionCount = { of: (): number => 0 };
+  const connectionCounts = { of: (): ConnectionCounts | undefined => undefined };
   const metrics = createMetrics({
     catalogue: () => ({ size: reader.catalogue.size, position: reader.position }),
     sessions: () => sessionCount.of(),
+    connections: () => connectionCounts.of(),
     lag: createLagProbe({ store: estate.store, readerPosition: () => reader.position, ...(estate.config.bus === 'local' ? {} : { topic: estate.config.topic }) }),
   });
   const core = new ServerCore({
@@ -186,6 +196,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     metrics,
     reader,
     sessionCount,
+    connectionCounts,
     ...(pool ? { pool } : {}),
     batchLimits: { messages: estate.config.maxBatchMessages, bytes: estate.config.maxBatchBytes },
     banner: (f, perRequestPrincipal) => {

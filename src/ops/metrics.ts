@@ -2,7 +2,8 @@
  * Prometheus metrics (SPEC §9), `estate_` prefixed with units in the names. Counters and the duration histogram are
  * fed by hooks on the call path; gauges (catalogue, sessions, upstreams) are read from their sources at scrape time.
  */
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import type { ConnectionCounts } from '#http/connection-limits';
 import { createCallCounter, createCallHistogram } from './call-series.ts';
 import type { LagProbe, LagReading } from './lag.ts';
 
@@ -18,6 +19,8 @@ export interface MetricSources {
   catalogue: () => { size: number; position: string | null };
   sessions?: () => number;
   upstreams?: () => readonly UpstreamStatus[];
+  /** The HTTP listener's connections (src/http/connection-limits.ts); undefined (stdio): no connection series. */
+  connections?: () => ConnectionCounts | undefined;
   /** Relay and consumer lag, read at scrape time (./lag.ts); absent: no lag series. */
   lag?: LagProbe;
 }
@@ -79,6 +82,29 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
     registers: [registry],
     collect() {
       this.set(sources.sessions?.() ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'estate_http_connections',
+    help: 'open HTTP connections on this replica (absent on stdio)',
+    registers: [registry],
+    collect() {
+      const c = sources.connections?.();
+      this.reset();
+      if (c) this.set(c.open);
+    },
+  });
+  new Counter({
+    name: 'estate_http_connections_refused_total',
+    help: 'HTTP connections answered 503 and closed at once: past ESTATE_MAX_CONNECTIONS (total) or ESTATE_MAX_CONNECTIONS_PER_PEER (peer)',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      const c = sources.connections?.();
+      this.reset();
+      if (!c) return;
+      this.inc({ reason: 'total' }, c.refused.total);
+      this.inc({ reason: 'peer' }, c.refused.peer);
     },
   });
   new Gauge({

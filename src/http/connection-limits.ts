@@ -1,0 +1,132 @@
+/**
+ * Bounds on the HTTP listener's open connections (docs/security.md). A connection holds a file descriptor for as long
+ * as its peer keeps it (an idle keep-alive up to 65 s, a request whose headers never finish up to 66 s). Unbounded,
+ * one client that opens connections until the process has no descriptors left stops it from accepting anyone else,
+ * and from opening anything else: a snapshot file, a PostgreSQL or Kafka connection, an upstream.
+ *
+ * Past the total, or past the bound for one remote address (so that one address cannot take them all), a new
+ * connection is answered at once with a 503 naming the bound and closed: a client learns why instead of reading a
+ * reset. Nothing of it is parsed.
+ */
+import { readFileSync } from 'node:fs';
+import type { Server, Socket } from 'node:net';
+import type { Log } from '#app/log';
+
+export interface ConnectionLimits {
+  /** Open connections in total. */
+  max: number;
+  /** Open connections from one remote address. */
+  perPeer: number;
+}
+
+export interface ConnectionCounts {
+  open: number;
+  refused: { total: number; peer: number };
+}
+
+/** When the open-file limit cannot be read (not Linux). */
+const UNKNOWN_LIMIT_MAX = 10_000;
+/** What the defaults never exceed: each idle connection costs memory too. */
+const DEFAULT_MAX_CEILING = 20_000;
+const DEFAULT_MAX_FLOOR = 64;
+/** Refusal warnings in the log: at most one per reason in this many ms, with the count since the last. */
+const WARN_EVERY_MS = 10_000;
+
+/** The process's soft limit on open files, from /proc/self/limits (Linux; node raises it to the hard limit at start). */
+export const openFileLimit = (read: () => string = () => readFileSync('/proc/self/limits', 'utf8')): number | undefined => {
+  let text: string;
+  try {
+    text = read();
+  } catch {
+    return undefined;
+  }
+  const soft = /^Max open files\s+(\d+|unlimited)\s/m.exec(text)?.[1];
+  if (soft === undefined) return undefined;
+  return soft === 'unlimited' ? Number.POSITIVE_INFINITY : Number(soft);
+};
+
+/**
+ * The defaults: a quarter of the open-file limit (at least 256) is left for everything that is not a client's
+ * connection, at most 20,000 connections in total; one address may hold half of them.
+ */
+export const defaultConnectionLimits = (fdLimit: number | undefined): ConnectionLimits => {
+  const max =
+    fdLimit === undefined
+      ? UNKNOWN_LIMIT_MAX
+      : Number.isFinite(fdLimit)
+        ? Math.max(DEFAULT_MAX_FLOOR, Math.min(DEFAULT_MAX_CEILING, fdLimit - Math.max(256, Math.floor(fdLimit / 4))))
+        : DEFAULT_MAX_CEILING;
+  return { max, perPeer: Math.max(1, Math.floor(max / 2)) };
+};
+
+/** A given setting wins over the default; a per-address bound above the total is the total. */
+export const resolveConnectionLimits = (given: Partial<ConnectionLimits>, fdLimit = openFileLimit()): ConnectionLimits => {
+  const defaults = defaultConnectionLimits(fdLimit);
+  const max = given.max ?? defaults.max;
+  const perPeer = Math.min(max, given.perPeer ?? (given.max === undefined ? defaults.perPeer : Math.max(1, Math.floor(max / 2))));
+  return { max, perPeer };
+};
+
+const refusal = (what: string): string => {
+  const body = JSON.stringify({ error: { code: 'too-many-connections', message: `Service Unavailable: ${what}; close idle connections or try again later` } });
+  return (
+    'HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncache-control: no-store\r\nretry-after: 1\r\n' +
+    `connection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  );
+};
+
+/** Counts the listener's connections and refuses those past the limits; returns the counts (for metrics). */
+export const limitConnections = (server: Server, limits: ConnectionLimits, log: Log, now: () => number = Date.now): (() => ConnectionCounts) => {
+  let open = 0;
+  const byPeer = new Map<string, number>();
+  const refused = { total: 0, peer: 0 };
+  const unwarned = { total: 0, peer: 0 };
+  const warnedAt = { total: Number.NEGATIVE_INFINITY, peer: Number.NEGATIVE_INFINITY };
+  const answers = {
+    total: refusal(`the server holds its maximum of ${limits.max} connections (ESTATE_MAX_CONNECTIONS)`),
+    peer: refusal(`this address holds its maximum of ${limits.perPeer} connections (ESTATE_MAX_CONNECTIONS_PER_PEER)`),
+  };
+
+  const refuse = (socket: Socket, reason: 'total' | 'peer', peer: string): void => {
+    refused[reason]++;
+    unwarned[reason]++;
+    if (now() - warnedAt[reason] >= WARN_EVERY_MS) {
+      log.warn(
+        { reason, refused: unwarned[reason], ...(reason === 'peer' ? { peer, perPeer: limits.perPeer } : { max: limits.max }) },
+        reason === 'peer' ? 'connections refused: one address holds its maximum' : 'connections refused: the server holds its maximum',
+      );
+      warnedAt[reason] = now();
+      unwarned[reason] = 0;
+    }
+    socket.on('error', () => undefined);
+    // Closed once the answer is handed to the kernel, or after a second whatever the peer does.
+    const gone = setTimeout(() => socket.destroy(), 1000);
+    gone.unref();
+    socket.end(answers[reason], () => {
+      clearTimeout(gone);
+      socket.destroy();
+    });
+  };
+
+  // The server's own connection listeners (node:http's parser set-up) run for admitted connections only: a refused
+  // one is never read, so nothing it sent is parsed, let alone served.
+  const admit = server.listeners('connection') as ((socket: Socket) => void)[];
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) => {
+    const peer = socket.remoteAddress ?? '';
+    if (open >= limits.max) return refuse(socket, 'total', peer);
+    const held = byPeer.get(peer) ?? 0;
+    if (held >= limits.perPeer) return refuse(socket, 'peer', peer);
+    open++;
+    byPeer.set(peer, held + 1);
+    socket.once('close', () => {
+      open--;
+      const left = (byPeer.get(peer) ?? 1) - 1;
+      if (left <= 0) byPeer.delete(peer);
+      else byPeer.set(peer, left);
+    });
+    for (const listener of admit) listener.call(server, socket);
+  });
+
+  return () => ({ open, refused: { ...refused } });
+};
