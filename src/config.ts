@@ -38,6 +38,8 @@ const configSchema = z.object({
   /** Open HTTP connections in total and from one address (src/http/connection-limits.ts); absent: from the open-file limit. */
   maxConnections: positiveInt('ESTATE_MAX_CONNECTIONS').optional(),
   maxConnectionsPerPeer: positiveInt('ESTATE_MAX_CONNECTIONS_PER_PEER').optional(),
+  /** Bytes of HTTP request bodies being read at once (src/http/guards.ts); absent: 64 MiB. */
+  maxBodyBufferBytes: positiveInt('ESTATE_MAX_BODY_BUFFER_BYTES').min(1024 * 1024, 'ESTATE_MAX_BODY_BUFFER_BYTES must be at least 1048576 (one whole body)').optional(),
   /** A 2025-03-26 JSON-RPC batch: at most this many messages, and this many bytes. */
   maxBatchMessages: positiveInt('ESTATE_MAX_BATCH_MESSAGES').max(10_000, 'ESTATE_MAX_BATCH_MESSAGES must be at most 10000'),
   maxBatchBytes: positiveInt('ESTATE_MAX_BATCH_BYTES').max(1024 * 1024, 'ESTATE_MAX_BATCH_BYTES must be at most 1048576 (the body limit)'),
@@ -99,6 +101,7 @@ export const loadConfig = (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     maxSessions: env.ESTATE_MAX_SESSIONS ?? SESSION_LIMIT_DEFAULTS.maxSessions,
     ...(env.ESTATE_MAX_CONNECTIONS ? { maxConnections: env.ESTATE_MAX_CONNECTIONS } : {}),
     ...(env.ESTATE_MAX_CONNECTIONS_PER_PEER ? { maxConnectionsPerPeer: env.ESTATE_MAX_CONNECTIONS_PER_PEER } : {}),
+    ...(env.ESTATE_MAX_BODY_BUFFER_BYTES ? { maxBodyBufferBytes: env.ESTATE_MAX_BODY_BUFFER_BYTES } : {}),
     maxBatchMessages: env.ESTATE_MAX_BATCH_MESSAGES ?? BATCH_LIMIT_DEFAULTS.maxBatchMessages,
     maxBatchBytes: env.ESTATE_MAX_BATCH_BYTES ?? BATCH_LIMIT_DEFAULTS.maxBatchBytes,
     ...(env.ESTATE_STATE_KEY ? { stateKey: env.ESTATE_STATE_KEY } : {}),

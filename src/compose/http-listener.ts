@@ -7,8 +7,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HttpEdge } from '#http/edge';
-import { limitConnections, type ConnectionCounts, type ConnectionLimits } from '#http/connection-limits';
-import { hostAllowed, originAllowed } from '#http/guards';
+import { limitConnections, throttledWarning, type ListenerCounts, type ListenerLimits } from '#http/connection-limits';
+import { budgetedRequests, createBodyBudget, hostAllowed, originAllowed } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
 import type { Log } from '#app/log';
@@ -23,8 +23,8 @@ export interface HttpListenerOptions {
   allowedHosts: readonly string[];
   allowedOrigins: readonly string[];
   log: Log;
-  /** Open connections in total and per remote address (src/http/connection-limits.ts). */
-  connections: ConnectionLimits;
+  /** Open connections, and bytes of bodies being read, in total and per remote address (src/http/connection-limits.ts). */
+  connections: ListenerLimits;
   /** Authorization: extra routes and the caller of each /mcp request (else every request is the flags' principal). */
   edge?: HttpEdge;
   /** The web console's routes (src/console), behind the same Host/Origin checks; absent with --no-console. */
@@ -35,8 +35,8 @@ export interface HttpListenerOptions {
 
 export interface RunningHttpListener {
   url: string;
-  /** Open connections now and those refused since start (for metrics). */
-  connections(): ConnectionCounts;
+  /** Open connections now, those refused since start, and the body bytes being read (for metrics). */
+  connections(): ListenerCounts;
   close(): Promise<void>;
 }
 
@@ -83,7 +83,10 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
     if (caller) return o.mcp.handle(req, res, caller);
   };
 
-  const server: Server = createServer((req, res) => {
+  // Every route's body is read through readBody, which takes from the budget this listener's requests carry.
+  const bodyRefused = throttledWarning(o.log, 'request bodies refused: reading them would pass the body budget');
+  const bodies = createBodyBudget({ ...o.connections.bodies, onRefused: (peer) => bodyRefused({ peer, ...o.connections.bodies }) });
+  const server: Server = createServer({ IncomingMessage: budgetedRequests(bodies) }, (req, res) => {
     handle(req, res).catch((e: unknown) => {
       o.log.error({ err: e }, 'http request failed');
       if (!res.headersSent) sendJson(res, 500, failure(null, -32603, 'Internal error'));
@@ -104,7 +107,7 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
   const hostForUrl = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${hostForUrl}:${addr.port}/mcp`,
-    connections,
+    connections: () => ({ ...connections(), bodyBytes: bodies.held(), bodiesRefused: bodies.refused() }),
     close: async () => {
       o.mcp.close();
       server.closeAllConnections();

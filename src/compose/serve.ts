@@ -13,7 +13,7 @@ import { DomainError } from '#domain/errors';
 import type { Principal } from '#domain/types';
 import { seedDemoEstate } from '#handlers/demo';
 import type { Authenticator } from '#auth/authenticator';
-import { resolveConnectionLimits, type ConnectionCounts } from '#http/connection-limits';
+import { resolveConnectionLimits, type ListenerCounts } from '#http/connection-limits';
 import type { HttpEdge } from '#http/edge';
 import type { UpstreamPool } from '#upstream/pool';
 import { resolveStateKey } from '#mcp/input-required';
@@ -55,7 +55,7 @@ interface Served {
   /** The /metrics sessions gauge reads this; HTTP points it at its sessions. */
   sessionCount: { of: () => number };
   /** The HTTP listener's connection counts, once it listens (metrics). */
-  connectionCounts: { of: () => ConnectionCounts | undefined };
+  connectionCounts: { of: () => ListenerCounts | undefined };
   /** The upstream connections, for the console's upstreams page. */
   pool?: UpstreamPool;
 }
@@ -99,6 +99,7 @@ const runHttp = async (s: Served, auth: { edge: HttpEdge; authenticator: Authent
     connections: resolveConnectionLimits({
       ...(estate.config.maxConnections ? { max: estate.config.maxConnections } : {}),
       ...(estate.config.maxConnectionsPerPeer ? { perPeer: estate.config.maxConnectionsPerPeer } : {}),
+      ...(estate.config.maxBodyBufferBytes ? { bodyBytes: estate.config.maxBodyBufferBytes } : {}),
     }),
     ...(edge ? { edge } : {}),
     ...(consoleRoutes ? { console: consoleRoutes } : {}),
@@ -162,7 +163,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
   if (unwritable) log.error({ reason: unwritable }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
   storeHealth.start();
   const sessionCount = { of: (): number => 0 };
-  const connectionCounts = { of: (): ConnectionCounts | undefined => undefined };
+  const connectionCounts = { of: (): ListenerCounts | undefined => undefined };
   const metrics = createMetrics({
     catalogue: () => ({ size: reader.catalogue.size, position: reader.position }),
     sessions: () => sessionCount.of(),

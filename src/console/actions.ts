@@ -14,7 +14,7 @@ import type { CommandHandler } from '#app/command-handler';
 import { errorJson, verdictJson } from '#app/results-json';
 import { covers, LIFECYCLE_SCOPE, scopeNeededFor } from '#auth/api-scopes';
 import { DomainError } from '#domain/errors';
-import { isJsonContentType, readBody, refuseTooLarge } from '#http/guards';
+import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from '#http/guards';
 import type { Admission } from './access.ts';
 import { decodeSegment } from './html.ts';
 import type { UpstreamConsoleSource } from './upstreams.ts';
@@ -104,7 +104,10 @@ export const runAction = async (req: IncomingMessage, res: ServerResponse, path:
     return refuse(403, 'insufficient_scope', `Forbidden: this action on ${action.tool} needs the scope ${scopeNeededFor(LIFECYCLE_SCOPE, action.tool)}`);
   }
   const body = await readBody(req, 16 * 1024);
-  if (!body.ok) return refuseTooLarge(req, res, { error: { code: 'payload-too-large', message: 'Payload Too Large: the body exceeds 16 KiB' } });
+  if (!body.ok) {
+    if ('busy' in body) return refuseBusy(req, res, { error: { code: 'busy', message: body.busy } });
+    return refuseTooLarge(req, res, { error: { code: 'payload-too-large', message: 'Payload Too Large: the body exceeds 16 KiB' } });
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.text);

@@ -19,9 +19,24 @@ export interface ConnectionLimits {
   perPeer: number;
 }
 
+/** ... and the bytes of request bodies being read at once (src/http/guards.ts `BodyBudget`), in total and per address. */
+export interface ListenerLimits extends ConnectionLimits {
+  bodies: { max: number; perPeer: number };
+}
+
+/** Bodies being read at once, by default; at least one whole body (1 MiB) may always be read. */
+export const DEFAULT_BODY_BUFFER_BYTES = 64 * 1024 * 1024;
+const ONE_BODY = 1024 * 1024;
+
 export interface ConnectionCounts {
   open: number;
   refused: { total: number; peer: number };
+}
+
+/** ... and the bytes of request bodies being read now, and the bodies refused since start (past their budget). */
+export interface ListenerCounts extends ConnectionCounts {
+  bodyBytes: number;
+  bodiesRefused: number;
 }
 
 /** When the open-file limit cannot be read (not Linux). */
@@ -59,12 +74,17 @@ export const defaultConnectionLimits = (fdLimit: number | undefined): Connection
   return { max, perPeer: Math.max(1, Math.floor(max / 2)) };
 };
 
-/** A given setting wins over the default; a per-address bound above the total is the total. */
-export const resolveConnectionLimits = (given: Partial<ConnectionLimits>, fdLimit = openFileLimit()): ConnectionLimits => {
+/**
+ * A given setting wins over the default; a per-address bound above the total is the total. One address may hold the
+ * same share of the body bytes as of the connections (so setting ESTATE_MAX_CONNECTIONS_PER_PEER to the total behind
+ * a load balancer lifts both), and never less than one whole body.
+ */
+export const resolveConnectionLimits = (given: Partial<ConnectionLimits> & { bodyBytes?: number }, fdLimit = openFileLimit()): ListenerLimits => {
   const defaults = defaultConnectionLimits(fdLimit);
   const max = given.max ?? defaults.max;
   const perPeer = Math.min(max, given.perPeer ?? (given.max === undefined ? defaults.perPeer : Math.max(1, Math.floor(max / 2))));
-  return { max, perPeer };
+  const bodyBytes = Math.max(ONE_BODY, given.bodyBytes ?? DEFAULT_BODY_BUFFER_BYTES);
+  return { max, perPeer, bodies: { max: bodyBytes, perPeer: Math.max(ONE_BODY, Math.floor((bodyBytes * perPeer) / max)) } };
 };
 
 const refusal = (what: string): string => {
@@ -75,13 +95,31 @@ const refusal = (what: string): string => {
   );
 };
 
+/**
+ * A warning logged at most once per 10 s, with how many times it was raised since the last line (`refused`): an
+ * attack must be visible in the log without flooding it.
+ */
+export const throttledWarning = (log: Log, msg: string, now: () => number = Date.now): ((fields: Record<string, unknown>) => void) => {
+  let unwarned = 0;
+  let warnedAt = Number.NEGATIVE_INFINITY;
+  return (fields) => {
+    unwarned++;
+    if (now() - warnedAt < WARN_EVERY_MS) return;
+    log.warn({ ...fields, refused: unwarned }, msg);
+    warnedAt = now();
+    unwarned = 0;
+  };
+};
+
 /** Counts the listener's connections and refuses those past the limits; returns the counts (for metrics). */
 export const limitConnections = (server: Server, limits: ConnectionLimits, log: Log, now: () => number = Date.now): (() => ConnectionCounts) => {
   let open = 0;
   const byPeer = new Map<string, number>();
   const refused = { total: 0, peer: 0 };
-  const unwarned = { total: 0, peer: 0 };
-  const warnedAt = { total: Number.NEGATIVE_INFINITY, peer: Number.NEGATIVE_INFINITY };
+  const warn = {
+    total: throttledWarning(log, 'connections refused: the server holds its maximum', now),
+    peer: throttledWarning(log, 'connections refused: one address holds its maximum', now),
+  };
   const answers = {
     total: refusal(`the server holds its maximum of ${limits.max} connections (ESTATE_MAX_CONNECTIONS)`),
     peer: refusal(`this address holds its maximum of ${limits.perPeer} connections (ESTATE_MAX_CONNECTIONS_PER_PEER)`),
@@ -89,15 +127,7 @@ export const limitConnections = (server: Server, limits: ConnectionLimits, log: 
 
   const refuse = (socket: Socket, reason: 'total' | 'peer', peer: string): void => {
     refused[reason]++;
-    unwarned[reason]++;
-    if (now() - warnedAt[reason] >= WARN_EVERY_MS) {
-      log.warn(
-        { reason, refused: unwarned[reason], ...(reason === 'peer' ? { peer, perPeer: limits.perPeer } : { max: limits.max }) },
-        reason === 'peer' ? 'connections refused: one address holds its maximum' : 'connections refused: the server holds its maximum',
-      );
-      warnedAt[reason] = now();
-      unwarned[reason] = 0;
-    }
+    warn[reason](reason === 'peer' ? { reason, peer, perPeer: limits.perPeer } : { reason, max: limits.max });
     socket.on('error', () => undefined);
     // Closed once the answer is handed to the kernel, or after a second whatever the peer does.
     const gone = setTimeout(() => socket.destroy(), 1000);

@@ -28,7 +28,7 @@ import type { SchemaCompiler } from '#domain/schema-compiler';
 import type { ToolDefinition } from '#domain/types';
 import { parseDefinitionText, checkName } from '#domain/tool-definition';
 import type { DefinitionChecker } from '#app/definition-budget';
-import { isJsonContentType, readBody, refuseTooLarge } from './guards.ts';
+import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from './guards.ts';
 import { sendJson as send } from './send-json.ts';
 
 export interface PublishApiOptions {
@@ -67,7 +67,7 @@ const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
   'not-found': 404,
 };
 
-/** Reads a JSON body, answering 415/413 itself; undefined when it has answered. */
+/** Reads a JSON body, answering 415/413/503 itself; undefined when it has answered. */
 const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<string | undefined> => {
   if (!isJsonContentType(req.headers['content-type'])) {
     req.resume();
@@ -76,7 +76,8 @@ const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<stri
   }
   const body = await readBody(req);
   if (!body.ok) {
-    refuseTooLarge(req, res, { error: { code: 'payload-too-large', message: 'Payload Too Large: the body exceeds 1 MiB' } }, { 'cache-control': 'no-store' });
+    if ('busy' in body) refuseBusy(req, res, { error: { code: 'busy', message: body.busy } }, { 'cache-control': 'no-store' });
+    else refuseTooLarge(req, res, { error: { code: 'payload-too-large', message: 'Payload Too Large: the body exceeds 1 MiB' } }, { 'cache-control': 'no-store' });
     return undefined;
   }
   return body.text;

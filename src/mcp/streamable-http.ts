@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Principal } from '#domain/types';
-import { isJsonContentType, readBody, refuseTooLarge } from '#http/guards';
+import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson, sendJsonText } from '#http/send-json';
 import { httpStatusOf, notInitialized } from './error-map.ts';
@@ -184,7 +184,10 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       return sendJson(res, 415, failure(null, FORBIDDEN, 'Unsupported Media Type: Content-Type must be application/json'));
     }
     const body = await readBody(req);
-    if (!body.ok) return refuseTooLarge(req, res, failure(null, FORBIDDEN, 'Payload Too Large: the body exceeds 1 MiB'));
+    if (!body.ok) {
+      if ('busy' in body) return refuseBusy(req, res, failure(null, FORBIDDEN, body.busy));
+      return refuseTooLarge(req, res, failure(null, FORBIDDEN, 'Payload Too Large: the body exceeds 1 MiB'));
+    }
     const parsed = parseFrame(body.text);
     if (!parsed.ok) return sendJson(res, 400, parsed.response);
     const raw = parsed.value;

@@ -3,7 +3,7 @@
  * fed by hooks on the call path; gauges (catalogue, sessions, upstreams) are read from their sources at scrape time.
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import type { ConnectionCounts } from '#http/connection-limits';
+import type { ListenerCounts } from '#http/connection-limits';
 import { createCallCounter, createCallHistogram } from './call-series.ts';
 import type { LagProbe, LagReading } from './lag.ts';
 
@@ -20,7 +20,7 @@ export interface MetricSources {
   sessions?: () => number;
   upstreams?: () => readonly UpstreamStatus[];
   /** The HTTP listener's connections (src/http/connection-limits.ts); undefined (stdio): no connection series. */
-  connections?: () => ConnectionCounts | undefined;
+  connections?: () => ListenerCounts | undefined;
   /** Relay and consumer lag, read at scrape time (./lag.ts); absent: no lag series. */
   lag?: LagProbe;
 }
@@ -86,12 +86,32 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
   });
   new Gauge({
     name: 'estate_http_connections',
-    help: 'open HTTP connections on this replica (absent on stdio)',
+    help: 'open HTTP connections on this replica',
     registers: [registry],
     collect() {
       const c = sources.connections?.();
       this.reset();
       if (c) this.set(c.open);
+    },
+  });
+  new Gauge({
+    name: 'estate_http_body_bytes_reading',
+    help: 'bytes of HTTP request bodies being read now, bounded by ESTATE_MAX_BODY_BUFFER_BYTES',
+    registers: [registry],
+    collect() {
+      const c = sources.connections?.();
+      this.reset();
+      if (c) this.set(c.bodyBytes);
+    },
+  });
+  new Counter({
+    name: 'estate_http_bodies_refused_total',
+    help: 'HTTP request bodies answered 503: reading them would pass ESTATE_MAX_BODY_BUFFER_BYTES',
+    registers: [registry],
+    collect() {
+      const c = sources.connections?.();
+      this.reset();
+      if (c) this.inc(c.bodiesRefused);
     },
   });
   new Counter({

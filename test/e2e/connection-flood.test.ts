@@ -9,7 +9,8 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempStore, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
-const LIMITS = { ESTATE_MAX_CONNECTIONS: '12', ESTATE_MAX_CONNECTIONS_PER_PEER: '6' };
+const MiB = 1024 * 1024;
+const LIMITS = { ESTATE_MAX_CONNECTIONS: '12', ESTATE_MAX_CONNECTIONS_PER_PEER: '6', ESTATE_MAX_BODY_BUFFER_BYTES: String(2 * MiB) };
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 
 describe('a connection flood against estate serve --http', { timeout: 60_000 }, () => {
@@ -101,5 +102,56 @@ describe('a connection flood against estate serve --http', { timeout: 60_000 }, 
     expect(metrics.text).toMatch(/^estate_http_connections \d+/m);
     const warned = srv.logs.seen.filter((l) => l.msg === 'connections refused: one address holds its maximum');
     expect(warned[0]).toMatchObject({ level: 40, reason: 'peer', peer: '127.0.0.1', perPeer: 6 });
+    for (const s of held.splice(0)) s.destroy();
+  });
+
+  /** Polls `read` (each poll a request) until `done` says so, for at most 10 s; the last value. */
+  const poll = async <T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> => {
+    const until = Date.now() + 10_000;
+    let v = await read();
+    while (!done(v) && Date.now() < until) v = await read();
+    return v;
+  };
+  const bodyBytes = async () => Number(/^estate_http_body_bytes_reading (\d+)/m.exec((await send('127.0.0.6', 'GET', '/metrics')).text)?.[1] ?? -1);
+
+  it('bodies sent almost whole and held: one address holds its share of the body budget at most; others are read', async () => {
+    // Half of the budget from one address (2 MiB in all, six of twelve connections: 1 MiB), 900 KiB of it held.
+    const hog = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.5' });
+    held.push(hog);
+    hog.on('error', () => undefined);
+    await new Promise<void>((ok) => hog.once('connect', () => ok()));
+    const head = (length: number) =>
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n` +
+      `mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/list\r\ncontent-length: ${length}\r\n\r\n`;
+    hog.write(head(MiB) + ' '.repeat(900 * 1024));
+    expect(await poll(bodyBytes, (n) => n >= 900 * 1024)).toBe(900 * 1024);
+
+    // A second body from the same address is refused before it is held; its answer names the bound.
+    const second = await new Promise<string>((resolve) => {
+      const s = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.5' });
+      held.push(s);
+      let answer = '';
+      s.on('error', () => undefined);
+      s.on('data', (c: Buffer) => {
+        answer += c.toString('latin1');
+        if (/\r\n\r\n[^]*\}/.test(answer)) resolve(answer);
+      });
+      s.on('connect', () => s.write(head(MiB) + ' '.repeat(200 * 1024)));
+    });
+    expect(second).toMatch(/^HTTP\/1\.1 503 [^]*retry-after: 1[^]*ESTATE_MAX_BODY_BUFFER_BYTES/i);
+
+    // Another address is read and served meanwhile.
+    const other = await list('127.0.0.6');
+    expect(other.status).toBe(200);
+    expect(other.text).toContain('fx.rates');
+
+    // The hog goes away: what it held is given back, and its address is read again.
+    hog.destroy();
+    expect(await poll(bodyBytes, (n) => n === 0)).toBe(0);
+    expect((await list('127.0.0.5')).status).toBe(200);
+    const metrics = await send('127.0.0.6', 'GET', '/metrics');
+    expect(metrics.text).toMatch(/^estate_http_bodies_refused_total 1$/m);
+    const warned = srv.logs.seen.find((l) => l.msg === 'request bodies refused: reading them would pass the body budget');
+    expect(warned).toMatchObject({ level: 40, peer: '127.0.0.5', max: 2 * MiB, perPeer: MiB, refused: 1 });
   });
 });

@@ -23,7 +23,11 @@ describe('loadConfig', () => {
     expect(loadConfig({}, env)).toMatchObject({ sessionIdleMs: 60_000, maxSessionsPerSubject: 3, maxSessions: 50, maxBatchMessages: 10, maxBatchBytes: 4096 });
   });
   it('takes the connection bounds from the environment; unset, they are left to the listener (from the open-file limit)', () => {
-    expect(loadConfig({}, { ESTATE_MAX_CONNECTIONS: '100', ESTATE_MAX_CONNECTIONS_PER_PEER: '10' })).toMatchObject({ maxConnections: 100, maxConnectionsPerPeer: 10 });
+    expect(loadConfig({}, { ESTATE_MAX_CONNECTIONS: '100', ESTATE_MAX_CONNECTIONS_PER_PEER: '10', ESTATE_MAX_BODY_BUFFER_BYTES: '2097152' })).toMatchObject({
+      maxConnections: 100,
+      maxConnectionsPerPeer: 10,
+      maxBodyBufferBytes: 2 * 1024 * 1024,
+    });
     const unset = loadConfig({}, {});
     expect(unset.maxConnections).toBeUndefined();
     expect(unset.maxConnectionsPerPeer).toBeUndefined();
@@ -33,6 +37,7 @@ describe('loadConfig', () => {
     [{ ESTATE_MAX_SESSIONS: 'many' }, /ESTATE_MAX_SESSIONS/],
     [{ ESTATE_MAX_CONNECTIONS: 'lots' }, /ESTATE_MAX_CONNECTIONS must be a number/],
     [{ ESTATE_MAX_CONNECTIONS_PER_PEER: '-3' }, /ESTATE_MAX_CONNECTIONS_PER_PEER must be positive/],
+    [{ ESTATE_MAX_BODY_BUFFER_BYTES: '1000' }, /ESTATE_MAX_BODY_BUFFER_BYTES must be at least 1048576/],
     [{ ESTATE_SESSION_IDLE_MS: '-1' }, /ESTATE_SESSION_IDLE_MS must be positive/],
     [{ ESTATE_MAX_BATCH_BYTES: '2000000' }, /ESTATE_MAX_BATCH_BYTES must be at most 1048576/],
     [{ ESTATE_PAGE_SIZE: '0' }, /ESTATE_PAGE_SIZE must be positive/],

@@ -35,10 +35,17 @@ describe('defaultConnectionLimits', () => {
     expect(defaultConnectionLimits(undefined)).toEqual({ max: 10_000, perPeer: 5_000 });
   });
   it('takes what is set; an address never gets more than the total', () => {
-    expect(resolveConnectionLimits({}, 20_000)).toEqual({ max: 15_000, perPeer: 7_500 });
-    expect(resolveConnectionLimits({ max: 100 }, 20_000)).toEqual({ max: 100, perPeer: 50 });
-    expect(resolveConnectionLimits({ perPeer: 10 }, 20_000)).toEqual({ max: 15_000, perPeer: 10 });
-    expect(resolveConnectionLimits({ max: 100, perPeer: 500 }, 20_000)).toEqual({ max: 100, perPeer: 100 });
+    expect(resolveConnectionLimits({}, 20_000)).toMatchObject({ max: 15_000, perPeer: 7_500 });
+    expect(resolveConnectionLimits({ max: 100 }, 20_000)).toMatchObject({ max: 100, perPeer: 50 });
+    expect(resolveConnectionLimits({ perPeer: 10 }, 20_000)).toMatchObject({ max: 15_000, perPeer: 10 });
+    expect(resolveConnectionLimits({ max: 100, perPeer: 500 }, 20_000)).toMatchObject({ max: 100, perPeer: 100 });
+  });
+  it('gives one address the same share of the body bytes as of the connections, never less than one whole body', () => {
+    const MiB = 1024 * 1024;
+    expect(resolveConnectionLimits({}, 20_000).bodies).toEqual({ max: 64 * MiB, perPeer: 32 * MiB });
+    expect(resolveConnectionLimits({ max: 100, perPeer: 100 }, 20_000).bodies).toEqual({ max: 64 * MiB, perPeer: 64 * MiB });
+    expect(resolveConnectionLimits({ max: 1000, perPeer: 1, bodyBytes: 8 * MiB }, 20_000).bodies).toEqual({ max: 8 * MiB, perPeer: MiB });
+    expect(resolveConnectionLimits({ bodyBytes: 1 }, 20_000).bodies.max).toBe(MiB);
   });
 });
 
