@@ -43,6 +43,45 @@ export interface EstateMetrics {
 /** The tools/call duration histogram's upper bounds, in seconds. */
 export const TOOL_CALL_SECONDS_BUCKETS: readonly number[] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/** The HTTP listener's series (its connection and body bounds: src/http/connection-limits.ts), read at scrape time. */
+const listenerSeries = (registry: Registry, read: () => ListenerCounts | undefined): void => {
+  const gauge = (name: string, help: string, value: (c: ListenerCounts) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const c = read();
+        this.reset();
+        if (c) this.set(value(c));
+      },
+    });
+  gauge('estate_http_connections', 'open HTTP connections on this replica', (c) => c.open);
+  gauge('estate_http_body_bytes_reading', 'bytes of HTTP request bodies being read now, bounded by ESTATE_MAX_BODY_BUFFER_BYTES', (c) => c.bodyBytes);
+  new Counter({
+    name: 'estate_http_bodies_refused_total',
+    help: 'HTTP request bodies answered 503: reading them would pass ESTATE_MAX_BODY_BUFFER_BYTES',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(read()?.bodiesRefused ?? 0);
+    },
+  });
+  new Counter({
+    name: 'estate_http_connections_refused_total',
+    help: 'HTTP connections answered 503 and closed at once: past ESTATE_MAX_CONNECTIONS (total) or ESTATE_MAX_CONNECTIONS_PER_PEER (peer)',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      const c = read();
+      this.reset();
+      if (!c) return;
+      this.inc({ reason: 'total' }, c.refused.total);
+      this.inc({ reason: 'peer' }, c.refused.peer);
+    },
+  });
+};
+
 export const createMetrics = (sources: MetricSources): EstateMetrics => {
   const registry = new Registry();
   // One store read per scrape feeds every lag gauge: the first collect() reads, the others share it; render() clears it.
@@ -84,49 +123,7 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
       this.set(sources.sessions?.() ?? 0);
     },
   });
-  new Gauge({
-    name: 'estate_http_connections',
-    help: 'open HTTP connections on this replica',
-    registers: [registry],
-    collect() {
-      const c = sources.connections?.();
-      this.reset();
-      if (c) this.set(c.open);
-    },
-  });
-  new Gauge({
-    name: 'estate_http_body_bytes_reading',
-    help: 'bytes of HTTP request bodies being read now, bounded by ESTATE_MAX_BODY_BUFFER_BYTES',
-    registers: [registry],
-    collect() {
-      const c = sources.connections?.();
-      this.reset();
-      if (c) this.set(c.bodyBytes);
-    },
-  });
-  new Counter({
-    name: 'estate_http_bodies_refused_total',
-    help: 'HTTP request bodies answered 503: reading them would pass ESTATE_MAX_BODY_BUFFER_BYTES',
-    registers: [registry],
-    collect() {
-      const c = sources.connections?.();
-      this.reset();
-      if (c) this.inc(c.bodiesRefused);
-    },
-  });
-  new Counter({
-    name: 'estate_http_connections_refused_total',
-    help: 'HTTP connections answered 503 and closed at once: past ESTATE_MAX_CONNECTIONS (total) or ESTATE_MAX_CONNECTIONS_PER_PEER (peer)',
-    labelNames: ['reason'],
-    registers: [registry],
-    collect() {
-      const c = sources.connections?.();
-      this.reset();
-      if (!c) return;
-      this.inc({ reason: 'total' }, c.refused.total);
-      this.inc({ reason: 'peer' }, c.refused.peer);
-    },
-  });
+  if (sources.connections) listenerSeries(registry, sources.connections);
   new Gauge({
     name: 'estate_upstream_up',
     help: '1 when the upstream MCP server answers, else 0',
