@@ -7,8 +7,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HttpEdge } from '#http/edge';
-import { limitConnections, throttledWarning, type ListenerCounts, type ListenerLimits } from '#http/connection-limits';
-import { budgetedRequests, createBodyBudget, hostAllowed, originAllowed } from '#http/guards';
+import { limitConnections, type ListenerCounts, type ListenerLimits } from '#http/connection-limits';
+import { hostAllowed, originAllowed } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
 import type { Log } from '#app/log';
@@ -83,10 +83,7 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
     if (caller) return o.mcp.handle(req, res, caller);
   };
 
-  // Every route's body is read through readBody, which takes from the budget this listener's requests carry.
-  const bodyRefused = throttledWarning(o.log, 'request bodies refused: reading them would pass the body budget');
-  const bodies = createBodyBudget({ ...o.connections.bodies, onRefused: (peer) => bodyRefused({ peer, ...o.connections.bodies }) });
-  const server: Server = createServer({ IncomingMessage: budgetedRequests(bodies) }, (req, res) => {
+  const server: Server = createServer((req, res) => {
     handle(req, res).catch((e: unknown) => {
       o.log.error({ err: e }, 'http request failed');
       if (!res.headersSent) sendJson(res, 500, failure(null, -32603, 'Internal error'));
@@ -98,6 +95,7 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
   // do (undici: 4 s, browsers: a minute) makes the client the one that closes (the usual load-balancer setting).
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  // Also charges every route's bodies (readBody) to the connection's address and the listener's total.
   const connections = limitConnections(server, o.connections, o.log);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -107,7 +105,7 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
   const hostForUrl = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${hostForUrl}:${addr.port}/mcp`,
-    connections: () => ({ ...connections(), bodyBytes: bodies.held(), bodiesRefused: bodies.refused() }),
+    connections,
     close: async () => {
       o.mcp.close();
       server.closeAllConnections();

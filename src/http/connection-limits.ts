@@ -11,6 +11,7 @@
 import { readFileSync } from 'node:fs';
 import type { Server, Socket } from 'node:net';
 import type { Log } from '#app/log';
+import { chargeBodiesTo, type BodyAccount } from './guards.ts';
 
 export interface ConnectionLimits {
   /** Open connections in total. */
@@ -111,18 +112,69 @@ export const throttledWarning = (log: Log, msg: string, now: () => number = Date
   };
 };
 
-/** Counts the listener's connections and refuses those past the limits; returns the counts (for metrics). */
-export const limitConnections = (server: Server, limits: ConnectionLimits, log: Log, now: () => number = Date.now): (() => ConnectionCounts) => {
+/** One remote address's share: its open connections, and the bytes its requests' bodies hold while being read. */
+interface PeerSlot {
+  connections: number;
+  bodyBytes: number;
+  bodies: BodyAccount;
+}
+
+/**
+ * Counts the listener's connections and refuses those past the limits; charges the bodies read on each admitted
+ * connection to its address's slot and to the listener's total (readBody, src/http/guards.ts). Returns the counts
+ * (for metrics). A request costs no lookup but readBody's one: the slot is found when the connection is made.
+ */
+export const limitConnections = (server: Server, limits: ListenerLimits, log: Log, now: () => number = Date.now): (() => ListenerCounts) => {
   let open = 0;
-  const byPeer = new Map<string, number>();
+  let bodyBytes = 0;
+  let bodiesRefused = 0;
+  const peers = new Map<string, PeerSlot>();
   const refused = { total: 0, peer: 0 };
   const warn = {
     total: throttledWarning(log, 'connections refused: the server holds its maximum', now),
     peer: throttledWarning(log, 'connections refused: one address holds its maximum', now),
+    body: throttledWarning(log, 'request bodies refused: reading them would pass the body budget', now),
   };
   const answers = {
     total: refusal(`the server holds its maximum of ${limits.max} connections (ESTATE_MAX_CONNECTIONS)`),
     peer: refusal(`this address holds its maximum of ${limits.perPeer} connections (ESTATE_MAX_CONNECTIONS_PER_PEER)`),
+  };
+  const bodyRefusal =
+    `Service Unavailable: request bodies being read hold their maximum (${limits.bodies.max} bytes in all, ` +
+    `${limits.bodies.perPeer} from one address; ESTATE_MAX_BODY_BUFFER_BYTES); send the body at once or try again later`;
+
+  // A slot goes when its address has no connection and no body held (a body read past its connection's close gives
+  // its bytes back when its request ends).
+  const forget = (peer: string, slot: PeerSlot): void => {
+    if (slot.connections === 0 && slot.bodyBytes === 0 && peers.get(peer) === slot) peers.delete(peer);
+  };
+  const slotOf = (peer: string): PeerSlot => {
+    const known = peers.get(peer);
+    if (known) return known;
+    const slot: PeerSlot = {
+      connections: 0,
+      bodyBytes: 0,
+      bodies: {
+        refusal: bodyRefusal,
+        take(bytes) {
+          if (bodyBytes + bytes > limits.bodies.max || slot.bodyBytes + bytes > limits.bodies.perPeer) {
+            bodiesRefused++;
+            warn.body({ peer, ...limits.bodies });
+            return false;
+          }
+          bodyBytes += bytes;
+          slot.bodyBytes += bytes;
+          return true;
+        },
+        give(bytes) {
+          bodyBytes -= bytes;
+          slot.bodyBytes -= bytes;
+          forget(peer, slot);
+        },
+      },
+    };
+    peers.set(peer, slot);
+    return slot;
   };
 
   const refuse = (socket: Socket, reason: 'total' | 'peer', peer: string): void => {
@@ -145,18 +197,18 @@ export const limitConnections = (server: Server, limits: ConnectionLimits, log: 
   server.on('connection', (socket: Socket) => {
     const peer = socket.remoteAddress ?? '';
     if (open >= limits.max) return refuse(socket, 'total', peer);
-    const held = byPeer.get(peer) ?? 0;
-    if (held >= limits.perPeer) return refuse(socket, 'peer', peer);
+    if ((peers.get(peer)?.connections ?? 0) >= limits.perPeer) return refuse(socket, 'peer', peer);
+    const slot = slotOf(peer);
     open++;
-    byPeer.set(peer, held + 1);
+    slot.connections++;
+    chargeBodiesTo(socket, slot.bodies);
     socket.once('close', () => {
       open--;
-      const left = (byPeer.get(peer) ?? 1) - 1;
-      if (left <= 0) byPeer.delete(peer);
-      else byPeer.set(peer, left);
+      slot.connections--;
+      forget(peer, slot);
     });
     for (const listener of admit) listener.call(server, socket);
   });
 
-  return () => ({ open, refused: { ...refused } });
+  return () => ({ open, refused: { ...refused }, bodyBytes, bodiesRefused });
 };

@@ -2,7 +2,7 @@
  * Checks done on an HTTP request before any MCP code (ours or the SDK's) sees it: Host and Origin against allow
  * lists (DNS rebinding), the JSON content type, and the 1 MiB body bound.
  */
-import { IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
@@ -38,111 +38,68 @@ export const isJsonContentType = (ct: string | undefined): boolean => {
 export type BodyRead = { ok: true; text: string } | { ok: false; tooLarge: true } | { ok: false; busy: string };
 
 /**
- * The bytes of request bodies being read at once, in total and from one remote address (docs/security.md): each
- * body is held whole until it ends, so a client that sends most of a 1 MiB body on many connections and never the
- * rest would otherwise hold gigabytes. A body that would pass either bound is refused with a 503 (`busy`).
+ * What the bodies read on one connection may hold: the listener's bound on the bytes of request bodies being read at
+ * once, in total and from the connection's address (src/http/connection-limits.ts, docs/security.md). Each body is
+ * held whole until it ends, so a client that sends most of a 1 MiB body on many connections and never the rest would
+ * otherwise hold gigabytes.
  */
-export interface BodyBudget {
-  /** Takes `bytes` for a body from `peer`; false, taking nothing, when that would pass the total or the peer's share. */
-  take(peer: string, bytes: number): boolean;
-  give(peer: string, bytes: number): void;
-  /** What bodies hold now, in bytes. */
-  held(): number;
-  /** Bodies refused since start (a `take` that returned false). */
-  refused(): number;
+export interface BodyAccount {
+  /** Takes `bytes`; false, taking nothing, when that would pass either bound. */
+  take(bytes: number): boolean;
+  give(bytes: number): void;
   /** The refusal's message, naming the bound. */
   readonly refusal: string;
 }
 
-/** `onRefused`: told of each refusal, with the address (the listener logs it, throttled). */
-export const createBodyBudget = (o: { max: number; perPeer: number; onRefused?: (peer: string) => void }): BodyBudget => {
-  let held = 0;
-  let refused = 0;
-  const byPeer = new Map<string, number>();
-  return {
-    take(peer, bytes) {
-      const mine = byPeer.get(peer) ?? 0;
-      if (held + bytes > o.max || mine + bytes > o.perPeer) {
-        refused++;
-        o.onRefused?.(peer);
-        return false;
-      }
-      held += bytes;
-      byPeer.set(peer, mine + bytes);
-      return true;
-    },
-    give(peer, bytes) {
-      held -= bytes;
-      const left = (byPeer.get(peer) ?? bytes) - bytes;
-      if (left <= 0) byPeer.delete(peer);
-      else byPeer.set(peer, left);
-    },
-    held: () => held,
-    refused: () => refused,
-    refusal:
-      `Service Unavailable: request bodies being read hold their maximum (${o.max} bytes in all, ${o.perPeer} from one address; ` +
-      'ESTATE_MAX_BODY_BUFFER_BYTES); send the body at once or try again later',
-  };
+const accounts = new WeakMap<object, BodyAccount>();
+
+/** The listener charges each connection it admits to its address's account; readBody takes from it. */
+export const chargeBodiesTo = (socket: object, account: BodyAccount): void => {
+  accounts.set(socket, account);
 };
 
 /**
- * The requests of a listener that bounds its bodies (src/compose/http-listener.ts creates its requests as these):
- * readBody takes from the budget they carry, whichever route reads the body.
- */
-export const budgetedRequests = (budget: BodyBudget): typeof IncomingMessage =>
-  class BudgetedRequest extends IncomingMessage {
-    readonly bodyBudget = budget;
-  };
-
-const budgetOf = (req: IncomingMessage): BodyBudget | undefined => (req as { bodyBudget?: BodyBudget }).bodyBudget;
-
-/**
  * The whole body, or `tooLarge` as soon as it is known to exceed `limit` (a declared Content-Length, or the bytes read
- * so far): the caller then answers with `refuseTooLarge`, which drains the rest. On a listener with a body budget,
- * `busy` when taking the next chunk would pass it: the caller answers 503 with `refuseBody`.
+ * so far): the caller then answers with `refuseTooLarge`, which drains the rest. On a connection the listener charged
+ * to an account, `busy` when taking the next chunk from it would pass a bound: the caller answers with `refuseBusy`.
  */
 export const readBody = (req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<BodyRead> =>
   new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit) return resolve({ ok: false, tooLarge: true });
-    const budget = budgetOf(req);
-    const peer = req.socket.remoteAddress ?? '';
+    const account = accounts.get(req.socket);
     const chunks: Buffer[] = [];
     let size = 0;
     let taken = 0;
     const giveBack = () => {
-      budget?.give(peer, taken);
+      if (taken > 0) account?.give(taken);
       taken = 0;
     };
     const stop = (read: BodyRead) => {
       chunks.length = 0;
       giveBack();
-      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose).pause();
+      req.off('data', onData).off('end', onEnd).off('error', onError).pause();
       resolve(read);
     };
     const onData = (c: Buffer) => {
       size += c.length;
       if (size > limit) return stop({ ok: false, tooLarge: true });
-      if (budget) {
-        if (!budget.take(peer, c.length)) return stop({ ok: false, busy: budget.refusal });
+      if (account) {
+        if (!account.take(c.length)) return stop({ ok: false, busy: account.refusal });
         taken += c.length;
       }
       chunks.push(c);
     };
     const onEnd = () => {
       giveBack();
-      req.off('close', onClose);
       resolve({ ok: true, text: Buffer.concat(chunks).toString('utf8') });
     };
+    // Also how a client that goes away mid-body ends the read (node destroys the request with 'aborted').
     const onError = (e: Error) => {
       giveBack();
       reject(e);
     };
-    // A client that goes away mid-body: what it held is given back (the promise stays pending: nobody is left to answer).
-    const onClose = () => {
-      if (!req.complete) giveBack();
-    };
-    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    req.on('data', onData).on('end', onEnd).on('error', onError);
   });
 
 /** After a 413, how much more of the body is read and thrown away before the connection is cut hard. */

@@ -3,6 +3,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Log } from '#app/log';
 import { defaultConnectionLimits, limitConnections, openFileLimit, resolveConnectionLimits } from '#http/connection-limits';
+import { readBody, refuseBusy } from '#http/guards';
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
 Max processes             95034                95034                processes
@@ -62,13 +63,15 @@ describe('limitConnections on a real listener', () => {
   const warnings: Record<string, unknown>[] = [];
   const log = { warn: (o: Record<string, unknown>) => warnings.push(o), info: () => undefined, error: () => undefined, debug: () => undefined } as unknown as Log;
 
-  const start = async (max: number, perPeer: number) => {
+  const start = async (max: number, perPeer: number, bodies = { max: 256 * 1024, perPeer: 128 * 1024 }) => {
     let served = 0;
-    server = createServer((_req, res) => {
+    server = createServer((req, res) => {
       served++;
-      res.end('ok');
+      if (req.method !== 'POST') return void res.end('ok');
+      // A client that goes away mid-body: readBody rejects (aborted).
+      readBody(req).then((b) => (b.ok ? res.end(`read ${b.text.length}`) : refuseBusy(req, res, { error: 'busy' in b ? b.busy : 'too large' })), () => undefined);
     });
-    const counts = limitConnections(server, { max, perPeer }, log);
+    const counts = limitConnections(server, { max, perPeer, bodies }, log);
     await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
     return { port: (server.address() as AddressInfo).port, counts, served: () => served };
   };
@@ -125,5 +128,50 @@ describe('limitConnections on a real listener', () => {
     while (counts().open === 3) await new Promise((r) => setImmediate(r));
     expect(await get(port, '127.0.0.4')).toEqual({ status: 200, body: 'ok' });
     expect(counts().refused).toEqual({ total: 1, peer: 0 });
+  });
+
+  /** Sends `sent` bytes of a declared `declared`-byte body from `from` and holds the connection: what came back so far. */
+  const partial = async (port: number, from: string, sent: number, declared: number) => {
+    const s = connect({ port, host: '127.0.0.1', localAddress: from });
+    sockets.push(s);
+    let answer = '';
+    s.on('data', (c: Buffer) => (answer += c.toString('latin1')));
+    s.on('error', () => undefined);
+    await new Promise<void>((ok) => s.once('connect', () => ok()));
+    s.write(`POST / HTTP/1.1\r\nhost: x\r\ncontent-length: ${declared}\r\n\r\n`);
+    s.write(Buffer.alloc(sent, 0x20));
+    return { socket: s, answer: () => answer };
+  };
+  const until = async (what: () => boolean) => {
+    while (!what()) await new Promise((r) => setImmediate(r));
+  };
+
+  it('bodies: one address holds its share at most (503 naming the bound), another is read; an abandoned body gives its bytes back', async () => {
+    const { port, counts } = await start(10, 10);
+    const hog = await partial(port, '127.0.0.1', 100 * 1024, 1024 * 1024);
+    await until(() => counts().bodyBytes === 100 * 1024);
+    const second = await partial(port, '127.0.0.1', 64 * 1024, 1024 * 1024);
+    await until(() => second.answer().includes('\r\n\r\n'));
+    expect(second.answer()).toMatch(/^HTTP\/1\.1 503 [^]*retry-after: 1[^]*ESTATE_MAX_BODY_BUFFER_BYTES/i);
+    expect(counts()).toMatchObject({ bodyBytes: 100 * 1024, bodiesRefused: 1 });
+    const other = await partial(port, '127.0.0.2', 100 * 1024, 100 * 1024);
+    await until(() => other.answer().includes('read 102400'));
+    expect(counts().bodyBytes).toBe(100 * 1024);
+    hog.socket.destroy();
+    await until(() => counts().bodyBytes === 0);
+    const again = await partial(port, '127.0.0.1', 120 * 1024, 120 * 1024);
+    await until(() => again.answer().includes('read 122880'));
+    expect(warnings.find((w) => w.peer === '127.0.0.1' && 'max' in w && w.max === 256 * 1024)).toMatchObject({ perPeer: 128 * 1024, refused: 1 });
+  });
+
+  it('bodies: past the total, every address waits', async () => {
+    const { port, counts } = await start(10, 10, { max: 150 * 1024, perPeer: 100 * 1024 });
+    await partial(port, '127.0.0.1', 100 * 1024, 1024 * 1024);
+    await until(() => counts().bodyBytes === 100 * 1024);
+    const next = await partial(port, '127.0.0.2', 60 * 1024, 1024 * 1024);
+    await until(() => next.answer().includes('\r\n\r\n'));
+    expect(next.answer()).toMatch(/^HTTP\/1\.1 503 /);
+    const small = await partial(port, '127.0.0.3', 10 * 1024, 10 * 1024);
+    await until(() => small.answer().includes('read 10240'));
   });
 });

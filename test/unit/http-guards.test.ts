@@ -2,7 +2,7 @@
 import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { budgetedRequests, createBodyBudget, hostAllowed, hostnameOf, isJsonContentType, LOOPBACK_NAMES, originAllowed, readBody, refuseBusy, refuseTooLarge } from '#http/guards';
+import { hostAllowed, hostnameOf, isJsonContentType, LOOPBACK_NAMES, originAllowed, readBody, refuseTooLarge } from '#http/guards';
 
 describe('HTTP guards', () => {
   it('compares Host by name, port-agnostic, IPv6 in brackets', () => {
@@ -103,74 +103,6 @@ describe('refuseTooLarge: a 413 the client can read, drained up to a bound', () 
       expect(ok.answer).toMatch(/^HTTP\/1\.1 200 [^]*ok$/);
     } finally {
       server.close();
-    }
-  });
-});
-
-describe('the body budget: bytes of bodies being read at once, in total and per address', () => {
-  it('takes up to the total and the peer share, gives back, and counts refusals', () => {
-    const b = createBodyBudget({ max: 100, perPeer: 60 });
-    expect(b.take('a', 60)).toBe(true);
-    expect(b.take('a', 1)).toBe(false);
-    expect(b.take('b', 40)).toBe(true);
-    expect(b.take('c', 1)).toBe(false);
-    expect(b.held()).toBe(100);
-    b.give('a', 60);
-    expect(b.take('c', 50)).toBe(true);
-    expect(b.refused()).toBe(2);
-    expect(b.refusal).toContain('ESTATE_MAX_BODY_BUFFER_BYTES');
-  });
-
-  it('a listener whose requests carry it: a body past the peer share is answered 503, the next address is read, what a finished or abandoned body held is given back', async () => {
-    const budget = createBodyBudget({ max: 256 * 1024, perPeer: 128 * 1024 });
-    let read = 0;
-    const server = createServer({ IncomingMessage: budgetedRequests(budget) }, (req, res) => {
-      void readBody(req).then((b) => {
-        if (b.ok) {
-          read++;
-          return res.end(`read ${b.text.length}`);
-        }
-        return 'busy' in b ? refuseBusy(req, res, { error: b.busy }) : refuseTooLarge(req, res, { error: 'too large' });
-      }, () => undefined); // a client that goes away mid-body: readBody rejects (aborted)
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as AddressInfo).port;
-    const sockets: ReturnType<typeof connect>[] = [];
-    /** Sends `sent` of a declared `declared`-byte body from `from` and holds the connection: what came back so far. */
-    const partial = async (from: string, sent: number, declared: number) => {
-      const s = connect({ port, host: '127.0.0.1', localAddress: from });
-      sockets.push(s);
-      let answer = '';
-      s.on('data', (c: Buffer) => (answer += c.toString('latin1')));
-      s.on('error', () => undefined);
-      await new Promise<void>((ok) => s.once('connect', () => ok()));
-      s.write(`POST / HTTP/1.1\r\nhost: x\r\ncontent-length: ${declared}\r\n\r\n`);
-      s.write(Buffer.alloc(sent, 0x20));
-      return { socket: s, answer: () => answer };
-    };
-    const until = async (what: () => boolean) => {
-      while (!what()) await new Promise((r) => setImmediate(r));
-    };
-    try {
-      const hog = await partial('127.0.0.1', 100 * 1024, 1024 * 1024);
-      await until(() => budget.held() === 100 * 1024);
-      const second = await partial('127.0.0.1', 64 * 1024, 1024 * 1024);
-      await until(() => second.answer().includes('\r\n\r\n'));
-      expect(second.answer()).toMatch(/^HTTP\/1\.1 503 [^]*retry-after: 1[^]*ESTATE_MAX_BODY_BUFFER_BYTES/i);
-      expect(budget.held()).toBe(100 * 1024);
-      const other = await partial('127.0.0.2', 100 * 1024, 100 * 1024);
-      await until(() => other.answer().includes('read 102400'));
-      expect(budget.held()).toBe(100 * 1024);
-      hog.socket.destroy();
-      await until(() => budget.held() === 0);
-      const again = await partial('127.0.0.1', 120 * 1024, 120 * 1024);
-      await until(() => again.answer().includes('read 122880'));
-      expect(read).toBe(2);
-      expect(budget.refused()).toBe(1);
-    } finally {
-      for (const s of sockets) s.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
     }
   });
 });
