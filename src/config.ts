@@ -38,7 +38,7 @@ const configSchema = z.object({
   /** Open HTTP connections in total and from one address (src/http/connection-limits.ts); absent: from the open-file limit. */
   maxConnections: positiveInt('ESTATE_MAX_CONNECTIONS').optional(),
   maxConnectionsPerPeer: positiveInt('ESTATE_MAX_CONNECTIONS_PER_PEER').optional(),
-  /** Bytes of HTTP request bodies being read at once (src/http/guards.ts); absent: 64 MiB. */
+  /** Bytes of HTTP request bodies being read at once (src/http/connection-limits.ts); absent: 64 MiB. */
   maxBodyBufferBytes: positiveInt('ESTATE_MAX_BODY_BUFFER_BYTES').min(1024 * 1024, 'ESTATE_MAX_BODY_BUFFER_BYTES must be at least 1048576 (one whole body)').optional(),
   /** A 2025-03-26 JSON-RPC batch: at most this many messages, and this many bytes. */
   maxBatchMessages: positiveInt('ESTATE_MAX_BATCH_MESSAGES').max(10_000, 'ESTATE_MAX_BATCH_MESSAGES must be at most 10000'),

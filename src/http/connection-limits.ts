@@ -7,6 +7,10 @@
  * Past the total, or past the bound for one remote address (so that one address cannot take them all), a new
  * connection is answered at once with a 503 naming the bound and closed: a client learns why instead of reading a
  * reset. Nothing of it is parsed.
+ *
+ * The same slot per address bounds the bytes of request bodies being read at once (each body is held whole until it
+ * ends): readBody takes each chunk from the connection's account, and a body past the address's share or the total is
+ * answered 503 by its route (refuseBusy).
  */
 import { readFileSync } from 'node:fs';
 import type { Server, Socket } from 'node:net';
@@ -20,7 +24,7 @@ export interface ConnectionLimits {
   perPeer: number;
 }
 
-/** ... and the bytes of request bodies being read at once (src/http/guards.ts `BodyBudget`), in total and per address. */
+/** ... and the bytes of request bodies being read at once (readBody's `BodyAccount`, src/http/guards.ts), in total and per address. */
 export interface ListenerLimits extends ConnectionLimits {
   bodies: { max: number; perPeer: number };
 }
