@@ -49,6 +49,8 @@ const UNKNOWN_LIMIT_MAX = 10_000;
 /** What the defaults never exceed: each idle connection costs memory too. */
 const DEFAULT_MAX_CEILING = 20_000;
 const DEFAULT_MAX_FLOOR = 64;
+/** How long a refused connection may stay open for its answer to be read. */
+const LINGER_MS = 50;
 /** Refusal warnings in the log: at most one per reason in this many ms, with the count since the last. */
 const WARN_EVERY_MS = 10_000;
 
@@ -185,13 +187,14 @@ export const limitConnections = (server: Server, limits: ListenerLimits, log: Lo
     refused[reason]++;
     warn[reason](reason === 'peer' ? { reason, peer, perPeer: limits.perPeer } : { reason, max: limits.max });
     socket.on('error', () => undefined);
-    // Closed once the answer is handed to the kernel, or after a second whatever the peer does.
-    const gone = setTimeout(() => socket.destroy(), 1000);
+    // What it sent is read and dropped: closing with bytes unread resets the connection, and a reset can destroy the
+    // answer before the client reads it. Closed when the client closes, or 50 ms on whatever it does (a flood of
+    // refused connections must not hold descriptors).
+    socket.resume();
+    socket.end(answers[reason]);
+    const gone = setTimeout(() => socket.destroy(), LINGER_MS);
     gone.unref();
-    socket.end(answers[reason], () => {
-      clearTimeout(gone);
-      socket.destroy();
-    });
+    socket.once('close', () => clearTimeout(gone));
   };
 
   // The server's own connection listeners (node:http's parser set-up) run for admitted connections only: a refused
