@@ -76,9 +76,13 @@ const checkSqlitePath = (url: string, file: string, access: 'read' | 'write'): v
   );
 };
 
+/** A bare file path (`./e.db`, `/var/estate.db`) is the usual slip: the error then names the URL meant. */
+const looksLikePath = (url: string): boolean => /^(\.{0,2}\/|~\/)/.test(url) || (!url.includes(':') && /\.(db|sqlite3?)$/i.test(url));
+
 const unknownStore = (url: string): DomainError =>
   new DomainError(
     'usage',
     'unknown-store',
-    `unknown store URL '${url}': use sqlite:<path>, memory:, postgres://..., kurrentdb://...`,
+    `unknown store URL '${url}': use sqlite:<path>, memory:, postgres://..., kurrentdb://...` +
+      (looksLikePath(url) ? ` (a SQLite file: --store sqlite:${url})` : ''),
   );

@@ -51,4 +51,8 @@ describe('openEventStore', () => {
       message: `unknown store URL '${url}': use sqlite:<path>, memory:, postgres://..., kurrentdb://...`,
     });
   });
+
+  it.each(['/tmp/e.db', './estate.db', '../x/estate.sqlite', 'estate.db'])('a bare path %j is refused with the URL meant', async (url) => {
+    await expect(openEventStore(url)).rejects.toMatchObject({ kind: 'usage', code: 'unknown-store', message: expect.stringContaining(`(a SQLite file: --store sqlite:${url})`) });
+  });
 });
