@@ -6,14 +6,15 @@
  */
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeFromManyAddresses } from '../fixtures/loopback-addresses.ts';
 import { makeTempStore, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const MiB = 1024 * 1024;
 const LIMITS = { ESTATE_MAX_CONNECTIONS: '12', ESTATE_MAX_CONNECTIONS_PER_PEER: '6', ESTATE_MAX_BODY_BUFFER_BYTES: String(2 * MiB) };
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 
-describe('a connection flood against estate serve --http', { timeout: 60_000 }, () => {
+describeFromManyAddresses('a connection flood against estate serve --http', { timeout: 60_000 }, () => {
   let tmp: TempStore;
   let srv: HttpServer;
   let port: number;

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Log } from '#app/log';
 import { defaultConnectionLimits, limitConnections, openFileLimit, resolveConnectionLimits } from '#http/connection-limits';
 import { readBody, refuseBusy } from '#http/guards';
+import { describeFromManyAddresses } from '../fixtures/loopback-addresses.ts';
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
 Max processes             95034                95034                processes
@@ -50,7 +51,7 @@ describe('defaultConnectionLimits', () => {
   });
 });
 
-describe('limitConnections on a real listener', () => {
+describeFromManyAddresses('limitConnections on a real listener', {}, () => {
   let server: Server | undefined;
   const sockets: Socket[] = [];
   afterEach(async () => {
