@@ -9,7 +9,7 @@ import { DEFAULT_SNAPSHOT_POLICY } from '#app/snapshot-keeper';
 import { loadAuthConfig, type AuthConfig, type AuthFlags } from '#auth/config';
 import { DomainError } from '#domain/errors';
 import { firstIssue } from '#domain/zod-issues';
-import { LOOPBACK_NAMES } from '#http/guards';
+import { LOOPBACK_NAMES, MAX_BODY_BYTES } from '#http/guards';
 import { DEFAULT_HEAP_GROWING_PERCENT } from '#ops/heap-policy';
 
 export const DEFAULT_STORE = 'sqlite:.estate/estate.db';
@@ -39,7 +39,7 @@ const configSchema = z.object({
   maxConnections: positiveInt('ESTATE_MAX_CONNECTIONS').optional(),
   maxConnectionsPerPeer: positiveInt('ESTATE_MAX_CONNECTIONS_PER_PEER').optional(),
   /** Bytes of HTTP request bodies being read at once (src/http/connection-limits.ts); absent: 64 MiB. */
-  maxBodyBufferBytes: positiveInt('ESTATE_MAX_BODY_BUFFER_BYTES').min(1024 * 1024, 'ESTATE_MAX_BODY_BUFFER_BYTES must be at least 1048576 (one whole body)').optional(),
+  maxBodyBufferBytes: positiveInt('ESTATE_MAX_BODY_BUFFER_BYTES').min(MAX_BODY_BYTES, `ESTATE_MAX_BODY_BUFFER_BYTES must be at least ${MAX_BODY_BYTES} (one whole body)`).optional(),
   /** A 2025-03-26 JSON-RPC batch: at most this many messages, and this many bytes. */
   maxBatchMessages: positiveInt('ESTATE_MAX_BATCH_MESSAGES').max(10_000, 'ESTATE_MAX_BATCH_MESSAGES must be at most 10000'),
   maxBatchBytes: positiveInt('ESTATE_MAX_BATCH_BYTES').max(1024 * 1024, 'ESTATE_MAX_BATCH_BYTES must be at most 1048576 (the body limit)'),

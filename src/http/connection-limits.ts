@@ -15,7 +15,7 @@
 import { readFileSync } from 'node:fs';
 import type { Server, Socket } from 'node:net';
 import type { Log } from '#app/log';
-import { chargeBodiesTo, type BodyAccount } from './guards.ts';
+import { chargeBodiesTo, MAX_BODY_BYTES, type BodyAccount } from './guards.ts';
 
 export interface ConnectionLimits {
   /** Open connections in total. */
@@ -31,15 +31,11 @@ export interface ListenerLimits extends ConnectionLimits {
 
 /** Bodies being read at once, by default; at least one whole body (1 MiB) may always be read. */
 export const DEFAULT_BODY_BUFFER_BYTES = 64 * 1024 * 1024;
-const ONE_BODY = 1024 * 1024;
 
-export interface ConnectionCounts {
+/** Open connections and the bytes of request bodies being read, now; connections and bodies refused since start. */
+export interface ListenerCounts {
   open: number;
   refused: { total: number; peer: number };
-}
-
-/** ... and the bytes of request bodies being read now, and the bodies refused since start (past their budget). */
-export interface ListenerCounts extends ConnectionCounts {
   bodyBytes: number;
   bodiesRefused: number;
 }
@@ -90,8 +86,8 @@ export const resolveConnectionLimits = (given: Partial<ConnectionLimits> & { bod
   const defaults = defaultConnectionLimits(fdLimit);
   const max = given.max ?? defaults.max;
   const perPeer = Math.min(max, given.perPeer ?? (given.max === undefined ? defaults.perPeer : Math.max(1, Math.floor(max / 2))));
-  const bodyBytes = Math.max(ONE_BODY, given.bodyBytes ?? DEFAULT_BODY_BUFFER_BYTES);
-  return { max, perPeer, bodies: { max: bodyBytes, perPeer: Math.max(ONE_BODY, Math.floor((bodyBytes * perPeer) / max)) } };
+  const bodyBytes = Math.max(MAX_BODY_BYTES, given.bodyBytes ?? DEFAULT_BODY_BUFFER_BYTES);
+  return { max, perPeer, bodies: { max: bodyBytes, perPeer: Math.max(MAX_BODY_BYTES, Math.floor((bodyBytes * perPeer) / max)) } };
 };
 
 const refusal = (what: string): string => {
@@ -106,14 +102,14 @@ const refusal = (what: string): string => {
  * A warning logged at most once per 10 s, with how many times it was raised since the last line (`refused`): an
  * attack must be visible in the log without flooding it.
  */
-export const throttledWarning = (log: Log, msg: string, now: () => number = Date.now): ((fields: Record<string, unknown>) => void) => {
+const throttledWarning = (log: Log, msg: string): ((fields: Record<string, unknown>) => void) => {
   let unwarned = 0;
   let warnedAt = Number.NEGATIVE_INFINITY;
   return (fields) => {
     unwarned++;
-    if (now() - warnedAt < WARN_EVERY_MS) return;
+    if (Date.now() - warnedAt < WARN_EVERY_MS) return;
     log.warn({ ...fields, refused: unwarned }, msg);
-    warnedAt = now();
+    warnedAt = Date.now();
     unwarned = 0;
   };
 };
@@ -130,16 +126,16 @@ interface PeerSlot {
  * connection to its address's slot and to the listener's total (readBody, src/http/guards.ts). Returns the counts
  * (for metrics). A request costs no lookup but readBody's one: the slot is found when the connection is made.
  */
-export const limitConnections = (server: Server, limits: ListenerLimits, log: Log, now: () => number = Date.now): (() => ListenerCounts) => {
+export const limitConnections = (server: Server, limits: ListenerLimits, log: Log): (() => ListenerCounts) => {
   let open = 0;
   let bodyBytes = 0;
   let bodiesRefused = 0;
   const peers = new Map<string, PeerSlot>();
   const refused = { total: 0, peer: 0 };
   const warn = {
-    total: throttledWarning(log, 'connections refused: the server holds its maximum', now),
-    peer: throttledWarning(log, 'connections refused: one address holds its maximum', now),
-    body: throttledWarning(log, 'request bodies refused: reading them would pass the body budget', now),
+    total: throttledWarning(log, 'connections refused: the server holds its maximum'),
+    peer: throttledWarning(log, 'connections refused: one address holds its maximum'),
+    body: throttledWarning(log, 'request bodies refused: reading them would pass the body budget'),
   };
   const answers = {
     total: refusal(`the server holds its maximum of ${limits.max} connections (ESTATE_MAX_CONNECTIONS)`),

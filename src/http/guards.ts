@@ -127,7 +127,7 @@ export const refuseBusy = (req: IncomingMessage, res: ServerResponse, body: unkn
   refuseBody(req, res, 503, body, { 'retry-after': '1', ...headers });
 
 /** `refuseTooLarge` with another status. */
-export const refuseBody = (
+const refuseBody = (
   req: IncomingMessage,
   res: ServerResponse,
   status: number,
