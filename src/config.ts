@@ -10,6 +10,7 @@ import { loadAuthConfig, type AuthConfig, type AuthFlags } from '#auth/config';
 import { DomainError } from '#domain/errors';
 import { firstIssue } from '#domain/zod-issues';
 import { LOOPBACK_NAMES, MAX_BODY_BYTES } from '#http/guards';
+import { MAX_UPSTREAM_BODY_BYTES } from '#upstream/answer-budget';
 import { DEFAULT_HEAP_GROWING_PERCENT } from '#ops/heap-policy';
 
 export const DEFAULT_STORE = 'sqlite:.estate/estate.db';
@@ -40,6 +41,8 @@ const configSchema = z.object({
   maxConnectionsPerPeer: positiveInt('ESTATE_MAX_CONNECTIONS_PER_PEER').optional(),
   /** Bytes of HTTP request bodies being read at once (src/http/connection-limits.ts); absent: 64 MiB. */
   maxBodyBufferBytes: positiveInt('ESTATE_MAX_BODY_BUFFER_BYTES').min(MAX_BODY_BYTES, `ESTATE_MAX_BODY_BUFFER_BYTES must be at least ${MAX_BODY_BYTES} (one whole body)`).optional(),
+  /** Bytes of HTTP upstreams' answers held at once (src/upstream/answer-budget.ts); absent: 256 MiB. */
+  maxUpstreamBufferBytes: positiveInt('ESTATE_MAX_UPSTREAM_BUFFER_BYTES').min(MAX_UPSTREAM_BODY_BYTES, `ESTATE_MAX_UPSTREAM_BUFFER_BYTES must be at least ${MAX_UPSTREAM_BODY_BYTES} (one whole answer)`).optional(),
   /** A 2025-03-26 JSON-RPC batch: at most this many messages, and this many bytes. */
   maxBatchMessages: positiveInt('ESTATE_MAX_BATCH_MESSAGES').max(10_000, 'ESTATE_MAX_BATCH_MESSAGES must be at most 10000'),
   maxBatchBytes: positiveInt('ESTATE_MAX_BATCH_BYTES').max(1024 * 1024, 'ESTATE_MAX_BATCH_BYTES must be at most 1048576 (the body limit)'),
@@ -102,6 +105,7 @@ export const loadConfig = (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     ...(env.ESTATE_MAX_CONNECTIONS ? { maxConnections: env.ESTATE_MAX_CONNECTIONS } : {}),
     ...(env.ESTATE_MAX_CONNECTIONS_PER_PEER ? { maxConnectionsPerPeer: env.ESTATE_MAX_CONNECTIONS_PER_PEER } : {}),
     ...(env.ESTATE_MAX_BODY_BUFFER_BYTES ? { maxBodyBufferBytes: env.ESTATE_MAX_BODY_BUFFER_BYTES } : {}),
+    ...(env.ESTATE_MAX_UPSTREAM_BUFFER_BYTES ? { maxUpstreamBufferBytes: env.ESTATE_MAX_UPSTREAM_BUFFER_BYTES } : {}),
     maxBatchMessages: env.ESTATE_MAX_BATCH_MESSAGES ?? BATCH_LIMIT_DEFAULTS.maxBatchMessages,
     maxBatchBytes: env.ESTATE_MAX_BATCH_BYTES ?? BATCH_LIMIT_DEFAULTS.maxBatchBytes,
     ...(env.ESTATE_STATE_KEY ? { stateKey: env.ESTATE_STATE_KEY } : {}),

@@ -36,6 +36,7 @@ export const composeHandlers = async (estate: Estate, config: ServeConfig, log: 
           log,
           actor: estate.config.actor,
           syncIntervalMs: config.upstreamSyncIntervalMs,
+          ...(estate.config.maxUpstreamBufferBytes ? { answerBufferBytes: estate.config.maxUpstreamBufferBytes } : {}),
         });
   return { handlers: pool ? pool.handlers(moduleHandlers) : moduleHandlers, moduleHandlers, ...(pool ? { pool } : {}) };
 };

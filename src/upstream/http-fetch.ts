@@ -13,13 +13,14 @@
  * question lost that way left the upstream waiting until the call's deadline. A tools/call is sent again only if it
  * was never written; otherwise it fails, and the side-effect policy decides whether the call is repeated.
  * What is held is bounded (MAX_UPSTREAM_BODY_BYTES for a body read whole, SNIFF_BYTES of a stream before it is handed
- * over): an upstream is not trusted to send a sane amount.
+ * over): an upstream is not trusted to send a sane amount. And what every answer holds is charged to the account of
+ * the call or sync it belongs to (./answer-budget.ts), found when the request starts: a refused charge drops the
+ * answer and tells the account, which ends the call (a stream that fails before its response would otherwise leave
+ * the SDK's request waiting for its deadline).
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-
-/** Most bytes read of one answer that is not handed over as a stream (a JSON body, a buffered event stream). */
-export const MAX_UPSTREAM_BODY_BYTES = 64 * 1024 * 1024;
+import { currentAnswerAccount, MAX_UPSTREAM_BODY_BYTES } from './answer-budget.ts';
 /**
  * Most bytes of an event stream read before deciding: past it (a large result, or an event that never ends) the
  * stream is handed over as it is, so what is searched for event boundaries stays small.
@@ -139,6 +140,7 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
     }
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(abortError(signal));
+    const account = currentAnswerAccount();
     const headers: Record<string, string> = {};
     new Headers(init.headers).forEach((value, name) => (headers[name] = value));
     headers['content-length'] = String(Buffer.byteLength(init.body));
@@ -198,6 +200,22 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
         const chunks: Buffer[] = [];
         let bytes = 0;
         let lingering: NodeJS.Timeout | undefined;
+        /** Bytes of this answer charged to the account. */
+        let charged = 0;
+        const charge = (n: number): boolean => {
+          if (account === undefined) return true;
+          if (!account.charge(n)) return false;
+          charged += n;
+          return true;
+        };
+        /** Drop the answer (refused, or past its bound): nothing more is read, what it held is given back. */
+        const drop = (why: Error): Error => {
+          res.destroy();
+          account?.refund(charged);
+          charged = 0;
+          account?.fail(why);
+          return why;
+        };
         if (status === 204 || status === 304) {
           res.resume();
           return settle(new Response(null, { status, statusText, headers: headersOf(res) }));
@@ -229,15 +247,14 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
               chunks.length = 0;
               if (failed !== undefined) return fail(controller, failed);
               if (ended) return controller.close();
-              // The SDK holds an event until it ends: one event may not grow past the bound.
+              // The SDK holds an event until it ends: one event may not grow past the bound. What is charged is the
+              // largest event so far (what was read before handing over counts as one): those before it are gone.
               let sinceBoundary = bytes;
               res.on('data', (c: Buffer) => {
                 const end = Math.max(c.lastIndexOf('\n\n'), c.lastIndexOf('\r\r'), c.lastIndexOf('\r\n\r\n'));
                 sinceBoundary = end < 0 ? sinceBoundary + c.length : c.length - end;
-                if (sinceBoundary > MAX_UPSTREAM_BODY_BYTES) {
-                  res.destroy();
-                  return fail(controller, new Error(`upstream event larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`));
-                }
+                if (sinceBoundary > MAX_UPSTREAM_BODY_BYTES) return fail(controller, drop(new Error(`upstream event larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`)));
+                if (sinceBoundary > charged && !charge(sinceBoundary - charged)) return fail(controller, drop(account?.refusal ?? new Error('refused')));
                 controller.enqueue(new Uint8Array(c));
                 // Backpressure: read on only as fast as the SDK takes the stream (pull resumes).
                 if ((controller.desiredSize ?? 0) <= 0) res.pause();
@@ -258,15 +275,17 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
           settle(new Response(stream, { status, statusText, headers: headersOf(res) }));
         };
 
-        const tooLarge = (): void => {
-          res.destroy();
-          settle(new Error(`upstream answer larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`));
+        const tooLarge = (): void => settle(drop(new Error(`upstream answer larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`)));
+        const refused = (): void => {
+          chunks.length = 0;
+          settle(drop(account?.refusal ?? new Error('refused')));
         };
 
         if (type !== 'text/event-stream' || status < 200 || status >= 300) {
           res.on('data', (c: Buffer) => {
             bytes += c.length;
             if (bytes > MAX_UPSTREAM_BODY_BYTES) return tooLarge();
+            if (!charge(c.length)) return refused();
             chunks.push(c);
           });
           res.on('end', () => settle(new Response(Buffer.concat(chunks), { status, statusText, headers: headersOf(res) })));
@@ -280,6 +299,7 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
         const decoder = new TextDecoder();
         res.on('data', (c: Buffer) => {
           bytes += c.length;
+          if (!charge(c.length)) return refused();
           chunks.push(c);
           if (bytes > SNIFF_BYTES) return asStream();
           sniffer.push(decoder.decode(c, { stream: true }));

@@ -19,6 +19,7 @@ import { LOG_LEVEL_META } from '#mcp/client-channel';
 import { ClientRequestError } from '#mcp/client-requests';
 import { MISSING_CLIENT_CAPABILITY } from '#mcp/jsonrpc';
 import { CLIENT_CAPABILITIES_META } from '#mcp/revisions';
+import { AnswerRefused, type AnswerBudget } from './answer-budget.ts';
 import { CircuitBreaker, type BreakerOptions } from './breaker.ts';
 import { describeFailure, openUpstream, STATELESS_REVISION, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
 import { keepListening } from './listen.ts';
@@ -29,6 +30,8 @@ export interface LinkOptions {
   target: UpstreamTarget;
   env: NodeJS.ProcessEnv;
   log: Log;
+  /** The process's bound on upstream answers held at once (./answer-budget.ts): each call and sync is charged to it. */
+  answers: AnswerBudget;
   breaker?: BreakerOptions;
   /** The upstream said its tool list changed. */
   onToolsChanged?: () => void;
@@ -72,6 +75,9 @@ export class UpstreamLink {
   private live: UpstreamSession | undefined;
   private stopListening: () => void = () => undefined;
   private readonly relay: CallRelay;
+  /** When an answer refusal was last logged, and how many since. */
+  private refusedWarned = 0;
+  private refusedSince = 0;
 
   constructor(private readonly o: LinkOptions) {
     this.ns = o.ns;
@@ -82,6 +88,11 @@ export class UpstreamLink {
   /** A failure said in the MCP client's terms (its errors' codes): for the pool, which loads the client only with a link. */
   describe(e: unknown): string {
     return describeFailure(e);
+  }
+
+  /** A session is open (connected, its handshake done, not closed since). */
+  get connected(): boolean {
+    return this.live !== undefined;
   }
 
   get status(): 'up' | 'down' | 'probing' {
@@ -183,7 +194,14 @@ export class UpstreamLink {
       const r = await traceUpstreamCall(this.ns, upstreamTool, async (trace, span) => {
         const revision = session.protocolVersion === STATELESS_REVISION ? { [LOG_LEVEL_META]: 'debug', ...callerCapabilities(ctx) } : undefined;
         const params = { name: upstreamTool, arguments: args, _meta: { progressToken: progress.token, ...revision, ...trace } };
-        const answer = (await this.relay.run(ctx, () => session.client.callTool(params, options))) as CallToolResult;
+        // What the answer holds is charged to this call (./answer-budget.ts); an answer dropped ends the call at once.
+        const answer = (await this.o.answers.within(this.ns, (account) =>
+          this.relay
+            .run(ctx, () => session.client.callTool(params, { ...options, signal: AbortSignal.any([ctx.signal, account.signal]) }))
+            .catch((e: unknown) => {
+              throw account.signal.aborted && !ctx.signal.aborted ? account.signal.reason : e;
+            }),
+        )) as CallToolResult;
         if (answer.isError) markFailed(span, 'upstream_error');
         return answer;
       });
@@ -194,6 +212,12 @@ export class UpstreamLink {
       return result as CallToolResult;
     } catch (e) {
       if (e instanceof ExecutorFailure || e instanceof ClientRequestError) throw e;
+      if (e instanceof AnswerRefused) {
+        // The process is short of room, not the upstream of health: the breaker is not told. Nothing is repeated.
+        this.breaker.abandon();
+        this.warnRefused(upstreamTool, e);
+        throw new ExecutorFailure('upstream_unavailable', `upstream ${this.ns} unavailable: ${e.message}`, false);
+      }
       if (ctx.signal.aborted) {
         this.breaker.abandon();
         throw e;
@@ -220,6 +244,22 @@ export class UpstreamLink {
     } finally {
       progress.release();
     }
+  }
+
+  /** The upstream's tools, every page, charged to one account: a sync holds them all until it has compared them. */
+  async listTools(): ReturnType<UpstreamSession['listTools']> {
+    const session = await this.session();
+    return this.o.answers.within(this.ns, () => session.listTools());
+  }
+
+  /** One warning per 10 s at most: each refusal is also counted (estate_upstream_answers_refused_total). */
+  private warnRefused(tool: string, e: AnswerRefused): void {
+    this.refusedSince++;
+    const now = Date.now();
+    if (now - this.refusedWarned < 10_000) return;
+    this.o.log.warn({ upstream: this.ns, tool, error: e.message, refused: this.refusedSince }, 'upstream answer refused: the process holds too much of upstream answers');
+    this.refusedWarned = now;
+    this.refusedSince = 0;
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,7 @@
 import type { HandlerMap, ToolHandler } from '#handlers/types';
 import type { ExecutorTraits } from '#handlers/executor-failure';
 import { ExecutorFailure } from '#handlers/executor-failure';
+import { AnswerBudget } from './answer-budget.ts';
 import type { BreakerOptions } from './breaker.ts';
 import { parseUpstreamHandler } from './candidate.ts';
 import type { Log } from '#app/log';
@@ -31,6 +32,8 @@ export interface PoolOptions {
   syncIntervalMs?: number;
   debounceMs?: number;
   breaker?: BreakerOptions;
+  /** Bytes of upstream answers held at once, every upstream together (ESTATE_MAX_UPSTREAM_BUFFER_BYTES); absent: the default. */
+  answerBufferBytes?: number;
 }
 
 export class UpstreamPool {
@@ -41,8 +44,17 @@ export class UpstreamPool {
   private readonly again = new Map<string, Promise<void>>();
   private interval: NodeJS.Timeout | undefined;
   private closed = false;
+  /** One for the process: every link's calls and syncs are charged to it. */
+  readonly answers: AnswerBudget;
 
-  constructor(private readonly o: PoolOptions) {}
+  constructor(private readonly o: PoolOptions) {
+    this.answers = new AnswerBudget(o.answerBufferBytes);
+  }
+
+  /** The registrations this pool serves from (for the console's and the metrics' queries). */
+  get registry(): UpstreamRegistry {
+    return this.o.registry;
+  }
 
   serves(ns: string): boolean {
     const s = this.o.selection;
@@ -61,6 +73,7 @@ export class UpstreamPool {
             target: state.target,
             env: this.o.env,
             log: this.o.log,
+            answers: this.answers,
             onToolsChanged: () => this.scheduleSync(ns),
             ...(this.o.breaker ? { breaker: this.o.breaker } : {}),
           }),
@@ -135,7 +148,7 @@ export class UpstreamPool {
       let link: UpstreamLink | undefined;
       try {
         link = await this.link(ns);
-        const tools = await (await link.session()).listTools();
+        const tools = await link.listTools();
         const r = await this.o.registry.sync(ns, tools, this.o.actor);
         this.o.log.info({ upstream: ns, listed: r.listed, drift: r.drift.length, refused: r.refused.length, vanished: r.vanished.length, autoApproved: r.autoApproved }, 'upstream synced');
       } catch (e) {
@@ -189,6 +202,13 @@ export class UpstreamPool {
   async statuses(): Promise<Record<string, string>> {
     const out: Record<string, string> = {};
     for (const [ns, p] of this.links) out[ns] = await p.then((l) => l.status, () => 'unregistered');
+    return out;
+  }
+
+  /** Per served upstream with a link: connected and its breaker closed (metrics' `estate_upstream_up`). */
+  async up(): Promise<Record<string, boolean>> {
+    const out: Record<string, boolean> = {};
+    for (const [ns, p] of this.links) out[ns] = await p.then((l) => l.connected && l.status === 'up', () => false);
     return out;
   }
 

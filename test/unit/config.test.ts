@@ -32,12 +32,17 @@ describe('loadConfig', () => {
     expect(unset.maxConnections).toBeUndefined();
     expect(unset.maxConnectionsPerPeer).toBeUndefined();
   });
+  it('takes the bound on upstream answers held at once from the environment; unset, the pool keeps its default', () => {
+    expect(loadConfig({}, { ESTATE_MAX_UPSTREAM_BUFFER_BYTES: String(128 * 1024 * 1024) })).toMatchObject({ maxUpstreamBufferBytes: 128 * 1024 * 1024 });
+    expect(loadConfig({}, {}).maxUpstreamBufferBytes).toBeUndefined();
+  });
   it.each([
     [{ ESTATE_MAX_SESSIONS_PER_SUBJECT: '0' }, /ESTATE_MAX_SESSIONS_PER_SUBJECT must be positive/],
     [{ ESTATE_MAX_SESSIONS: 'many' }, /ESTATE_MAX_SESSIONS/],
     [{ ESTATE_MAX_CONNECTIONS: 'lots' }, /ESTATE_MAX_CONNECTIONS must be a number/],
     [{ ESTATE_MAX_CONNECTIONS_PER_PEER: '-3' }, /ESTATE_MAX_CONNECTIONS_PER_PEER must be positive/],
     [{ ESTATE_MAX_BODY_BUFFER_BYTES: '1000' }, /ESTATE_MAX_BODY_BUFFER_BYTES must be at least 1048576/],
+    [{ ESTATE_MAX_UPSTREAM_BUFFER_BYTES: '1048576' }, /ESTATE_MAX_UPSTREAM_BUFFER_BYTES must be at least 67108864 \(one whole answer\)/],
     [{ ESTATE_SESSION_IDLE_MS: '-1' }, /ESTATE_SESSION_IDLE_MS must be positive/],
     [{ ESTATE_MAX_BATCH_BYTES: '2000000' }, /ESTATE_MAX_BATCH_BYTES must be at most 1048576/],
     [{ ESTATE_PAGE_SIZE: '0' }, /ESTATE_PAGE_SIZE must be positive/],

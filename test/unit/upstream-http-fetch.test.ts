@@ -8,7 +8,8 @@ import { Agent as HttpAgent, createServer, type IncomingMessage, type Server, ty
 import { Agent as HttpsAgent } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createUpstreamFetch, MAX_UPSTREAM_BODY_BYTES } from '#upstream/http-fetch';
+import { MAX_UPSTREAM_BODY_BYTES } from '#upstream/answer-budget';
+import { createUpstreamFetch } from '#upstream/http-fetch';
 
 const RESPONSE = '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: x"}]}}';
 const NOTE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}';
