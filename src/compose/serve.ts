@@ -30,6 +30,7 @@ import { createStoreHealth, type StoreHealth } from '#ops/store-health';
 import type { Estate } from './estate.ts';
 import { composeHandlers } from './handlers.ts';
 import { startHttpListener } from './http-listener.ts';
+import { upstreamMetricSources } from './upstream-metrics.ts';
 import { createLogger } from './logger.ts';
 import { startTracing, type Tracing } from './tracing.ts';
 
@@ -169,6 +170,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     sessions: () => sessionCount.of(),
     connections: () => connectionCounts.of(),
     lag: createLagProbe({ store: estate.store, readerPosition: () => reader.position, ...(estate.config.bus === 'local' ? {} : { topic: estate.config.topic }) }),
+    ...(pool ? upstreamMetricSources(pool) : {}),
   });
   const core = new ServerCore({
     reader,

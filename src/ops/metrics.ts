@@ -7,18 +7,28 @@ import type { ListenerCounts } from '#http/connection-limits';
 import { createCallCounter, createCallHistogram } from './call-series.ts';
 import type { LagProbe, LagReading } from './lag.ts';
 
-/** What the upstream room reports per registered upstream (src/upstream/ wires this in; none registered: no series). */
+/** What the upstream room reports per upstream this process fronts (none: no series). */
 export interface UpstreamStatus {
   namespace: string;
+  /** Connected, and its circuit breaker closed. */
   up: boolean;
   /** Drift detected and awaiting a decision. */
   pendingDrift: number;
 }
 
+/** The bound on upstream answers held at once (src/upstream/answer-budget.ts). */
+export interface UpstreamAnswerCounts {
+  held: number;
+  /** Answers refused since start, per upstream namespace. */
+  refused: ReadonlyMap<string, number>;
+}
+
 export interface MetricSources {
   catalogue: () => { size: number; position: string | null };
   sessions?: () => number;
-  upstreams?: () => readonly UpstreamStatus[];
+  /** Read at scrape time (the pending drift from the store): once per scrape for both series. */
+  upstreams?: () => Promise<readonly UpstreamStatus[]>;
+  upstreamAnswers?: () => UpstreamAnswerCounts;
   /** The HTTP listener's connections (src/http/connection-limits.ts); undefined (stdio): no connection series. */
   connections?: () => ListenerCounts | undefined;
   /** Relay and consumer lag, read at scrape time (./lag.ts); absent: no lag series. */
@@ -86,6 +96,8 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
   const registry = new Registry();
   // One store read per scrape feeds every lag gauge: the first collect() reads, the others share it; render() clears it.
   let lagReading: Promise<LagReading> | null = null;
+  let upstreamReading: Promise<readonly UpstreamStatus[]> | null = null;
+  const upstreams = (): Promise<readonly UpstreamStatus[]> => (upstreamReading ??= sources.upstreams?.() ?? Promise.resolve([]));
   collectDefaultMetrics({ register: registry, prefix: 'estate_' });
   // Counted on every call: series of our own (./call-series.ts), read out as prom-client's would be.
   const requests = createCallCounter({ name: 'estate_mcp_requests_total', help: 'MCP requests by method, protocol revision and outcome (ok or the JSON-RPC error code)', labelNames: ['method', 'revision', 'outcome'], registry });
@@ -129,9 +141,9 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
     help: '1 when the upstream MCP server answers, else 0',
     labelNames: ['namespace'],
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      for (const u of sources.upstreams?.() ?? []) this.set({ namespace: u.namespace }, u.up ? 1 : 0);
+      for (const u of await upstreams()) this.set({ namespace: u.namespace }, u.up ? 1 : 0);
     },
   });
   new Gauge({
@@ -139,11 +151,32 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
     help: 'drifted upstream tools awaiting approve or reject',
     labelNames: ['namespace'],
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      for (const u of sources.upstreams?.() ?? []) this.set({ namespace: u.namespace }, u.pendingDrift);
+      for (const u of await upstreams()) this.set({ namespace: u.namespace }, u.pendingDrift);
     },
   });
+  if (sources.upstreamAnswers) {
+    const read = sources.upstreamAnswers;
+    new Gauge({
+      name: 'estate_upstream_answer_bytes_held',
+      help: 'bytes of HTTP upstream answers held by calls and syncs in flight, bounded by ESTATE_MAX_UPSTREAM_BUFFER_BYTES',
+      registers: [registry],
+      collect() {
+        this.set(read().held);
+      },
+    });
+    new Counter({
+      name: 'estate_upstream_answers_refused_total',
+      help: 'HTTP upstream answers dropped (the call fails upstream_unavailable): holding them would pass ESTATE_MAX_UPSTREAM_BUFFER_BYTES or the upstream\'s share of it',
+      labelNames: ['namespace'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [namespace, n] of read().refused) this.inc({ namespace }, n);
+      },
+    });
+  }
   if (sources.lag) {
     const lag = sources.lag;
     const read = (): Promise<LagReading> => (lagReading ??= lag());
@@ -190,6 +223,7 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
     },
     async render() {
       lagReading = null;
+      upstreamReading = null;
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
   };

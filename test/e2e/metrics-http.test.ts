@@ -58,7 +58,7 @@ describe('/metrics', () => {
     expect(value(after, 'estate_mcp_requests_total{method="tools/call",revision="2025-11-25",outcome="ok"}')).toBe(3);
     expect(value(after, 'estate_mcp_requests_total{method="other",revision="2025-11-25",outcome="-32601"}')).toBe(2);
     expect(after).not.toContain('made/up');
-    // No upstream registered: no upstream series at all (the lead wires src/upstream/ in).
+    // No upstream registered: no per-upstream series at all.
     expect(after).not.toMatch(/^estate_upstream_up\{/m);
   });
 

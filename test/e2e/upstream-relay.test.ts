@@ -6,32 +6,16 @@
  * own question, and its own answer must come back in its own result.
  */
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_LOG_LINES_PER_CALL, MAX_LOG_MESSAGE_CHARS, MAX_PROGRESS_PER_CALL } from '#mcp/client-channel';
 import { MAX_QUESTIONS_PER_CALL } from '#upstream/relay';
+import { startFixtureHttp } from '../fixtures/upstream/fixture-http.ts';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
-const FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-http.mjs', import.meta.url));
 const PRINCIPAL = ['--tenant', 'acme', '--scopes', 'rl.use', '--clearance', 'internal', '--subject', 'relay-e2e'];
 
 const textOf = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : `<${c.type}>`)).join('\n');
-
-/** The fixture on a free port, holding each `ask` until `gather` calls are in flight. */
-const startFixture = async (gather: number): Promise<{ child: ChildProcess; url: string }> => {
-  const child = spawn(process.execPath, [FIXTURE, '0', String(gather)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening (\S+)/.exec(out);
-      if (m?.[1]) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`fixture-http exited ${String(code)}`)));
-  });
-  return { child, url };
-};
 
 interface Caller {
   client: Client;
@@ -46,7 +30,7 @@ describe('upstream messages reach only the caller they belong to', () => {
 
   beforeAll(async () => {
     store = makeTempStore('estate-relay-');
-    fixture = await startFixture(2);
+    fixture = await startFixtureHttp(2);
     const cli = async (args: string[]) => {
       const r = await runCli([...args, '--store', store.store, '--json']);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);

@@ -1,0 +1,88 @@
+/**
+ * An upstream that answers too much at once cannot take the server's memory, nor another upstream's room: `estate
+ * serve --http` fronts two HTTP upstreams (test/fixtures/upstream/fixture-http.mjs) with
+ * ESTATE_MAX_UPSTREAM_BUFFER_BYTES at 128 MiB (so one upstream's share is 64 MiB). The hostile one holds a 40 MiB
+ * answer almost whole; a second 40 MiB answer of the same upstream is dropped part-way and its caller told why
+ * (upstream_unavailable, naming the bound), while the other upstream's 30 MiB answer goes through; released, the first
+ * call ends with its whole answer, and /metrics shows what was held, what was refused and that both upstreams are up.
+ */
+import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFixtureHttp } from '../fixtures/upstream/fixture-http.ts';
+import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+
+const MiB = 1024 * 1024;
+const PRINCIPAL = ['--tenant', 'acme', '--scopes', 'bulk.use', '--clearance', 'internal', '--subject', 'budget-e2e'];
+
+const textOf = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : `<${c.type}>`)).join('\n');
+
+describe('upstream answers held at once are bounded, per upstream and in total', () => {
+  let store: TempStore;
+  const fixtures: { child: ChildProcess; url: string }[] = [];
+  let front: HttpServer;
+  let client: Client;
+
+  const metrics = async (): Promise<string> => (await fetch(new URL('/metrics', front.url))).text();
+  const metric = async (series: string): Promise<number | undefined> => {
+    const line = (await metrics()).split('\n').find((l) => l.startsWith(`${series} `));
+    return line === undefined ? undefined : Number(line.slice(series.length + 1));
+  };
+
+  beforeAll(async () => {
+    store = makeTempStore('estate-answer-budget-');
+    const cli = async (args: string[]) => {
+      const r = await runCli([...args, '--store', store.store, '--json']);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+    };
+    for (const ns of ['hostile', 'calm']) {
+      const f = await startFixtureHttp();
+      fixtures.push(f);
+      await cli(['upstream', 'add', ns, '--url', f.url, '--scopes', 'bulk.use', '--clearance', 'internal']);
+      await cli(['upstream', 'sync', ns]);
+      await cli(['upstream', 'approve', ns, '--all']);
+    }
+    front = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstream-sync-interval', '0'], { env: { ESTATE_MAX_UPSTREAM_BUFFER_BYTES: String(128 * MiB) } });
+    client = new Client({ name: 'budget-e2e', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(front.url)));
+  }, 180_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await front?.stop();
+    for (const f of fixtures) f.child.kill();
+    store?.cleanup();
+  });
+
+  it('drops the answer past one upstream\'s share and says why; the other upstream and the held call go through', { timeout: 120_000 }, async () => {
+    const call = (name: string, args: Record<string, unknown>) => client.callTool({ name, arguments: args }, { timeout: 100_000 });
+
+    // Held almost whole by the upstream: charged to its call, which has not ended.
+    const first = call('hostile.bulk', { mib: 40, hold: true });
+    await expect.poll(() => metric('estate_upstream_answer_bytes_held'), { timeout: 30_000 }).toBeGreaterThanOrEqual(40 * MiB);
+
+    const second = await call('hostile.bulk', { mib: 40, hold: true });
+    expect(second.isError).toBe(true);
+    expect(textOf(second)).toBe(`upstream hostile unavailable: upstream hostile's answers held at once would pass ${64 * MiB} bytes (its share of ESTATE_MAX_UPSTREAM_BUFFER_BYTES)`);
+
+    // Another upstream has the rest of the total.
+    const calm = await call('calm.bulk', { mib: 30 });
+    expect(calm.isError ?? false).toBe(false);
+    expect(textOf(calm)).toHaveLength(30 * MiB);
+
+    expect(textOf(await call('hostile.release', {}))).toBe('released 1');
+    const whole = await first;
+    expect(whole.isError ?? false).toBe(false);
+    expect(textOf(whole)).toHaveLength(40 * MiB);
+
+    await expect.poll(() => metric('estate_upstream_answer_bytes_held'), { timeout: 30_000 }).toBe(0);
+    const after = await metrics();
+    expect(after).toMatch(/^estate_upstream_answers_refused_total\{namespace="hostile"\} 1$/m);
+    expect(after).not.toMatch(/^estate_upstream_answers_refused_total\{namespace="calm"\}/m);
+    expect(after).toMatch(/^estate_tool_calls_total\{tool="hostile\.bulk",version="[^"]+",outcome="upstream_unavailable"\} 1$/m);
+    // The refusal is the process's, not the upstream's health: its breaker stays closed, and it is up.
+    expect(after).toMatch(/^estate_upstream_up\{namespace="hostile"\} 1$/m);
+    expect(after).toMatch(/^estate_upstream_up\{namespace="calm"\} 1$/m);
+    expect(after).toMatch(/^estate_upstream_pending_drift\{namespace="hostile"\} 0$/m);
+  });
+});
