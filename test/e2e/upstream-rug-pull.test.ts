@@ -40,6 +40,7 @@ const others = [
     annotations: { readOnlyHint: true },
   },
   { name: 'whoami', description: 'Tells what it was given.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
+  { name: 'huge', description: 'Answers more than one stdio message may hold.', inputSchema: { type: 'object', properties: {} } },
 ];
 
 const textOf = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : `<${c.type}>`)).join('\n');
@@ -78,7 +79,7 @@ describe('upstream rug pull, through estate serve', () => {
     expect(add.code, add.stderr).toBe(0);
     const sync = await cli(['upstream', 'sync', 'fx', '--json']);
     expect(sync.code, sync.stderr).toBe(0);
-    expect((sync.json?.drift as unknown[]).length).toBe(10);
+    expect((sync.json?.drift as unknown[]).length).toBe(11);
     const approve = await cli(['upstream', 'approve', 'fx', '--all', '--json']);
     expect(approve.code, approve.stderr).toBe(0);
     http = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstream-sync-interval', '0'], { env: { FIX_TOK: 'fixture-secret-123', ESTATE_SECRET: 'do-not-leak' } });
@@ -124,6 +125,11 @@ describe('upstream rug pull, through estate serve', () => {
     expect(drift.textDiff).toContain(`-${D1}`);
     expect(drift.textDiff).toContain(`+${D2}`);
 
+    // An operator watching /metrics sees the drift wait for a decision, and the upstream up.
+    const scrape = await (await fetch(new URL('/metrics', http.url))).text();
+    expect(scrape).toMatch(/^estate_upstream_pending_drift\{namespace="fx"\} 1$/m);
+    expect(scrape).toMatch(/^estate_upstream_up\{namespace="fx"\} 1$/m);
+
     const { tools } = await client.listTools();
     expect(tools.find((t) => t.name === 'fx.echo')?.description).toBe(D1);
     const r = await client.callTool({ name: 'fx.echo', arguments: { message: 'still pinned' } });
@@ -132,6 +138,7 @@ describe('upstream rug pull, through estate serve', () => {
     const rej = await cli(['upstream', 'reject', 'fx.echo', '--reason', 'poisoned description', '--json']);
     expect(rej.code, rej.stderr).toBe(0);
     expect(((await cli(['upstream', 'drift', 'fx', '--json'])).json?.pending as unknown[]).length).toBe(0);
+    expect(await (await fetch(new URL('/metrics', http.url))).text()).toMatch(/^estate_upstream_pending_drift\{namespace="fx"\} 0$/m);
     const list = await cli(['list', '--json']);
     expect((list.json?.tools as { name: string; version: string }[]).find((t) => t.name === 'fx.echo')?.version).toBe('1.0.0');
   });
@@ -174,6 +181,17 @@ describe('upstream rug pull, through estate serve', () => {
 
     const recorded = await cli(['calls', runId, '--json']);
     expect((recorded.json?.calls as { outcome: string; version: string }[])[0]).toMatchObject({ outcome: 'upstream_unavailable', version: '1.0.0' });
+  });
+
+  it('an answer past the stdio message bound (10 MiB) is "upstream fx unavailable", not held; the child restarts and the next call works', async () => {
+    const before = callLog().filter((c) => c.tool === 'huge').length;
+    const r = await client.callTool({ name: 'fx.huge', arguments: {} });
+    expect([r.isError, textOf(r)]).toEqual([true, 'upstream fx unavailable']);
+    expect(callLog().filter((c) => c.tool === 'huge').length - before).toBe(1);
+    const next = await client.callTool({ name: 'fx.echo', arguments: { message: 'after the flood' } });
+    expect(textOf(next)).toBe('echo: after the flood');
+    const [huge, echo] = [callLog().findLast((c) => c.tool === 'huge'), callLog().findLast((c) => c.tool === 'echo')];
+    expect(echo?.pid).not.toBe(huge?.pid); // the connection was closed, its child stopped and a new one started
   });
 
   it('retries a read-only call that died (at most 2 more times), never a non_idempotent one', async () => {
