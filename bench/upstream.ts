@@ -49,7 +49,7 @@ const freePort = (): Promise<number> =>
     s.on('error', reject);
   });
 
-const waitFor = (child: ChildProcess, text: string): Promise<string> =>
+export const waitFor = (child: ChildProcess, text: string): Promise<string> =>
   new Promise((resolve, reject) => {
     let seen = '';
     child.stderr?.on('data', (c: Buffer) => {
@@ -60,9 +60,10 @@ const waitFor = (child: ChildProcess, text: string): Promise<string> =>
     child.once('exit', (code) => reject(new Error(`exited ${String(code)} before "${text}": ${seen.slice(-2000)}`)));
   });
 
-const cli = (args: string[], store: string): Promise<void> =>
+/** `estate <args> --store <store>` to completion (`estate`: another checkout's bin/estate.js, for an A/B). */
+export const cli = (args: string[], store: string, estate = ESTATE): Promise<void> =>
   new Promise((resolve, reject) => {
-    const c = spawn(process.execPath, [ESTATE, ...args, '--store', store], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ESTATE_LOG_LEVEL: 'warn' } });
+    const c = spawn(process.execPath, [estate, ...args, '--store', store], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ESTATE_LOG_LEVEL: 'warn' } });
     let err = '';
     c.stderr.on('data', (d: Buffer) => (err += d.toString()));
     c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`estate ${args.join(' ')}: ${err}`))));
