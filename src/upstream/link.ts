@@ -246,7 +246,10 @@ export class UpstreamLink {
     }
   }
 
-  /** The upstream's tools, every page, charged to one account: a sync holds them all until it has compared them. */
+  /**
+   * The upstream's tools, every page charged to one account until the last is read: a listing of many pages holds
+   * them all, so one upstream cannot list its way past its share.
+   */
   async listTools(): ReturnType<UpstreamSession['listTools']> {
     const session = await this.session();
     return this.o.answers.within(this.ns, () => session.listTools());

@@ -5,6 +5,8 @@
  * answer almost whole; a second 40 MiB answer of the same upstream is dropped part-way and its caller told why
  * (upstream_unavailable, naming the bound), while the other upstream's 30 MiB answer goes through; released, the first
  * call ends with its whole answer, and /metrics shows what was held, what was refused and that both upstreams are up.
+ * A listing is bounded the same way: an upstream whose tools/list pages grow past its share fails its sync, in the
+ * serving process and in `estate upstream sync`, naming the bound.
  */
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import type { ChildProcess } from 'node:child_process';
@@ -13,6 +15,7 @@ import { startFixtureHttp } from '../fixtures/upstream/fixture-http.ts';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const MiB = 1024 * 1024;
+const LIMIT = { ESTATE_MAX_UPSTREAM_BUFFER_BYTES: String(128 * MiB) };
 const PRINCIPAL = ['--tenant', 'acme', '--scopes', 'bulk.use', '--clearance', 'internal', '--subject', 'budget-e2e'];
 
 const textOf = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : `<${c.type}>`)).join('\n');
@@ -42,7 +45,11 @@ describe('upstream answers held at once are bounded, per upstream and in total',
       await cli(['upstream', 'sync', ns]);
       await cli(['upstream', 'approve', ns, '--all']);
     }
-    front = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstream-sync-interval', '0'], { env: { ESTATE_MAX_UPSTREAM_BUFFER_BYTES: String(128 * MiB) } });
+    // Registered, never synced: three pages of 30 MiB each, past a 64 MiB share.
+    const lister = await startFixtureHttp(1, { FIXTURE_LIST_PAGES: '3', FIXTURE_LIST_MIB: '30' });
+    fixtures.push(lister);
+    await cli(['upstream', 'add', 'lister', '--url', lister.url, '--scopes', 'bulk.use', '--clearance', 'internal']);
+    front = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstream-sync-interval', '0'], { env: LIMIT });
     client = new Client({ name: 'budget-e2e', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(front.url)));
   }, 180_000);
@@ -84,5 +91,17 @@ describe('upstream answers held at once are bounded, per upstream and in total',
     expect(after).toMatch(/^estate_upstream_up\{namespace="hostile"\} 1$/m);
     expect(after).toMatch(/^estate_upstream_up\{namespace="calm"\} 1$/m);
     expect(after).toMatch(/^estate_upstream_pending_drift\{namespace="hostile"\} 0$/m);
+  });
+
+  it('a listing past the share fails its sync, in the serving process and in the CLI, naming the bound', { timeout: 60_000 }, async () => {
+    const bound = `upstream lister's answers held at once would pass ${64 * MiB} bytes (its share of ESTATE_MAX_UPSTREAM_BUFFER_BYTES)`;
+    const failed = await front.logs.next((l) => l.msg === 'upstream sync failed' && l.upstream === 'lister', 30_000, 'sync failure');
+    expect(failed.error).toBe(bound);
+    const cli = await runCli(['upstream', 'sync', 'lister', '--store', store.store], { env: LIMIT });
+    expect(cli.code).not.toBe(0);
+    expect(cli.stderr).toContain(`upstream lister: tools/list failed: ${bound}`);
+    // Nothing of the listing was recorded.
+    const drift = await runCli(['upstream', 'drift', 'lister', '--store', store.store, '--json']);
+    expect(JSON.parse(drift.stdout)).toMatchObject({ pending: [] });
   });
 });

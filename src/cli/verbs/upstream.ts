@@ -38,7 +38,9 @@ const syncOnce = async (estate: Estate, ns: string) => {
   }
   try {
     try {
-      tools = await session.listTools();
+      // Every page is held until the last is read: bounded as a serving process's sync is (src/upstream/answer-budget.ts).
+      const { AnswerBudget } = await import('#upstream/answer-budget');
+      tools = await new AnswerBudget(estate.config.maxUpstreamBufferBytes).within(ns, () => session.listTools());
     } catch (e) {
       throw new Error(`upstream ${ns}: tools/list failed: ${describeFailure(e)}`);
     }
