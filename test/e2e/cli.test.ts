@@ -59,6 +59,12 @@ describe('bad input: a specific one-line error, a non-zero exit, nothing changed
     expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'unknown-tool', message: "unknown tool 'nobody.here'" } });
     expect((await estate('calls', 'no-such-run')).code).toBe(4);
   });
+  it('copy names its stores with --from and --to: --store (ignored by copy) and the same store twice are usage errors', async () => {
+    const withStore = await runCli(['copy', '--store', 'sqlite:a.db', '--from', 'sqlite:b.db', '--to', 'sqlite:c.db']);
+    expect([withStore.code, withStore.stderr.trim()]).toEqual([2, 'estate: error: copy: name the stores with --from <store-url> and --to <store-url>, not --store']);
+    const same = await runCli(['copy', '--from', 'sqlite:b.db', '--to', 'sqlite:b.db']);
+    expect([same.code, same.stderr.trim()]).toEqual([2, 'estate: error: copy: --from and --to name the same store']);
+  });
   it('an unknown store URL is a usage error', async () => {
     const r = await runCli(['list', '--store', 'mongodb://x']);
     expect(r.code).toBe(2);

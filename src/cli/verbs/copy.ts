@@ -48,6 +48,9 @@ const describeSummary = (label: string, s: StoreSummary): string =>
   `${s.sizes.tools} tools, ${s.sizes.runs} runs, ${s.sizes.upstreams} upstreams; log digest ${s.logDigest.slice(0, 16)}…`;
 
 const runCopy = async (flags: CopyFlags): Promise<number> => {
+  // --store is every other verb's store; here it would be silently ignored, and a user meaning --from or --to copies
+  // something else than they think.
+  if (flags.store !== undefined) throw new DomainError('usage', 'store-not-for-copy', 'copy: name the stores with --from <store-url> and --to <store-url>, not --store');
   checkUrl('--from', flags.from);
   checkUrl('--to', flags.to);
   if (flags.from === flags.to) throw new DomainError('usage', 'same-store', 'copy: --from and --to name the same store');
