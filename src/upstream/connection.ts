@@ -9,7 +9,7 @@ import { Client, ProtocolError, SdkError, SdkErrorCode, StreamableHTTPClientTran
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { DomainError } from '#domain/errors';
 import type { UpstreamTarget } from '#domain/events';
-import type { UpstreamTool } from './candidate.ts';
+import { MAX_UPSTREAM_TOOLS, tooManyTools, type UpstreamTool } from './candidate.ts';
 import { createUpstreamFetch } from './http-fetch.ts';
 
 /** The stateless revision: no session, questions embedded in results, change notices on a listen stream. */
@@ -172,6 +172,7 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
       for (let page = 0; page < MAX_PAGES; page++) {
         const r = await client.listTools(cursor !== undefined ? { cursor } : undefined, { timeout: timeoutMs, cacheMode: 'bypass' });
         out.push(...(r.tools as unknown as UpstreamTool[]));
+        if (out.length > MAX_UPSTREAM_TOOLS) throw tooManyTools(ns, out.length); // no more pages read
         if (!r.nextCursor) return out;
         cursor = r.nextCursor;
       }

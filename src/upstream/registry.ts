@@ -14,7 +14,7 @@ import type { DefinitionChecker } from '#app/definition-budget';
 import type { Reason, ToolAccess, ToolDefinition } from '#domain/types';
 import { foldUpstream, pendingDrift, type DriftData, type UpstreamState } from '#projections/upstreams';
 import { describeTarget, nextVersion, sameText, stillTheCandidate, textDiff } from './drift-text.ts';
-import { contentHash, mapCandidates, mapToolName, NS_PATTERN, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
+import { contentHash, mapCandidates, mapToolName, MAX_UPSTREAM_TOOLS, NS_PATTERN, tooManyTools, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
 
 export { describeTarget, nextVersion, textDiff } from './drift-text.ts';
 
@@ -120,6 +120,7 @@ export class UpstreamRegistry {
    * publish what may be approved without a person. Re-run from the top on a lost race.
    */
   async sync(ns: string, tools: readonly UpstreamTool[], by: string): Promise<SyncResult> {
+    if (tools.length > MAX_UPSTREAM_TOOLS) throw tooManyTools(ns, tools.length);
     for (let attempt = 1; ; attempt++) {
       const { state, revision } = await this.active(ns);
       // The pinned definitions, read once per candidate name (their access and timeout are kept by the candidate).

@@ -6,11 +6,13 @@
  * (upstream_unavailable, naming the bound), while the other upstream's 30 MiB answer goes through; released, the first
  * call ends with its whole answer, and /metrics shows what was held, what was refused and that both upstreams are up.
  * A listing is bounded the same way: an upstream whose tools/list pages grow past its share fails its sync, in the
- * serving process and in `estate upstream sync`, naming the bound.
+ * serving process and in `estate upstream sync`, naming the bound; and so does one that lists more tools than a sync
+ * takes (MAX_UPSTREAM_TOOLS).
  */
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_UPSTREAM_TOOLS } from '#upstream/candidate';
 import { startFixtureHttp } from '../fixtures/upstream/fixture-http.ts';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
@@ -102,6 +104,16 @@ describe('upstream answers held at once are bounded, per upstream and in total',
     expect(cli.stderr).toContain(`upstream lister: tools/list failed: ${bound}`);
     // Nothing of the listing was recorded.
     const drift = await runCli(['upstream', 'drift', 'lister', '--store', store.store, '--json']);
+    expect(JSON.parse(drift.stdout)).toMatchObject({ pending: [] });
+  });
+
+  it('a listing of more tools than a sync takes is refused whole, and nothing of it recorded', { timeout: 60_000 }, async () => {
+    const crowd = await startFixtureHttp(1, { FIXTURE_LIST_TOOLS: String(MAX_UPSTREAM_TOOLS + 1) });
+    fixtures.push(crowd);
+    expect((await runCli(['upstream', 'add', 'crowd', '--url', crowd.url, '--scopes', 'bulk.use', '--clearance', 'internal', '--store', store.store])).code).toBe(0);
+    const r = await runCli(['upstream', 'sync', 'crowd', '--store', store.store]);
+    expect([r.code, r.stderr.trim()]).toEqual([1, `estate: error: upstream crowd: tools/list failed: upstream crowd lists ${MAX_UPSTREAM_TOOLS + 1} tools or more, past the ${MAX_UPSTREAM_TOOLS} a sync takes: nothing of its listing is recorded`]);
+    const drift = await runCli(['upstream', 'drift', 'crowd', '--store', store.store, '--json']);
     expect(JSON.parse(drift.stdout)).toMatchObject({ pending: [] });
   });
 });

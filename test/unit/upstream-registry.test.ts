@@ -8,7 +8,7 @@ import { decodeUpstreamEvent } from '#app/event-codec';
 import type { EventStore } from '#app/ports';
 import { upstreamStream } from '#domain/events';
 import { createMemoryEventStore } from '#store/memory-event-store';
-import { asDraft2020, mapToolName, meaningfulAnnotations, sideEffectOf, type UpstreamTool } from '#upstream/candidate';
+import { asDraft2020, mapToolName, MAX_UPSTREAM_TOOLS, meaningfulAnnotations, sideEffectOf, type UpstreamTool } from '#upstream/candidate';
 import { nextVersion, UpstreamRegistry } from '#upstream/registry';
 import { inlineDefinitions } from '../fixtures/inline-definitions.ts';
 
@@ -84,6 +84,13 @@ describe('candidates', () => {
 });
 
 describe('sync, approve, reject', () => {
+  it('refuses a listing of more tools than a sync takes, and records nothing of it', async () => {
+    const many = Array.from({ length: MAX_UPSTREAM_TOOLS + 1 }, (_, i) => echo({ name: `t${i}` }));
+    await expect(reg.sync('fx', many, 't')).rejects.toMatchObject({ code: 'too-many-tools', message: `upstream fx lists ${MAX_UPSTREAM_TOOLS + 1} tools or more, past the ${MAX_UPSTREAM_TOOLS} a sync takes: nothing of its listing is recorded` });
+    expect(await driftEvents('fx')).toHaveLength(0);
+    expect((await reg.sync('fx', many.slice(0, 3), 't')).drift).toHaveLength(3);
+  });
+
   it('records drift once per distinct candidate, not once per sync', async () => {
     await reg.sync('fx', [echo()], 't');
     await reg.sync('fx', [echo()], 't');
