@@ -1,6 +1,6 @@
 /**
  * The upstream read model (SPEC §7): per namespace, where the upstream lives, its default access, and per tool the
- * last candidate detected, the candidates rejected and whether the upstream stopped listing it. A pure fold over the
+ * last candidate detected, the candidates rejected and whether the upstream stopped listing it. A fold over the
  * `upstream-<ns>` streams. Whether a candidate is still PENDING also needs the catalogue (was it approved since?), so
  * that question takes the pinned version's content hash as an argument instead of reading the catalogue here.
  */
@@ -18,7 +18,13 @@ export interface UpstreamToolState {
   readonly rejected: ReadonlySet<string>;
   /** The upstream no longer lists it (since the last drift). */
   readonly vanished: boolean;
+  /** When its last drift or vanishing events were recorded, oldest first: the last CHANGE_HISTORY of them. */
+  readonly changes: readonly string[];
 }
+
+/** How many of a tool's change times its state keeps (src/upstream/registry.ts paces changes by them). */
+export const CHANGE_HISTORY = 5;
+const changed = (old: UpstreamToolState | undefined, at: string): string[] => [...(old?.changes ?? []), at].slice(-CHANGE_HISTORY);
 
 export interface UpstreamState {
   readonly ns: string;
@@ -32,34 +38,38 @@ export interface UpstreamState {
   readonly tools: ReadonlyMap<string, UpstreamToolState>;
 }
 
-/** Fold one namespace's events; undefined before any registration. */
-export const evolveUpstream = (state: UpstreamState | undefined, event: UpstreamEvent): UpstreamState | undefined => {
+/**
+ * One event applied to one namespace's state (undefined before any registration), changing `state` and its tools map
+ * in place: a fold owns its state, and each event then costs one step. Copying the map at every event made reading a
+ * stream cost events x tools: an upstream of 1,000 tools whose listing kept changing spent most of a serving
+ * process's time here (bench/upstream-drift-flood.ts).
+ */
+export const applyUpstreamEvent = (state: UpstreamState | undefined, event: UpstreamEvent): UpstreamState | undefined => {
   if (event.type === 'UpstreamRegistered') {
     const d = event.data;
     // A registration after a removal starts over: the old drift belongs to the removed upstream.
     return { ns: d.ns, target: d.target, access: d.access, autoApprove: d.autoApprove, registeredAt: d.at, registeredBy: d.by, status: 'active', tools: new Map() };
   }
   if (!state) return state;
-  const tools = new Map(state.tools);
+  const tools = state.tools as Map<string, UpstreamToolState>;
   switch (event.type) {
     case 'UpstreamDriftDetected': {
       const d = event.data;
       const old = tools.get(d.tool);
-      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, lastDrift: d, rejected: old?.rejected ?? new Set(), vanished: false });
-      return { ...state, tools };
+      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, lastDrift: d, rejected: old?.rejected ?? new Set(), vanished: false, changes: changed(old, d.at) });
+      return state;
     }
     case 'UpstreamToolVanished': {
       const d = event.data;
       const old = tools.get(d.tool);
-      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, ...(old?.lastDrift ? { lastDrift: old.lastDrift } : {}), rejected: old?.rejected ?? new Set(), vanished: true });
-      return { ...state, tools };
+      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, ...(old?.lastDrift ? { lastDrift: old.lastDrift } : {}), rejected: old?.rejected ?? new Set(), vanished: true, changes: changed(old, d.at) });
+      return state;
     }
     case 'UpstreamDriftRejected': {
       const d = event.data;
       const old = tools.get(d.tool);
-      if (!old) return state;
-      tools.set(d.tool, { ...old, rejected: new Set([...old.rejected, d.candidateHash]) });
-      return { ...state, tools };
+      if (old) tools.set(d.tool, { ...old, rejected: new Set([...old.rejected, d.candidateHash]) });
+      return state;
     }
     case 'UpstreamRemoved': {
       const d = event.data;
@@ -68,7 +78,7 @@ export const evolveUpstream = (state: UpstreamState | undefined, event: Upstream
   }
 };
 
-export const foldUpstream = (events: readonly UpstreamEvent[]): UpstreamState | undefined => events.reduce(evolveUpstream, undefined);
+export const foldUpstream = (events: readonly UpstreamEvent[]): UpstreamState | undefined => events.reduce(applyUpstreamEvent, undefined);
 
 /**
  * The tool's pending candidate: the newest one detected, unless it was rejected, the tool vanished since, or the

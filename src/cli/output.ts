@@ -108,6 +108,9 @@ export const syncLines = (ns: string, r: SyncResult & { protocolVersion: string 
   ...r.drift.map((d) => `  drift ${d.tool} ${d.level}${d.reasons.length ? `: ${reasonsInline(d.reasons)}` : ''}`),
   ...r.refused.map((x) => `  refused ${x.upstreamTool} (${x.code}): ${x.message}`),
   ...r.vanished.map((v) => `  vanished ${v}`),
+  ...(r.deferred.length
+    ? [`  not recorded yet, past what one change window records (a sync from ${r.retryAt ?? '?'} records them): ${r.deferred.slice(0, 10).join(', ')}${r.deferred.length > 10 ? ` and ${r.deferred.length - 10} more` : ''}`]
+    : []),
   ...r.autoApproved.map((a) => `  auto-approved ${a.tool}@${a.version}`),
 ];
 

@@ -9,7 +9,7 @@ import type { EventStore, StoredEvent } from '#app/ports';
 import { TOOL_STREAM_PREFIX, UPSTREAM_STREAM_PREFIX } from '#domain/events';
 import { canonicalHash, canonicalJson, sha256Hex } from '#domain/hash';
 import { CatalogueProjection } from '#projections/catalogue';
-import { evolveUpstream, type UpstreamState } from '#projections/upstreams';
+import { applyUpstreamEvent, type UpstreamState } from '#projections/upstreams';
 
 export interface StoreSummary {
   events: number;
@@ -107,7 +107,7 @@ export const summarizeStore = async (store: EventStore, pageSize = 2000): Promis
           if (event) catalogue.apply({ position: e.position, event });
         } else if (family === 'upstream') {
           const event = decodeUpstreamEvent(e);
-          if (event) upstreams.set(e.streamId, evolveUpstream(upstreams.get(e.streamId), event));
+          if (event) upstreams.set(e.streamId, applyUpstreamEvent(upstreams.get(e.streamId), event)); // the summary owns its states
         } else if (family === 'run') {
           let run = runs.get(e.streamId);
           if (!run) runs.set(e.streamId, (run = { calls: 0, started: new Set(), finished: new Set(), records: 0n }));

@@ -16,6 +16,9 @@ import type { UpstreamRegistry } from './registry.ts';
 
 export type UpstreamSelection = 'all' | 'none' | readonly string[];
 
+/** A list_changed sync waits until the last one's duration this many times over has passed since it ended. */
+const SYNC_PACE = 10;
+
 export const parseUpstreamSelection = (s: string | undefined): UpstreamSelection => {
   if (s === undefined || s === 'all') return 'all';
   if (s === 'none') return 'none';
@@ -43,6 +46,10 @@ export class UpstreamPool {
   /** The one more sync asked for while one was running, per upstream. */
   private readonly again = new Map<string, Promise<void>>();
   private interval: NodeJS.Timeout | undefined;
+  /** A sync asked for by a sync that left changes for later (SyncResult.retryAt), per upstream. */
+  private readonly followUps = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  /** When each upstream's last sync ended and how long it took: list_changed syncs are paced by it. */
+  private readonly lastSync = new Map<string, { endedAt: number; tookMs: number }>();
   private closed = false;
   /** One for the process: every link's calls and syncs are charged to it. */
   readonly answers: AnswerBudget;
@@ -146,17 +153,23 @@ export class UpstreamPool {
     }
     const p = (async () => {
       let link: UpstreamLink | undefined;
+      const started = Date.now();
       try {
         link = await this.link(ns);
         const tools = await link.listTools();
         const r = await this.o.registry.sync(ns, tools, this.o.actor);
-        this.o.log.info({ upstream: ns, listed: r.listed, drift: r.drift.length, refused: r.refused.length, vanished: r.vanished.length, autoApproved: r.autoApproved }, 'upstream synced');
+        this.o.log.info(
+          { upstream: ns, listed: r.listed, drift: r.drift.length, refused: r.refused.length, vanished: r.vanished.length, deferred: r.deferred.length, autoApproved: r.autoApproved },
+          'upstream synced',
+        );
+        if (r.retryAt !== undefined) this.followUp(ns, Date.parse(r.retryAt));
       } catch (e) {
         // Without a link the MCP client is not even loaded: the failure cannot be one of its errors.
         const why = link ? link.describe(e) : e instanceof Error ? e.message : String(e);
         this.o.log.warn({ upstream: ns, error: why }, 'upstream sync failed');
       } finally {
         this.syncing.delete(ns);
+        this.lastSync.set(ns, { endedAt: Date.now(), tookMs: Date.now() - started });
       }
     })();
     this.syncing.set(ns, p);
@@ -166,7 +179,8 @@ export class UpstreamPool {
   /**
    * list_changed: sync `debounceMs` (default 1 s) after the first notice of a burst; notices inside the window join it.
    * The window is not restarted by later notices: an upstream that announces changes without pause would otherwise
-   * postpone its own sync for ever (and a real change with it), and a flood costs at most one sync per window.
+   * postpone its own sync for ever (and a real change with it), and a flood costs at most one sync per window. The
+   * window is longer while the last sync's pace says so (paceMs).
    */
   scheduleSync(ns: string): void {
     if (this.closed || this.debouncers.has(ns)) return;
@@ -175,8 +189,34 @@ export class UpstreamPool {
       setTimeout(() => {
         this.debouncers.delete(ns);
         void this.sync(ns);
-      }, this.o.debounceMs ?? 1000),
+      }, Math.max(this.o.debounceMs ?? 1000, this.paceMs(ns))),
     );
+  }
+
+  /**
+   * How long a list_changed sync still waits so that an upstream's syncs take at most a tenth of this process's time:
+   * ten times the last sync's duration after it ended. An upstream announcing changes without pause would otherwise
+   * keep the process syncing (a sync of 1,000 tools takes about a second).
+   */
+  private paceMs(ns: string): number {
+    const last = this.lastSync.get(ns);
+    return last ? Math.max(0, last.endedAt + SYNC_PACE * last.tookMs - Date.now()) : 0;
+  }
+
+  /** Sync again at `at` (the earliest one asked for wins): what a sync left for later is recorded then. */
+  private followUp(ns: string, at: number): void {
+    const pending = this.followUps.get(ns);
+    if (this.closed || (pending && pending.at <= at)) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(
+      () => {
+        this.followUps.delete(ns);
+        void this.sync(ns);
+      },
+      Math.max(0, at - Date.now()) + 1000, // a second past it: the window has surely let it through
+    );
+    timer.unref();
+    this.followUps.set(ns, { at, timer });
   }
 
   /** Sync every served upstream at start and then on the interval; returns how many active upstreams it fronts. */
@@ -216,6 +256,7 @@ export class UpstreamPool {
     this.closed = true;
     clearInterval(this.interval);
     for (const t of this.debouncers.values()) clearTimeout(t);
+    for (const f of this.followUps.values()) clearTimeout(f.timer);
     await Promise.all([...this.syncing.values(), ...this.again.values()]);
     await Promise.all([...this.links.values()].map((p) => p.then((l) => l.close(), () => undefined)));
   }

@@ -12,7 +12,7 @@ import { upstreamStream, type AutoApprove, type UpstreamCandidate, type Upstream
 import { baselineOf } from '#domain/guard';
 import type { DefinitionChecker } from '#app/definition-budget';
 import type { Reason, ToolAccess, ToolDefinition } from '#domain/types';
-import { foldUpstream, pendingDrift, type DriftData, type UpstreamState } from '#projections/upstreams';
+import { CHANGE_HISTORY, foldUpstream, pendingDrift, type DriftData, type UpstreamState, type UpstreamToolState } from '#projections/upstreams';
 import { describeTarget, nextVersion, sameText, stillTheCandidate, textDiff } from './drift-text.ts';
 import { contentHash, mapCandidates, mapToolName, MAX_UPSTREAM_TOOLS, NS_PATTERN, tooManyTools, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
 
@@ -37,9 +37,25 @@ export interface SyncResult {
   drift: { tool: string; upstreamTool: string; level: DriftData['level']; reasons: Reason[] }[];
   refused: CandidateRefusal[];
   vanished: string[];
+  /**
+   * Tools whose change this sync saw but did not record (DRIFT_WINDOW_MS): each is recorded by a sync from `retryAt`
+   * on, if the upstream still lists it so.
+   */
+  deferred: string[];
+  retryAt?: string;
   /** Candidates published by `--auto-approve schema-minor`. */
   autoApproved: { tool: string; version: string }[];
 }
+
+/**
+ * How often an upstream's changes are recorded. Within one window a tool's changes that no one has decided on yet
+ * (a pending drift, or a vanishing) are recorded at most CHANGE_HISTORY times, and one upstream records at most
+ * MAX_UPSTREAM_TOOLS changes: an upstream that changed its 1,000 tools at every listing and announced it every 100 ms
+ * had a serving process write 660 events a second and kept it busy (bench/upstream-drift-flood.ts). What a window
+ * holds back is recorded by the first sync after it. A person deciding (reject, approve) lets the tool's next change
+ * through at once, within the upstream's count.
+ */
+export const DRIFT_WINDOW_MS = 10 * 60_000;
 
 export interface PendingView {
   ns: string;
@@ -132,8 +148,17 @@ export class UpstreamRegistry {
       const remapped = await mapCandidates(ns, tools, state.access, (raw) => this.deps.definitions.check(raw), (n) => pinnedDefs.get(n));
       const at = this.clock.now();
       const events: UpstreamEvent[] = [];
-      const result: SyncResult = { ns, listed: tools.length, drift: [], refused: [], vanished: [], autoApproved: [] };
+      const result: SyncResult = { ns, listed: tools.length, drift: [], refused: [], vanished: [], deferred: [], autoApproved: [] };
       const seen = new Set<string>();
+      const window = this.changeWindow(state, at);
+      /** Whether a change of `t` may be recorded now; if not, it is counted as deferred. */
+      const mayRecord = (name: string, t: UpstreamToolState | undefined, pinned: ToolDefinition | undefined): boolean => {
+        const wait = window.wait(t, pinned);
+        if (wait === undefined) return true;
+        result.deferred.push(name);
+        if (result.retryAt === undefined || wait < result.retryAt) result.retryAt = wait;
+        return false;
+      };
       for (const m of remapped) {
         if (!m.ok) {
           result.refused.push(m.refusal);
@@ -148,6 +173,7 @@ export class UpstreamRegistry {
         // (it is not pending: its content is the pinned version's).
         if (pinned && contentHash(pinned) === hash && !known?.vanished) continue;
         if (known?.lastDrift?.candidateHash === hash && !known.vanished) continue; // recorded by an earlier sync
+        if (!mayRecord(c.name, known, pinned)) continue;
         const classified = await this.classify(pinned, c);
         if (!classified.ok) {
           result.refused.push({ upstreamTool: m.upstreamTool, tool: c.name, code: classified.error.code, message: classified.error.message });
@@ -165,6 +191,7 @@ export class UpstreamRegistry {
         // A refused candidate is still listed: it has not vanished.
         if (result.refused.some((r) => r.tool === t.tool)) continue;
         const pinned = await this.pinned(t.tool);
+        if (!mayRecord(t.tool, t, pinned)) continue;
         events.push({ type: 'UpstreamToolVanished', data: { ns, tool: t.tool, upstreamTool: t.upstreamTool, ...(pinned ? { pinned: pinned.version } : {}), at } });
         result.vanished.push(t.tool);
       }
@@ -180,6 +207,36 @@ export class UpstreamRegistry {
       if (state.autoApprove === 'schema-minor') result.autoApproved = await this.autoApprove(ns, by);
       return result;
     }
+  }
+
+  /**
+   * The window's rules (DRIFT_WINDOW_MS) at `now`: `wait` says when a change of a tool may be recorded, undefined for
+   * now (and then counts it against the upstream's share of the window).
+   */
+  private changeWindow(state: UpstreamState, now: string): { wait(t: UpstreamToolState | undefined, pinned: ToolDefinition | undefined): string | undefined } {
+    const nowMs = Date.parse(now);
+    const within = (t: UpstreamToolState | undefined): number[] => (t?.changes ?? []).map((at) => Date.parse(at)).filter((ms) => nowMs - ms < DRIFT_WINDOW_MS);
+    // The upstream's changes within the window, and the oldest of them: when the window frees a place (this sync's own
+    // changes are at `now`).
+    let count = 0;
+    let oldest = nowMs;
+    for (const t of state.tools.values()) {
+      for (const ms of within(t)) {
+        count++;
+        oldest = Math.min(oldest, ms);
+      }
+    }
+    return {
+      wait(t, pinned) {
+        // Its last change is undecided: a vanishing, or a candidate neither rejected nor approved.
+        const undecided = t !== undefined && (t.vanished || pendingDrift(t, pinned ? contentHash(pinned) : undefined) !== undefined);
+        const mine = within(t);
+        if (undecided && mine.length >= CHANGE_HISTORY) return new Date((mine[0] as number) + DRIFT_WINDOW_MS).toISOString();
+        if (count >= MAX_UPSTREAM_TOOLS) return new Date(oldest + DRIFT_WINDOW_MS).toISOString();
+        count++;
+        return undefined;
+      },
+    };
   }
 
   /** schema-minor: minor or patch AND title, description and annotations byte-identical to the pinned version's. */

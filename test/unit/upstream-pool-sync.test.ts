@@ -60,3 +60,54 @@ describe('list_changed notices from an upstream', () => {
   });
 });
 
+
+describe('pacing an upstream\'s syncs', () => {
+  it('a list_changed sync waits until ten times the last sync\'s duration has passed since it ended', async () => {
+    vi.useFakeTimers();
+    const started: number[] = [];
+    // Each sync attempt takes 500 ms (the registry answers late), then fails.
+    const registry = {
+      active: () => {
+        started.push(Date.now());
+        return new Promise((_, reject) => setTimeout(() => reject(new Error('gone')), 500));
+      },
+    } as unknown as UpstreamRegistry;
+    const pool = new UpstreamPool({ registry, selection: 'all', env: {}, log: silentLog, actor: 'test', syncIntervalMs: 0, debounceMs: 1000 });
+    const t0 = Date.now();
+    pool.scheduleSync('busy');
+    await vi.advanceTimersByTimeAsync(1500); // the first sync: started at 1 s, ended at 1.5 s
+    pool.scheduleSync('busy');
+    await vi.advanceTimersByTimeAsync(4000);
+    expect(started.map((t) => t - t0)).toEqual([1000]); // not at 2.5 s: 1.5 s + 10 x 500 ms = 6.5 s
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(started.map((t) => t - t0)).toEqual([1000, 6500]);
+    await pool.close();
+  });
+
+  it('a sync that left changes for later (retryAt) is followed by one then, the earliest asked for winning', async () => {
+    vi.useFakeTimers();
+    const t0 = Date.now();
+    const retryAts = [t0 + 60_000, t0 + 30_000];
+    let syncs = 0;
+    const registry = {
+      sync: async () => {
+        syncs++;
+        const at = retryAts.shift();
+        return { ns: 'fx', listed: 0, drift: [], refused: [], vanished: [], deferred: at ? ['fx.t'] : [], ...(at ? { retryAt: new Date(at).toISOString() } : {}), autoApproved: [] };
+      },
+    } as unknown as UpstreamRegistry;
+    const pool = new UpstreamPool({ registry, selection: 'all', env: {}, log: silentLog, actor: 'test', syncIntervalMs: 0 });
+    // The link is not what this is about: one that lists nothing.
+    pool.link = async () => ({ listTools: async () => [], describe: String }) as never;
+    await pool.sync('fx'); // asks for 60 s
+    await pool.sync('fx'); // asks for 30 s: the earlier wins
+    expect(syncs).toBe(2);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(syncs).toBe(2); // a second past it
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(syncs).toBe(3);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(syncs).toBe(3); // the later one was replaced, not kept
+    await pool.close();
+  });
+});

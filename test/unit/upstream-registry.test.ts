@@ -8,8 +8,9 @@ import { decodeUpstreamEvent } from '#app/event-codec';
 import type { EventStore } from '#app/ports';
 import { upstreamStream } from '#domain/events';
 import { createMemoryEventStore } from '#store/memory-event-store';
+import { CHANGE_HISTORY } from '#projections/upstreams';
 import { asDraft2020, mapToolName, MAX_UPSTREAM_TOOLS, meaningfulAnnotations, sideEffectOf, type UpstreamTool } from '#upstream/candidate';
-import { nextVersion, UpstreamRegistry } from '#upstream/registry';
+import { DRIFT_WINDOW_MS, nextVersion, UpstreamRegistry } from '#upstream/registry';
 import { inlineDefinitions } from '../fixtures/inline-definitions.ts';
 
 const ACCESS = { requiredScopes: ['fx.read'], tenants: [], classification: 'internal' as const };
@@ -30,10 +31,20 @@ let reg: UpstreamRegistry;
 const driftEvents = async (ns: string) =>
   (await store.readStream(upstreamStream(ns))).map(decodeUpstreamEvent).filter((e) => e?.type === 'UpstreamDriftDetected');
 
+/** A clock the test moves; `ticking`: every reading is one change window after the last (each sync sees old changes). */
+const testClock = (ticking: boolean) => {
+  let ms = Date.parse('2026-12-01T00:00:00.000Z');
+  return {
+    now: () => new Date(ticking ? (ms += DRIFT_WINDOW_MS) : ms).toISOString(),
+    advance: (by: number) => void (ms += by),
+  };
+};
+
 beforeEach(async () => {
   store = createMemoryEventStore();
   commands = new CommandHandler({ store });
-  reg = new UpstreamRegistry({ store, commands, definitions: inlineDefinitions() });
+  // The window (DRIFT_WINDOW_MS) has tests of its own below; elsewhere syncs are a window apart.
+  reg = new UpstreamRegistry({ store, commands, definitions: inlineDefinitions(), clock: testClock(true) });
   await reg.register('fx', TARGET, ACCESS, 'none', 'tester');
 });
 
@@ -202,5 +213,64 @@ describe('schema-minor auto-approval', () => {
   it('never approves a major change', async () => {
     const r = await reg.sync('auto', [echo({ inputSchema: { type: 'object', properties: { message: { type: 'integer' } }, required: ['message'] } })], 't');
     expect(r.autoApproved).toEqual([]);
+  });
+});
+
+describe('how often an upstream\'s changes are recorded (DRIFT_WINDOW_MS)', () => {
+  let clock: ReturnType<typeof testClock>;
+  let still: UpstreamRegistry;
+  beforeEach(async () => {
+    clock = testClock(false);
+    still = new UpstreamRegistry({ store, commands, definitions: inlineDefinitions(), clock });
+    await still.register('st', TARGET, ACCESS, 'none', 'tester');
+  });
+  const changed = (n: number) => echo({ description: `Echoes the message back, change ${n}.` });
+
+  it('a tool changed again and again with no one deciding is recorded CHANGE_HISTORY times per window; then its newest', async () => {
+    for (let n = 1; n <= CHANGE_HISTORY; n++) {
+      expect((await still.sync('st', [changed(n)], 't')).drift, `change ${n}`).toHaveLength(1);
+      clock.advance(60_000);
+    }
+    const again = await still.sync('st', [changed(CHANGE_HISTORY + 1)], 't');
+    expect([again.drift, again.deferred, again.retryAt]).toEqual([[], ['st.echo'], '2026-12-01T00:10:00.000Z']);
+    expect((await still.pending('st')).map((p) => p.at)).toEqual([`2026-12-01T00:0${CHANGE_HISTORY - 1}:00.000Z`]); // the last recorded
+    clock.advance(DRIFT_WINDOW_MS - CHANGE_HISTORY * 60_000);
+    expect((await still.sync('st', [changed(CHANGE_HISTORY + 2)], 't')).drift.map((d) => d.tool)).toEqual(['st.echo']);
+    expect((await still.pending('st')).map((p) => p.at)).toEqual(['2026-12-01T00:10:00.000Z']);
+  });
+
+  it('a person deciding lets the next change through at once', async () => {
+    await still.sync('st', [changed(1)], 't');
+    const [shown] = await still.pending('st');
+    await still.reject('st', 'st.echo', 'no', 't', shown?.candidateHash);
+    expect((await still.sync('st', [changed(2)], 't')).drift).toHaveLength(1);
+    await still.approveOne('st', 'st.echo', { by: 't' });
+    expect((await still.sync('st', [changed(3)], 't')).drift).toHaveLength(1);
+  });
+
+  it('a tool that keeps vanishing and coming back is recorded a bounded number of times per window', async () => {
+    await still.sync('st', [changed(1)], 't');
+    await still.approveOne('st', 'st.echo', { by: 't' });
+    let recorded = 0;
+    for (let i = 0; i < 20; i++) {
+      const r = await still.sync('st', i % 2 === 0 ? [] : [changed(1)], 't');
+      recorded += r.vanished.length + r.drift.length;
+    }
+    // A vanishing after a return nobody has to decide on goes through; each return waits on the tool's own count.
+    expect(recorded).toBe(CHANGE_HISTORY);
+    clock.advance(DRIFT_WINDOW_MS);
+    expect((await still.sync('st', [changed(1)], 't')).drift).toHaveLength(1);
+  });
+
+  it('one upstream records at most MAX_UPSTREAM_TOOLS changes per window: renaming every tool records nothing more', async () => {
+    const named = (prefix: string) => Array.from({ length: MAX_UPSTREAM_TOOLS }, (_, i) => echo({ name: `${prefix}${i}` }));
+    expect((await still.sync('st', named('a'), 't')).drift).toHaveLength(MAX_UPSTREAM_TOOLS);
+    clock.advance(60_000);
+    const renamed = await still.sync('st', named('b'), 't');
+    expect([renamed.drift.length, renamed.vanished.length, renamed.deferred.length]).toEqual([0, 0, 2 * MAX_UPSTREAM_TOOLS]);
+    expect(renamed.retryAt).toBe('2026-12-01T00:10:00.000Z');
+    clock.advance(DRIFT_WINDOW_MS);
+    const later = await still.sync('st', named('b'), 't');
+    expect(later.drift.length + later.vanished.length).toBe(MAX_UPSTREAM_TOOLS);
   });
 });
