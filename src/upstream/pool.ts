@@ -194,7 +194,7 @@ export class UpstreamPool {
   }
 
   /**
-   * How long a list_changed sync still waits so that an upstream's syncs take at most a tenth of this process's time:
+   * How long a list_changed sync still waits so that an upstream's syncs take about a tenth of this process's time:
    * ten times the last sync's duration after it ended. An upstream announcing changes without pause would otherwise
    * keep the process syncing (a sync of 1,000 tools takes about a second).
    */
