@@ -7,7 +7,8 @@
  * - an event stream that carries anything before its response (a log line, a progress notification, a question for
  *   the caller), or stays open after it, is handed over as that stream, every byte in order, as soon as that is known;
  * - a stream that fails before its response is handed over as far as it came, then fails (the SDK resumes it);
- * - GET and DELETE, and any request this does not recognise, go to the global fetch.
+ * - GET and DELETE, and any request this does not recognise, go to the global fetch (an event stream it answers, the
+ *   standalone GET stream, with each event bounded as a POST's stream is).
  * A request that fails on a kept-alive connection the upstream had closed before reading it is sent again on another
  * (a busy process can take such a connection from the pool before it sees the close): a reply to an upstream's
  * question lost that way left the upstream waiting until the call's deadline. A tools/call is sent again only if it
@@ -128,6 +129,61 @@ class StreamSniffer {
   }
 }
 
+const SEPARATORS = [Buffer.from('\r\n\r\n'), Buffer.from('\n\n'), Buffer.from('\r\r')];
+
+/**
+ * The size of the event an event stream is in the middle of, chunk by chunk: what the SDK holds until the event ends,
+ * so what one event may not grow past. A separator split between two chunks counts as one.
+ */
+export class EventSize {
+  /** The last bytes of what came before (a separator is at most 4 bytes). */
+  private tail = Buffer.alloc(0);
+
+  constructor(private since = 0) {}
+
+  /** Bytes of the unfinished event once `c` is read. */
+  push(c: Buffer): number {
+    let end = -1;
+    for (const sep of SEPARATORS) {
+      const i = c.lastIndexOf(sep);
+      if (i >= 0) end = Math.max(end, i + sep.length);
+    }
+    if (end < 0 && this.tail.length > 0) {
+      // A separator that starts in the tail and ends in this chunk.
+      const seam = Buffer.concat([this.tail, c.subarray(0, 3)]);
+      for (const sep of SEPARATORS) {
+        const i = seam.indexOf(sep);
+        if (i >= 0 && i < this.tail.length && i + sep.length > this.tail.length) end = Math.max(end, i + sep.length - this.tail.length);
+      }
+    }
+    this.since = end < 0 ? this.since + c.length : c.length - end;
+    this.tail = Buffer.from(c.length >= 3 ? c.subarray(c.length - 3) : Buffer.concat([this.tail, c]).subarray(-3));
+    return this.since;
+  }
+}
+
+/**
+ * An event stream the fallback fetched (the standalone GET stream), with its events bounded as a POST's stream is:
+ * one event past MAX_UPSTREAM_BODY_BYTES fails the stream, nothing more read. The SDK's parser holds an event until it
+ * ends, and an upstream is not trusted to end it.
+ */
+const boundedEvents = (r: Response): Response => {
+  const type = r.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
+  if (r.body === null || type !== 'text/event-stream') return r;
+  const size = new EventSize();
+  const bounded = r.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        if (size.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)) > MAX_UPSTREAM_BODY_BYTES) {
+          return controller.error(new Error(`upstream event larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`));
+        }
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  return new Response(bounded, { status: r.status, statusText: r.statusText, headers: r.headers });
+};
+
 /**
  * `fallback`: for what this does not handle itself. `lingerMs`: how long a stream may stay open after its response
  * before it is handed over as a stream. `pool`: the kept-alive connections (shared by every upstream by default).
@@ -136,7 +192,7 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
   const upstreamFetch = (input: Parameters<Fetch>[0], init?: RequestInit): Promise<Response> => {
     const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : undefined;
     if (url === undefined || init?.method !== 'POST' || typeof init.body !== 'string' || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      return fallback(input, init);
+      return fallback(input, init).then(boundedEvents);
     }
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(abortError(signal));
@@ -249,10 +305,9 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
               if (ended) return controller.close();
               // The SDK holds an event until it ends: one event may not grow past the bound. What is charged is the
               // largest event so far (what was read before handing over counts as one): those before it are gone.
-              let sinceBoundary = bytes;
+              const size = new EventSize(bytes);
               res.on('data', (c: Buffer) => {
-                const end = Math.max(c.lastIndexOf('\n\n'), c.lastIndexOf('\r\r'), c.lastIndexOf('\r\n\r\n'));
-                sinceBoundary = end < 0 ? sinceBoundary + c.length : c.length - end;
+                const sinceBoundary = size.push(c);
                 if (sinceBoundary > MAX_UPSTREAM_BODY_BYTES) return fail(controller, drop(new Error(`upstream event larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`)));
                 if (sinceBoundary > charged && !charge(sinceBoundary - charged)) return fail(controller, drop(account?.refusal ?? new Error('refused')));
                 controller.enqueue(new Uint8Array(c));

@@ -9,7 +9,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MAX_UPSTREAM_BODY_BYTES } from '#upstream/answer-budget';
-import { createUpstreamFetch } from '#upstream/http-fetch';
+import { createUpstreamFetch, EventSize } from '#upstream/http-fetch';
 
 const RESPONSE = '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: x"}]}}';
 const NOTE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}';
@@ -66,6 +66,17 @@ const routes: Record<string, Handler> = {
         }
       }
       firehose.ended = true;
+      res.end();
+    };
+    more();
+  },
+  '/many-events': (_req, res) => {
+    // 48 MiB of events of 64 KiB each, as fast as the socket takes them.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const event = Buffer.from(`data: ${'x'.repeat(64 * 1024 - 8)}\n\n`);
+    let sent = 0;
+    const more = (): void => {
+      for (; sent < 48 * 1024 * 1024; sent += event.length) if (!res.write(event)) return void (sent += event.length, res.once('drain', more));
       res.end();
     };
     more();
@@ -211,6 +222,23 @@ describe('the upstream fetch', () => {
     const pending = post('/slow', { signal: controller.signal });
     controller.abort();
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('bounds each event of a stream the fallback fetched (the standalone GET stream): an endless event fails it, many small ones pass', async () => {
+    const get = (path: string) => upstreamFetch(new URL(`${base}${path}`), { method: 'GET', headers: { accept: 'text/event-stream' } });
+    await expect((await get('/endless-event')).arrayBuffer()).rejects.toThrow(/upstream event larger than 67108864 bytes/);
+    const many = await (await get('/many-events')).arrayBuffer(); // 48 MiB in events of 64 KiB
+    expect(many.byteLength).toBeGreaterThanOrEqual(48 * 1024 * 1024);
+  });
+
+  it('finds where an event ends across chunks, a separator split between two of them included', () => {
+    const size = new EventSize();
+    expect(size.push(Buffer.from('data: abc'))).toBe(9);
+    expect(size.push(Buffer.from('def\r\n\r'))).toBe(9 + 6);
+    expect(size.push(Buffer.from('\ndata: x'))).toBe(7); // \r\n\r | \n: the event ended one byte into this chunk
+    expect(size.push(Buffer.from('\n'))).toBe(8);
+    expect(size.push(Buffer.from('\n'))).toBe(0); // \n | \n, chunks of one byte
+    expect(size.push(Buffer.from('data: y\n\ndata: zz'))).toBe(8);
   });
 
   it('leaves GET (the standalone stream) and anything that is not a string POST to the fallback', async () => {
