@@ -5,11 +5,10 @@
  * more read), gives its bytes back, ends its call (the account's signal) and is counted; another upstream still has
  * room; an event stream costs its largest event, not the sum of its events.
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ServerResponse } from 'node:http';
+import { describe, expect, it } from 'vitest';
 import { AnswerBudget, AnswerRefused, MAX_UPSTREAM_BODY_BYTES } from '#upstream/answer-budget';
-import { createUpstreamFetch } from '#upstream/http-fetch';
+import { useRouteServer } from '../fixtures/upstream/route-server.ts';
 
 const MiB = 1024 * 1024;
 
@@ -28,10 +27,7 @@ function* repeat(chunk: Buffer, times: number): Generator<Buffer> {
 
 /** How many bytes each route sent before the end or a reset. */
 const sent = new Map<string, number>();
-let server: Server;
-let base: string;
-beforeAll(async () => {
-  server = createServer((req, res) => {
+const { post } = useRouteServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const mib = Number(url.searchParams.get('mib') ?? 1);
     const key = url.searchParams.get('key') ?? url.pathname;
@@ -59,18 +55,7 @@ beforeAll(async () => {
       return pump(res, counted([Buffer.from(`data: {"jsonrpc":"2.0","method":"notifications/message","params":{"data":"hi"}}\n\ndata: `), ...repeat(Buffer.alloc(MiB, 97), mib)]), '\n\n');
     }
     res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
-
-const upstreamFetch = createUpstreamFetch();
-const post = (path: string) =>
-  upstreamFetch(new URL(`${base}${path}`), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":7,"method":"tools/call"}' });
 
 /** Settles when `p` does, without letting it reject unobserved. */
 const settled = <T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> =>

@@ -4,12 +4,12 @@
  * handed over exactly as sent (every byte, in order, as a stream), failures stay failures, and nothing is unbounded.
  */
 import { spawn } from 'node:child_process';
-import { Agent as HttpAgent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent as HttpAgent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MAX_UPSTREAM_BODY_BYTES } from '#upstream/answer-budget';
 import { createUpstreamFetch, EventSize } from '#upstream/http-fetch';
+import { useRouteServer } from '../fixtures/upstream/route-server.ts';
 
 const RESPONSE = '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: x"}]}}';
 const NOTE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}';
@@ -113,27 +113,14 @@ const routes: Record<string, Handler> = {
 
 /** What /firehose managed to send, and whether the socket ever pushed back. */
 const firehose = { sent: 0, blocked: false, ended: false };
-let server: Server;
-let base: string;
-beforeAll(async () => {
-  server = createServer((req, res) => (routes[req.url ?? ''] ?? ((_q, r) => r.writeHead(500).end()))(req, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
-
-const upstreamFetch = createUpstreamFetch();
-const post = (path: string, init: RequestInit = {}) =>
-  upstreamFetch(new URL(`${base}${path}`), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":7,"method":"tools/call"}', ...init });
+const upstream = useRouteServer((req, res) => (routes[req.url ?? ''] ?? ((_q, r) => r.writeHead(500).end()))(req, res));
+const { post, upstreamFetch } = upstream;
 
 describe('the upstream fetch', () => {
   it('hands an event stream that holds only its response (after a priming event) over as that JSON, headers kept', async () => {
     // The stream's end must be seen before the linger runs out; a stalled test process must not turn this into a stream.
     const patient = createUpstreamFetch(globalThis.fetch, 60_000);
-    const r = await patient(new URL(`${base}/priming-then-response`), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":7,"method":"tools/call"}' });
+    const r = await patient(new URL(`${upstream.base()}/priming-then-response`), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":7,"method":"tools/call"}' });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toBe('application/json');
     expect(r.headers.get('mcp-session-id')).toBe('s-1');
@@ -225,7 +212,7 @@ describe('the upstream fetch', () => {
   });
 
   it('bounds each event of a stream the fallback fetched (the standalone GET stream): an endless event fails it, many small ones pass', async () => {
-    const get = (path: string) => upstreamFetch(new URL(`${base}${path}`), { method: 'GET', headers: { accept: 'text/event-stream' } });
+    const get = (path: string) => upstreamFetch(new URL(`${upstream.base()}${path}`), { method: 'GET', headers: { accept: 'text/event-stream' } });
     await expect((await get('/endless-event')).arrayBuffer()).rejects.toThrow(/upstream event larger than 67108864 bytes/);
     const many = await (await get('/many-events')).arrayBuffer(); // 48 MiB in events of 64 KiB
     expect(many.byteLength).toBeGreaterThanOrEqual(48 * 1024 * 1024);
@@ -244,9 +231,9 @@ describe('the upstream fetch', () => {
   it('leaves GET (the standalone stream) and anything that is not a string POST to the fallback', async () => {
     const seen: string[] = [];
     const withFallback = createUpstreamFetch(async (input, init) => (seen.push(`${init?.method ?? 'GET'} ${String(input)}`), new Response('fallback')));
-    expect(await (await withFallback(`${base}/json`, { method: 'GET' })).text()).toBe('fallback');
-    expect(await (await withFallback(`${base}/json`, { method: 'DELETE' })).text()).toBe('fallback');
-    expect(seen).toEqual([`GET ${base}/json`, `DELETE ${base}/json`]);
+    expect(await (await withFallback(`${upstream.base()}/json`, { method: 'GET' })).text()).toBe('fallback');
+    expect(await (await withFallback(`${upstream.base()}/json`, { method: 'DELETE' })).text()).toBe('fallback');
+    expect(seen).toEqual([`GET ${upstream.base()}/json`, `DELETE ${upstream.base()}/json`]);
   });
 });
 
