@@ -15,7 +15,7 @@ export const upstreamMetricSources = (pool: UpstreamPool): Pick<MetricSources, '
       if (!pool.serves(ns)) continue;
       const { state } = await registry.load(ns);
       if (state?.status !== 'active') continue;
-      out.push({ namespace: ns, up: up[ns] ?? false, pendingDrift: (await registry.pending(ns)).length });
+      out.push({ namespace: ns, up: up[ns] ?? false, pendingDrift: (await registry.pending(ns)).length, changesWaiting: pool.changesWaiting(ns) });
     }
     return out;
   },

@@ -14,6 +14,8 @@ export interface UpstreamStatus {
   up: boolean;
   /** Drift detected and awaiting a decision. */
   pendingDrift: number;
+  /** Changes its last sync saw and left for a sync after the change window (src/upstream/registry.ts). */
+  changesWaiting: number;
 }
 
 /** The bound on upstream answers held at once (src/upstream/answer-budget.ts). */
@@ -154,6 +156,16 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
     async collect() {
       this.reset();
       for (const u of await upstreams()) this.set({ namespace: u.namespace }, u.pendingDrift);
+    },
+  });
+  new Gauge({
+    name: 'estate_upstream_changes_waiting',
+    help: 'changes of an upstream\'s tools its last sync saw but did not record yet: past what one change window records',
+    labelNames: ['namespace'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const u of await upstreams()) this.set({ namespace: u.namespace }, u.changesWaiting);
     },
   });
   if (sources.upstreamAnswers) {

@@ -48,6 +48,8 @@ export class UpstreamPool {
   private interval: NodeJS.Timeout | undefined;
   /** A sync asked for by a sync that left changes for later (SyncResult.retryAt), per upstream. */
   private readonly followUps = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  /** How many changes each upstream's last sync saw and left for later (SyncResult.deferred). */
+  private readonly waiting = new Map<string, number>();
   /** When each upstream's last sync ended and how long it took: list_changed syncs are paced by it. */
   private readonly lastSync = new Map<string, { endedAt: number; tookMs: number }>();
   private closed = false;
@@ -162,6 +164,7 @@ export class UpstreamPool {
           { upstream: ns, listed: r.listed, drift: r.drift.length, refused: r.refused.length, vanished: r.vanished.length, deferred: r.deferred.length, autoApproved: r.autoApproved },
           'upstream synced',
         );
+        this.waiting.set(ns, r.deferred.length);
         if (r.retryAt !== undefined) this.followUp(ns, Date.parse(r.retryAt));
       } catch (e) {
         // Without a link the MCP client is not even loaded: the failure cannot be one of its errors.
@@ -243,6 +246,11 @@ export class UpstreamPool {
     const out: Record<string, string> = {};
     for (const [ns, p] of this.links) out[ns] = await p.then((l) => l.status, () => 'unregistered');
     return out;
+  }
+
+  /** Changes the last sync of `ns` saw and has not recorded yet (metrics' `estate_upstream_changes_waiting`). */
+  changesWaiting(ns: string): number {
+    return this.waiting.get(ns) ?? 0;
   }
 
   /** Per served upstream with a link: connected and its breaker closed (metrics' `estate_upstream_up`). */

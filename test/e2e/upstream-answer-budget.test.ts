@@ -93,6 +93,7 @@ describe('upstream answers held at once are bounded, per upstream and in total',
     expect(after).toMatch(/^estate_upstream_up\{namespace="hostile"\} 1$/m);
     expect(after).toMatch(/^estate_upstream_up\{namespace="calm"\} 1$/m);
     expect(after).toMatch(/^estate_upstream_pending_drift\{namespace="hostile"\} 0$/m);
+    expect(after).toMatch(/^estate_upstream_changes_waiting\{namespace="hostile"\} 0$/m);
   });
 
   it('a listing past the share fails its sync, in the serving process and in the CLI, naming the bound', { timeout: 60_000 }, async () => {

@@ -102,10 +102,12 @@ describe('pacing an upstream\'s syncs', () => {
     await pool.sync('fx'); // asks for 60 s
     await pool.sync('fx'); // asks for 30 s: the earlier wins
     expect(syncs).toBe(2);
+    expect(pool.changesWaiting('fx')).toBe(1); // for /metrics
     await vi.advanceTimersByTimeAsync(30_000);
     expect(syncs).toBe(2); // a second past it
     await vi.advanceTimersByTimeAsync(1000);
     expect(syncs).toBe(3);
+    expect(pool.changesWaiting('fx')).toBe(0);
     await vi.advanceTimersByTimeAsync(60_000);
     expect(syncs).toBe(3); // the later one was replaced, not kept
     await pool.close();
