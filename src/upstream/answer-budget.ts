@@ -4,12 +4,13 @@
  * One answer is bounded by MAX_UPSTREAM_BODY_BYTES (below; ./http-fetch.ts enforces it), but not the answers of many
  * calls at once: each is read whole, parsed and relayed, several copies of it alive until the call ends (probed:
  * eight calls at once to a tool answering 60 MiB each took a server from 230 to 2,222 MiB resident). So every proxied
- * call and every sync runs inside an account: the fetch charges it each byte it holds of an answer (of an event stream handed over as a
- * stream, its largest event: the events before it are gone once read), and the account gives it all back when the
- * call or the sync ends. A charge past the process's total, or past one upstream's share of it (half, and at least one
- * whole answer, so one upstream that turns hostile or one tool that answers that much cannot starve the others), is
- * refused: that answer is dropped at once, nothing more of it read, and the call fails `upstream_unavailable` naming
- * the bound. Under contention the answers refused give their bytes back, so the others go on.
+ * call and every sync runs inside an account: the fetch charges it each byte it holds of an answer (of an event
+ * stream handed over as a stream, its largest event: the events before it are gone once read), and the account gives
+ * it all back when the call or the sync ends. A charge past the process's total, or past one upstream's share of it
+ * (half, and at least one whole answer, so one upstream that turns hostile or one tool that answers that much cannot
+ * starve the others), is refused: that answer is dropped at once, nothing more of it read, and the call fails
+ * `upstream_unavailable` naming the bound. Under contention the answers refused give their bytes back, so the others
+ * go on.
  *
  * What runs outside any account (the handshake, the standalone GET stream) is bounded only per answer and per event.
  */
