@@ -113,11 +113,17 @@ export class AnswerBudget {
     this.share = Math.min(total, Math.max(MAX_UPSTREAM_BODY_BYTES, Math.floor(total / 2)));
   }
 
-  /** Run one call or sync of upstream `ns`: what its requests read is charged to one account, given back when it ends. */
+  /**
+   * Run one call or sync of upstream `ns`: what its requests read is charged to one account, given back when it ends.
+   * If it fails after an answer of it was refused, it fails with that refusal (what the SDK makes of the dropped
+   * answer says less).
+   */
   async within<T>(ns: string, fn: (account: AnswerAccount) => Promise<T>): Promise<T> {
     const account = new AnswerAccount(this, ns);
     try {
       return await accounts.run(account, () => fn(account));
+    } catch (e) {
+      throw account.refusal ?? e;
     } finally {
       account.close();
     }

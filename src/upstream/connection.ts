@@ -46,7 +46,8 @@ export interface UpstreamSession {
   readonly protocolVersion: string | undefined;
   /** A progress token for one call, whose progress goes to `listener` until released (see ProgressRoutes). */
   trackProgress(listener: ProgressListener): { token: string; release(): void };
-  listTools(): Promise<UpstreamTool[]>;
+  /** Every page; `signal` ends the listing (an answer of it dropped: ./answer-budget.ts). */
+  listTools(signal?: AbortSignal): Promise<UpstreamTool[]>;
   close(): Promise<void>;
 }
 
@@ -166,11 +167,11 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
       return client.getNegotiatedProtocolVersion();
     },
     trackProgress: (listener) => progress.track(listener),
-    async listTools() {
+    async listTools(signal) {
       const out: UpstreamTool[] = [];
       let cursor: string | undefined;
       for (let page = 0; page < MAX_PAGES; page++) {
-        const r = await client.listTools(cursor !== undefined ? { cursor } : undefined, { timeout: timeoutMs, cacheMode: 'bypass' });
+        const r = await client.listTools(cursor !== undefined ? { cursor } : undefined, { timeout: timeoutMs, cacheMode: 'bypass', ...(signal ? { signal } : {}) });
         out.push(...(r.tools as unknown as UpstreamTool[]));
         if (out.length > MAX_UPSTREAM_TOOLS) throw tooManyTools(ns, out.length); // no more pages read
         if (!r.nextCursor) return out;

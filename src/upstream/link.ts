@@ -252,7 +252,7 @@ export class UpstreamLink {
    */
   async listTools(): ReturnType<UpstreamSession['listTools']> {
     const session = await this.session();
-    return this.o.answers.within(this.ns, () => session.listTools());
+    return this.o.answers.within(this.ns, (account) => session.listTools(account.signal));
   }
 
   /** One warning per 10 s at most: each refusal is also counted (estate_upstream_answers_refused_total). */

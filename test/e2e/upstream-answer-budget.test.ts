@@ -108,6 +108,14 @@ describe('upstream answers held at once are bounded, per upstream and in total',
     expect(JSON.parse(drift.stdout)).toMatchObject({ pending: [] });
   });
 
+  it('a listing sent as event streams is refused as soon as it passes the share, not at the listing\'s deadline', { timeout: 60_000 }, async () => {
+    const streamer = await startFixtureHttp(1, { FIXTURE_LIST_PAGES: '3', FIXTURE_LIST_MIB: '30', FIXTURE_LIST_SSE: '1' });
+    fixtures.push(streamer);
+    expect((await runCli(['upstream', 'add', 'streamer', '--url', streamer.url, '--scopes', 'bulk.use', '--clearance', 'internal', '--store', store.store])).code).toBe(0);
+    const r = await runCli(['upstream', 'sync', 'streamer', '--store', store.store], { env: LIMIT });
+    expect([r.code, r.stderr.trim()]).toEqual([1, `estate: error: upstream streamer: tools/list failed: upstream streamer's answers held at once would pass ${64 * MiB} bytes (its share of ESTATE_MAX_UPSTREAM_BUFFER_BYTES)`]);
+  });
+
   it('a listing of more tools than a sync takes is refused whole, and nothing of it recorded', { timeout: 60_000 }, async () => {
     const crowd = await startFixtureHttp(1, { FIXTURE_LIST_TOOLS: String(MAX_UPSTREAM_TOOLS + 1) });
     fixtures.push(crowd);

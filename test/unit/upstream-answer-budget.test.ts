@@ -106,6 +106,16 @@ describe('AnswerBudget', () => {
     expect(budget.counts().held).toBe(0);
   });
 
+  it('a call that fails after an answer of it was refused fails with the refusal, not with what the SDK made of it', async () => {
+    const budget = new AnswerBudget();
+    await expect(
+      budget.within('a', async (account) => {
+        account.charge(budget.share + 1);
+        throw new Error('This operation was aborted');
+      }),
+    ).rejects.toBeInstanceOf(AnswerRefused);
+  });
+
   it('refuses a charge past the share or the total, naming the bound, and charges nothing after the call ended', async () => {
     const budget = new AnswerBudget(3 * MAX_UPSTREAM_BODY_BYTES); // share: 1.5 answers
     let late: ((n: number) => boolean) | undefined;

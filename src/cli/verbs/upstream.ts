@@ -40,7 +40,7 @@ const syncOnce = async (estate: Estate, ns: string) => {
     try {
       // Every page is held until the last is read: bounded as a serving process's sync is (src/upstream/answer-budget.ts).
       const { AnswerBudget } = await import('#upstream/answer-budget');
-      tools = await new AnswerBudget(estate.config.maxUpstreamBufferBytes).within(ns, () => session.listTools());
+      tools = await new AnswerBudget(estate.config.maxUpstreamBufferBytes).within(ns, (account) => session.listTools(account.signal));
     } catch (e) {
       throw new Error(`upstream ${ns}: tools/list failed: ${describeFailure(e)}`);
     }
