@@ -48,6 +48,8 @@ export class UpstreamPool {
   private interval: NodeJS.Timeout | undefined;
   /** A sync asked for by a sync that left changes for later (SyncResult.retryAt), per upstream. */
   private readonly followUps = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  /** The waits of syncs asked for while one ran (paced): cut short when the pool closes. */
+  private readonly pacing = new Set<() => void>();
   /** How many changes each upstream's last sync saw and left for later (SyncResult.deferred). */
   private readonly waiting = new Map<string, number>();
   /** When each upstream's last sync ended and how long it took: list_changed syncs are paced by it. */
@@ -137,18 +139,20 @@ export class UpstreamPool {
 
   /**
    * Sync one upstream now through this process's link, one at a time per upstream. Asked while one runs, it runs once
-   * more after it (however many ask meanwhile): the running one may have listed the tools before the change that
-   * prompted the request, and joining it would lose that change until the next notice.
+   * more after it (however many ask meanwhile), when the pace lets it (paceMs): the running one may have listed the
+   * tools before the change that prompted the request, and joining it would lose that change until the next notice.
    */
   sync(ns: string): Promise<void> {
     const running = this.syncing.get(ns);
     if (running) {
       let again = this.again.get(ns);
       if (!again) {
-        again = running.then(() => {
-          this.again.delete(ns);
-          return this.closed ? undefined : this.sync(ns);
-        });
+        again = running
+          .then(() => this.paced(ns))
+          .then(() => {
+            this.again.delete(ns);
+            return this.closed ? undefined : this.sync(ns);
+          });
         this.again.set(ns, again);
       }
       return again;
@@ -204,6 +208,21 @@ export class UpstreamPool {
   private paceMs(ns: string): number {
     const last = this.lastSync.get(ns);
     return last ? Math.max(0, last.endedAt + SYNC_PACE * last.tookMs - Date.now()) : 0;
+  }
+
+  /** Resolves once the pace (paceMs) lets `ns` sync again, or at once when the pool closes. */
+  private paced(ns: string): Promise<void> {
+    const ms = this.paceMs(ns);
+    if (ms === 0 || this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const stop = (): void => {
+        clearTimeout(timer);
+        this.pacing.delete(stop);
+        resolve();
+      };
+      const timer = setTimeout(stop, ms);
+      this.pacing.add(stop);
+    });
   }
 
   /** Sync again at `at` (the earliest one asked for wins): what a sync left for later is recorded then. */
@@ -265,6 +284,7 @@ export class UpstreamPool {
     clearInterval(this.interval);
     for (const t of this.debouncers.values()) clearTimeout(t);
     for (const f of this.followUps.values()) clearTimeout(f.timer);
+    for (const stop of [...this.pacing]) stop();
     await Promise.all([...this.syncing.values(), ...this.again.values()]);
     await Promise.all([...this.links.values()].map((p) => p.then((l) => l.close(), () => undefined)));
   }

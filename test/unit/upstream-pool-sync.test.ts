@@ -84,6 +84,33 @@ describe('pacing an upstream\'s syncs', () => {
     await pool.close();
   });
 
+  it('the one more sync asked for while one ran is paced too; closing the pool cuts its wait short', async () => {
+    vi.useFakeTimers();
+    const started: number[] = [];
+    const registry = {
+      active: () => {
+        started.push(Date.now());
+        return new Promise((_, reject) => setTimeout(() => reject(new Error('gone')), 500));
+      },
+    } as unknown as UpstreamRegistry;
+    const pool = new UpstreamPool({ registry, selection: 'all', env: {}, log: silentLog, actor: 'test', syncIntervalMs: 0 });
+    const t0 = Date.now();
+    const first = pool.sync('busy');
+    const again = pool.sync('busy');
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(started.map((t) => t - t0)).toEqual([0]); // ended at 0.5 s: the next from 5.5 s
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(started.map((t) => t - t0)).toEqual([0, 5500]);
+    await Promise.all([first, again]);
+
+    const third = pool.sync('busy'); // runs 6 s .. 6.5 s
+    const fourth = pool.sync('busy'); // waits for 11.5 s
+    await vi.advanceTimersByTimeAsync(600);
+    await pool.close(); // does not wait out the pace
+    await Promise.all([third, fourth]);
+    expect(started).toHaveLength(3);
+  });
+
   it('a sync that left changes for later (retryAt) is followed by one then, the earliest asked for winning', async () => {
     vi.useFakeTimers();
     const t0 = Date.now();
