@@ -12,7 +12,10 @@ export const consoleUpstreams = (registry: UpstreamRegistry, pool: UpstreamPool 
     const out: UpstreamView[] = [];
     for (const ns of await registry.namespaces()) {
       const s = await registry.summary(ns);
-      const pending = s.status === 'active' ? await registry.pending(ns) : [];
+      const pending = (s.status === 'active' ? await registry.pending(ns) : []).map((d) => {
+        const newer = pool?.changeWaitingFor(ns, d.tool);
+        return newer === undefined ? d : { ...d, newerWaiting: newer };
+      });
       const link = !pool || !pool.serves(ns) ? 'not served here' : (links[ns] ?? 'not connected yet');
       out.push({ ns, transport: s.transport, target: s.target, tools: s.tools, status: s.status, link, pending });
     }

@@ -27,6 +27,7 @@ td.del { background: #ffe5e5; } td.ins { background: #e3f7e3; } td.empty { backg
 .text-diff span { display: block; min-height: 1.2em; } .text-diff .ins { background: #e3f7e3; } .text-diff .del { background: #ffe5e5; }
 .facts { list-style: none; padding: 0; }
 .drift { border-left: 3px solid #0b3d5c; padding-left: .75rem; margin: 1rem 0; }
+.newer-waiting { background: #fff4d6; padding: .4rem .6rem; }
 a { color: #0b4f8a; }
 `;
 

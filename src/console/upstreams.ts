@@ -20,6 +20,11 @@ export interface UpstreamDriftView {
   at: string;
   /** Unified line diff of the text a model reads (title, description, annotations), when it changed. */
   textDiff?: string;
+  /**
+   * The upstream changed the tool again since this candidate, and this serving process's last sync left that change
+   * for later (an upstream's changes are recorded at a bounded pace): when it is recorded.
+   */
+  newerWaiting?: string;
 }
 
 export interface UpstreamView {

@@ -114,6 +114,15 @@ describe('console html', () => {
     expect(out).toContain(`name="candidateHash" value="${'ab12'.repeat(8)}"`);
     // Without the scope for the tool, the page shows the drift but offers no action on it.
     expect(upstreamsPage([crm], () => false).text).not.toContain('/console/api/upstreams/');
+    expect(out).not.toContain('changed this tool again');
+  });
+
+  it('says when the upstream changed a pending tool again and that change waits for the change window', () => {
+    const drift = { tool: 'crm.find', upstreamTool: 'Find', level: 'patch' as const, reasons: [], candidateHash: 'cd'.repeat(16), at: 't', newerWaiting: '2026-12-01T00:10:00.000Z' };
+    const crm = { ns: 'crm', transport: 'http', target: 'http://crm.local/mcp', tools: 1, status: 'active', link: 'up', pending: [drift] };
+    const out = upstreamsPage([crm], () => true).text;
+    expect(out).toContain('<strong>The upstream has changed this tool again since.</strong> That change is recorded after <time datetime="2026-12-01T00:10:00.000Z">');
+    expect(out).toContain('approving now publishes what is shown here');
   });
 });
 

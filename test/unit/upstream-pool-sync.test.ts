@@ -130,6 +130,8 @@ describe('pacing an upstream\'s syncs', () => {
     await pool.sync('fx'); // asks for 30 s: the earlier wins
     expect(syncs).toBe(2);
     expect(pool.changesWaiting('fx')).toBe(1); // for /metrics
+    expect(pool.changeWaitingFor('fx', 'fx.t')).toBe(new Date(t0 + 30_000).toISOString()); // for the console
+    expect(pool.changeWaitingFor('fx', 'fx.other')).toBeUndefined();
     await vi.advanceTimersByTimeAsync(30_000);
     expect(syncs).toBe(2); // a second past it
     await vi.advanceTimersByTimeAsync(1000);
