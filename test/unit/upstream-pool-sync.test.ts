@@ -60,18 +60,22 @@ describe('list_changed notices from an upstream', () => {
   });
 });
 
+/** A registry each sync attempt waits 500 ms on, then fails: `started` says when each attempt began. */
+const slowRegistry = () => {
+  const started: number[] = [];
+  const registry = {
+    active: () => {
+      started.push(Date.now());
+      return new Promise((_, reject) => setTimeout(() => reject(new Error('gone')), 500));
+    },
+  } as unknown as UpstreamRegistry;
+  return { registry, started };
+};
 
 describe('pacing an upstream\'s syncs', () => {
   it('a list_changed sync waits until ten times the last sync\'s duration has passed since it ended', async () => {
     vi.useFakeTimers();
-    const started: number[] = [];
-    // Each sync attempt takes 500 ms (the registry answers late), then fails.
-    const registry = {
-      active: () => {
-        started.push(Date.now());
-        return new Promise((_, reject) => setTimeout(() => reject(new Error('gone')), 500));
-      },
-    } as unknown as UpstreamRegistry;
+    const { registry, started } = slowRegistry();
     const pool = new UpstreamPool({ registry, selection: 'all', env: {}, log: silentLog, actor: 'test', syncIntervalMs: 0, debounceMs: 1000 });
     const t0 = Date.now();
     pool.scheduleSync('busy');
@@ -86,13 +90,7 @@ describe('pacing an upstream\'s syncs', () => {
 
   it('the one more sync asked for while one ran is paced too; closing the pool cuts its wait short', async () => {
     vi.useFakeTimers();
-    const started: number[] = [];
-    const registry = {
-      active: () => {
-        started.push(Date.now());
-        return new Promise((_, reject) => setTimeout(() => reject(new Error('gone')), 500));
-      },
-    } as unknown as UpstreamRegistry;
+    const { registry, started } = slowRegistry();
     const pool = new UpstreamPool({ registry, selection: 'all', env: {}, log: silentLog, actor: 'test', syncIntervalMs: 0 });
     const t0 = Date.now();
     const first = pool.sync('busy');
