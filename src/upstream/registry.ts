@@ -260,24 +260,30 @@ export class UpstreamRegistry {
     const out: PendingView[] = [];
     for (const n of nss) {
       const { state } = ns === undefined ? await this.load(n) : await this.active(n);
-      if (!state || state.status !== 'active') continue;
-      for (const t of [...state.tools.values()].sort((a, b) => (a.tool < b.tool ? -1 : 1))) {
-        const pinned = await this.pinned(t.tool);
-        const d = pendingDrift(t, pinned ? contentHash(pinned) : undefined);
-        if (!d) continue;
-        const diff = pinned ? textDiff(pinned, d.candidate) : undefined;
-        out.push({
-          ns: n,
-          tool: d.tool,
-          upstreamTool: d.upstreamTool,
-          level: d.level,
-          reasons: d.reasons,
-          ...(pinned ? { pinned: pinned.version } : {}),
-          candidateHash: d.candidateHash,
-          at: d.at,
-          ...(diff ? { textDiff: diff } : {}),
-        });
-      }
+      if (state?.status === 'active') out.push(...(await this.pendingIn(state)));
+    }
+    return out;
+  }
+
+  /** The pending candidates of a state already loaded (`load`), in tool name order. */
+  async pendingIn(state: UpstreamState): Promise<PendingView[]> {
+    const out: PendingView[] = [];
+    for (const t of [...state.tools.values()].sort((a, b) => (a.tool < b.tool ? -1 : 1))) {
+      const pinned = await this.pinned(t.tool);
+      const d = pendingDrift(t, pinned ? contentHash(pinned) : undefined);
+      if (!d) continue;
+      const diff = pinned ? textDiff(pinned, d.candidate) : undefined;
+      out.push({
+        ns: state.ns,
+        tool: d.tool,
+        upstreamTool: d.upstreamTool,
+        level: d.level,
+        reasons: d.reasons,
+        ...(pinned ? { pinned: pinned.version } : {}),
+        candidateHash: d.candidateHash,
+        at: d.at,
+        ...(diff ? { textDiff: diff } : {}),
+      });
     }
     return out;
   }
@@ -373,7 +379,7 @@ export class UpstreamRegistry {
       const pinned = await this.pinned(t);
       if (pinned && state.status === 'active') tools++;
     }
-    const pending = state.status === 'active' ? (await this.pending(ns)).length : 0;
+    const pending = state.status === 'active' ? (await this.pendingIn(state)).length : 0;
     return { ns, transport: state.target.transport, target: describeTarget(state.target), tools, pending, status: state.status };
   }
 }

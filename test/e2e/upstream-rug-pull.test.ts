@@ -149,11 +149,15 @@ describe('upstream rug pull, through estate serve', () => {
       const r = await cli(['upstream', 'drift', 'fx', '--json']);
       return ((r.json?.pending ?? []) as { tool: string; level: string }[]).find((p) => p.tool === 'fx.echo' && p.level === 'minor');
     });
+    const pendingOnMetrics = async () => /^estate_upstream_pending_drift\{namespace="fx"\} (\d+)$/m.exec(await (await fetch(new URL('/metrics', http.url))).text())?.[1];
+    expect(await pendingOnMetrics()).toBe('1');
     const seen = listChanged;
     const approve = await cli(['upstream', 'approve', 'fx.echo', '--json']);
     expect(approve.code, approve.stderr).toBe(0);
     expect(approve.json).toMatchObject({ result: 'published', name: 'fx.echo', version: '1.1.0', level: 'minor' });
     await eventually('list_changed sent to the client', async () => (listChanged > seen ? true : undefined));
+    // An approval writes to the catalogue only: the count kept between scrapes follows it.
+    expect(await pendingOnMetrics()).toBe('0');
     const { tools } = await client.listTools();
     const echo = tools.find((t) => t.name === 'fx.echo');
     expect(echo?._meta?.['io.estate/version']).toBe('1.1.0');
