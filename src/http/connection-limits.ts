@@ -14,7 +14,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Server, Socket } from 'node:net';
-import type { Log } from '#app/log';
+import { throttledWarning, type Log } from '#app/log';
 import { chargeBodiesTo, MAX_BODY_BYTES, type BodyAccount } from './guards.ts';
 
 export interface ConnectionLimits {
@@ -47,8 +47,6 @@ const DEFAULT_MAX_CEILING = 20_000;
 const DEFAULT_MAX_FLOOR = 64;
 /** How long a refused connection may stay open for its answer to be read. */
 const LINGER_MS = 50;
-/** Refusal warnings in the log: at most one per reason in this many ms, with the count since the last. */
-const WARN_EVERY_MS = 10_000;
 
 /** The process's soft limit on open files, from /proc/self/limits (Linux; node raises it to the hard limit at start). */
 export const openFileLimit = (read: () => string = () => readFileSync('/proc/self/limits', 'utf8')): number | undefined => {
@@ -96,22 +94,6 @@ const refusal = (what: string): string => {
     'HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncache-control: no-store\r\nretry-after: 1\r\n' +
     `connection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
   );
-};
-
-/**
- * A warning logged at most once per 10 s, with how many times it was raised since the last line (`refused`): an
- * attack must be visible in the log without flooding it.
- */
-const throttledWarning = (log: Log, msg: string): ((fields: Record<string, unknown>) => void) => {
-  let unwarned = 0;
-  let warnedAt = Number.NEGATIVE_INFINITY;
-  return (fields) => {
-    unwarned++;
-    if (Date.now() - warnedAt < WARN_EVERY_MS) return;
-    log.warn({ ...fields, refused: unwarned }, msg);
-    warnedAt = Date.now();
-    unwarned = 0;
-  };
 };
 
 /** One remote address's share: its open connections, and the bytes its requests' bodies hold while being read. */

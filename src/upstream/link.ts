@@ -10,7 +10,7 @@
  */
 import { ProtocolError } from '@modelcontextprotocol/client';
 import { exponentialBackoff } from '#app/backoff';
-import type { Log } from '#app/log';
+import { throttledWarning, type Log } from '#app/log';
 import { markFailed, traceUpstreamCall } from '#app/tracing';
 import type { UpstreamTarget } from '#domain/events';
 import { ExecutorFailure } from '#handlers/executor-failure';
@@ -75,14 +75,14 @@ export class UpstreamLink {
   private live: UpstreamSession | undefined;
   private stopListening: () => void = () => undefined;
   private readonly relay: CallRelay;
-  /** When an answer refusal was last logged, and how many since. */
-  private refusedWarned = 0;
-  private refusedSince = 0;
+  /** Answers refused for room, in the log at most once per 10 s (each is also counted: estate_upstream_answers_refused_total). */
+  private readonly warnRefused: (fields: Record<string, unknown>) => void;
 
   constructor(private readonly o: LinkOptions) {
     this.ns = o.ns;
     this.breaker = new CircuitBreaker(o.breaker);
     this.relay = new CallRelay(o.ns, o.target.transport === 'stdio', o.log);
+    this.warnRefused = throttledWarning(o.log, 'upstream answer refused: the process holds too much of upstream answers');
   }
 
   /** A failure said in the MCP client's terms (its errors' codes): for the pool, which loads the client only with a link. */
@@ -215,7 +215,7 @@ export class UpstreamLink {
       if (e instanceof AnswerRefused) {
         // The process is short of room, not the upstream of health: the breaker is not told. Nothing is repeated.
         this.breaker.abandon();
-        this.warnRefused(upstreamTool, e);
+        this.warnRefused({ upstream: this.ns, tool: upstreamTool, error: e.message });
         throw new ExecutorFailure('upstream_unavailable', `upstream ${this.ns} unavailable: ${e.message}`, false);
       }
       if (ctx.signal.aborted) {
@@ -253,16 +253,6 @@ export class UpstreamLink {
   async listTools(): ReturnType<UpstreamSession['listTools']> {
     const session = await this.session();
     return this.o.answers.within(this.ns, (account) => session.listTools(account.signal));
-  }
-
-  /** One warning per 10 s at most: each refusal is also counted (estate_upstream_answers_refused_total). */
-  private warnRefused(tool: string, e: AnswerRefused): void {
-    this.refusedSince++;
-    const now = Date.now();
-    if (now - this.refusedWarned < 10_000) return;
-    this.o.log.warn({ upstream: this.ns, tool, error: e.message, refused: this.refusedSince }, 'upstream answer refused: the process holds too much of upstream answers');
-    this.refusedWarned = now;
-    this.refusedSince = 0;
   }
 
   async close(): Promise<void> {

@@ -5,6 +5,7 @@ import { verdictJson } from '#app/results-json';
 import { DomainError } from '#domain/errors';
 import { CLASSIFICATIONS } from '#domain/types';
 import type { Estate } from '#compose/estate';
+import { AnswerBudget } from '#upstream/answer-budget';
 import { describeTarget, UpstreamRegistry } from '#upstream/registry';
 import { accessOverrides, defaultAccessFromFlags, targetFromFlags, type AccessFlags, type TargetFlags } from '#upstream/target-flags';
 import { EXIT } from '../exit.ts';
@@ -39,7 +40,6 @@ const syncOnce = async (estate: Estate, ns: string) => {
   try {
     try {
       // Every page is held until the last is read: bounded as a serving process's sync is (src/upstream/answer-budget.ts).
-      const { AnswerBudget } = await import('#upstream/answer-budget');
       tools = await new AnswerBudget(estate.config.maxUpstreamBufferBytes).within(ns, (account) => session.listTools(account.signal));
     } catch (e) {
       throw new Error(`upstream ${ns}: tools/list failed: ${describeFailure(e)}`);
