@@ -176,7 +176,7 @@ describe('the upstream fetch, charged to its call', () => {
     first.release();
     second.release();
     other.release();
-    await expect.poll(() => budget.counts().held).toBe(0);
+    await expect.poll(() => budget.counts().held, { timeout: 10_000 }).toBe(0); // a deadline, not a wait
   });
 
   it('under contention the answers refused give their bytes back, so the others finish', async () => {
@@ -188,7 +188,7 @@ describe('the upstream fetch, charged to its call', () => {
     expect(results.filter((r) => !r.ok && r.error instanceof AnswerRefused)).toHaveLength(4 - ok);
     expect(budget.counts().held).toBeLessThanOrEqual(budget.share);
     for (const c of calls) c.release();
-    await expect.poll(() => budget.counts().held).toBe(0);
+    await expect.poll(() => budget.counts().held, { timeout: 10_000 }).toBe(0); // a deadline, not a wait
   });
 
   it('charges an event stream its largest event, not the sum: a long stream of small events goes through a small share', async () => {
