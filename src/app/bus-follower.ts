@@ -6,13 +6,17 @@
  * Deduplication is by position, and by content: a change the read model already reflects (the version exists, or
  * already has that status) needs no read, so redelivered messages and messages for events an earlier catch-up
  * already applied cost nothing. A change that is announced but not yet visible to this reader's store connection
- * (a replica of the store lagging) is retried briefly.
+ * (a replica of the store lagging) is read for again briefly, beside the topic rather than in its way: the topic is
+ * shared (other producers, other estates), and a message naming a position this store will never show must not hold
+ * up the announcements behind it (it held each batch ~2 s, so a trickle of them delayed every real change).
  */
 import type { CatalogueReader } from './catalogue-reader.ts';
 import type { Log } from './log.ts';
 import { systemTimer, type CatalogueChange, type ChangeBus, type Subscription, type Timer } from './ports.ts';
 
 const SEEN_LIMIT = 10_000;
+/** Announced positions being read for at once; past it the oldest are given up on (and reported). */
+const CHASE_LIMIT = 1_000;
 /**
  * Pauses before reading again when an announced change is not visible yet. The usual cause on PostgreSQL is not a
  * lagging replica but an older transaction still open somewhere in the cluster (the store returns rows only below
@@ -47,6 +51,45 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: L
   let markReady!: () => void;
   const ready = new Promise<void>((r) => (markReady = r));
 
+  /**
+   * Announced changes the store did not show at their batch's read, each with the time it was first read for. One
+   * loop reads for all of them on the backoff schedule (a change joining it late takes the schedule where it is:
+   * a flood of such announcements costs ~10 reads per round, not one per pause), and gives each up once the
+   * schedule's whole length has passed since its first read.
+   */
+  const chased = new Map<string, { change: CatalogueChange; since: number }>();
+  const patienceMs = RETRIES_MS.reduce((a, b) => a + b, 0);
+  let chasing: Promise<void> | null = null;
+  const giveUp = (positions: string[]): void => {
+    if (positions.length > 0) log?.warn({ positions: positions.slice(0, 20), count: positions.length }, 'bus: announced changes not found in the store; the next announcement will catch up');
+  };
+  const chase = async (): Promise<void> => {
+    for (let step = 0; chased.size > 0 && !closing.signal.aborted; step++) {
+      await timer.sleep(RETRIES_MS[Math.min(step, RETRIES_MS.length - 1)] as number, closing.signal);
+      if (closing.signal.aborted) return;
+      await reader.catchUp();
+      const lost: string[] = [];
+      const now = timer.now();
+      for (const [position, c] of chased) {
+        if (reflected(reader, c.change)) chased.delete(position);
+        else if (now - c.since >= patienceMs) {
+          chased.delete(position);
+          lost.push(position);
+        }
+      }
+      giveUp(lost);
+    }
+  };
+  const startChase = (): void => {
+    if (chasing || chased.size === 0 || closing.signal.aborted) return;
+    chasing = chase()
+      .catch((e: unknown) => log?.warn({ err: e }, 'bus: reading for announced changes failed; the next announcement will catch up'))
+      .finally(() => {
+        chasing = null;
+        startChase(); // one added after the loop's last look
+      });
+  };
+
   const onChange = async (changes: CatalogueChange[]): Promise<void> => {
     // Batches arrive one at a time (the consumer awaits this); the first waits for the initial catch-up.
     await ready;
@@ -58,13 +101,14 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: L
     if (seen.size > SEEN_LIMIT) for (const p of [...seen].slice(0, seen.size - SEEN_LIMIT / 2)) seen.delete(p);
     if (pending.length === 0) return;
     await reader.catchUp();
-    for (const delay of RETRIES_MS) {
-      if (pending.every((c) => reflected(reader, c))) return;
-      await timer.sleep(delay, closing.signal);
-      await reader.catchUp();
+    const now = timer.now();
+    for (const c of pending) if (!reflected(reader, c)) chased.set(c.position, { change: c, since: now });
+    if (chased.size > CHASE_LIMIT) {
+      const oldest = [...chased.keys()].slice(0, chased.size - CHASE_LIMIT);
+      for (const p of oldest) chased.delete(p);
+      giveUp(oldest);
     }
-    const missing = pending.filter((c) => !reflected(reader, c)).map((c) => c.position);
-    if (missing.length > 0) log?.warn({ positions: missing }, 'bus: announced changes not found in the store; the next announcement will catch up');
+    startChase();
   };
 
   let closed = false;
@@ -101,6 +145,7 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: L
       closed = true;
       closing.abort();
       await retrying;
+      await chasing;
       await bus.stop();
     },
   };

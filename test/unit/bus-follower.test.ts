@@ -122,6 +122,57 @@ describe('bus follower', () => {
     await following.close();
   });
 
+  /** An announcement for a position this store never holds: another estate's on a shared topic, or forged. */
+  const foreign = (n: number) => ({ type: 'catalogue.changed' as const, position: String(1_000_000 + n), tool: `ghost.t${n}`, version: '1.0.0', event: 'ToolVersionPublished' as const, at: new Date(0).toISOString() });
+
+  it('an announcement the store never shows holds up no change announced after it', async () => {
+    const { timer, commit, follow, relayed, status, warnings } = setup();
+    const following = await follow();
+    await relayed.publish([foreign(1)]);
+    await timer.settle();
+    // The clock has not moved: no retry pause has passed, yet the real change behind the foreign one is applied.
+    await commit(publishedEvent(aDefinition({ name: 'real.tool' })));
+    await timer.settle();
+    expect(status('real.tool', '1.0.0')).toBe('active');
+    expect(warnings).toEqual([]);
+    // The foreign one is still read for on the backoff schedule, then reported once.
+    await timer.advance(1_936);
+    expect(warnings).toEqual([]);
+    await timer.advance(1);
+    expect(warnings).toEqual(['bus: announced changes not found in the store; the next announcement will catch up']);
+    await following.close();
+  });
+
+  it('a flood of such announcements costs one read each and one backoff schedule of reads, not a schedule each', async () => {
+    const { timer, commit, follow, relayed, status, state, warnings } = setup();
+    const following = await follow();
+    const before = state.reads;
+    for (let i = 0; i < 200; i++) {
+      await relayed.publish([foreign(i)]);
+      await timer.advance(10); // each in a batch of its own, 10 ms apart: 2 s of them
+    }
+    await commit(publishedEvent(aDefinition({ name: 'real.tool' })));
+    await timer.settle();
+    expect(status('real.tool', '1.0.0')).toBe('active');
+    await timer.advance(5_000);
+    // 200 batch reads + the real change's, and the chase's own: its schedule's 9 steps, then a read a second while
+    // announcements kept joining it (2 s of them, given up ~2 s after each).
+    expect(state.reads - before).toBeLessThan(200 + 1 + 9 + 6);
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(warnings.every((w) => w === 'bus: announced changes not found in the store; the next announcement will catch up')).toBe(true);
+    await following.close();
+  });
+
+  it('close() ends a chase in its pause', async () => {
+    const { timer, follow, relayed } = setup();
+    const following = await follow();
+    await relayed.publish([foreign(1)]);
+    await timer.settle();
+    expect(timer.sleeping).toBe(1);
+    await following.close();
+    expect(timer.sleeping).toBe(0);
+  });
+
   it('a bus down at start: the replica serves the store, retries, and follows once the bus is back', async () => {
     const { topic, timer, commit, follow, status, warnings } = setup();
     await commit(publishedEvent(aDefinition({ name: 'before.tool' })), false);
