@@ -20,6 +20,8 @@ export interface UpstreamToolState {
   readonly vanished: boolean;
   /** When its last drift or vanishing events were recorded, oldest first: the last CHANGE_HISTORY of them. */
   readonly changes: readonly string[];
+  /** When the upstream's listing of it was first recorded (the first of `changes`, while it is kept there). */
+  readonly firstSeen: string;
 }
 
 /** How many of a tool's change times its state keeps (src/upstream/registry.ts paces changes by them). */
@@ -56,13 +58,13 @@ export const applyUpstreamEvent = (state: UpstreamState | undefined, event: Upst
     case 'UpstreamDriftDetected': {
       const d = event.data;
       const old = tools.get(d.tool);
-      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, lastDrift: d, rejected: old?.rejected ?? new Set(), vanished: false, changes: changed(old, d.at) });
+      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, lastDrift: d, rejected: old?.rejected ?? new Set(), vanished: false, changes: changed(old, d.at), firstSeen: old?.firstSeen ?? d.at });
       return state;
     }
     case 'UpstreamToolVanished': {
       const d = event.data;
       const old = tools.get(d.tool);
-      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, ...(old?.lastDrift ? { lastDrift: old.lastDrift } : {}), rejected: old?.rejected ?? new Set(), vanished: true, changes: changed(old, d.at) });
+      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, ...(old?.lastDrift ? { lastDrift: old.lastDrift } : {}), rejected: old?.rejected ?? new Set(), vanished: true, changes: changed(old, d.at), firstSeen: old?.firstSeen ?? d.at });
       return state;
     }
     case 'UpstreamDriftRejected': {
@@ -77,8 +79,6 @@ export const applyUpstreamEvent = (state: UpstreamState | undefined, event: Upst
     }
   }
 };
-
-export const foldUpstream = (events: readonly UpstreamEvent[]): UpstreamState | undefined => events.reduce(applyUpstreamEvent, undefined);
 
 /**
  * The tool's pending candidate: the newest one detected, unless it was rejected, the tool vanished since, or the

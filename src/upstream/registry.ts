@@ -12,7 +12,7 @@ import { upstreamStream, type AutoApprove, type UpstreamCandidate, type Upstream
 import { baselineOf } from '#domain/guard';
 import type { DefinitionChecker } from '#app/definition-budget';
 import type { Reason, ToolAccess, ToolDefinition } from '#domain/types';
-import { CHANGE_HISTORY, foldUpstream, pendingDrift, type DriftData, type UpstreamState, type UpstreamToolState } from '#projections/upstreams';
+import { applyUpstreamEvent, CHANGE_HISTORY, pendingDrift, type DriftData, type UpstreamState, type UpstreamToolState } from '#projections/upstreams';
 import { describeTarget, nextVersion, sameText, stillTheCandidate, textDiff } from './drift-text.ts';
 import { contentHash, mapCandidates, mapToolName, MAX_UPSTREAM_TOOLS, NS_PATTERN, tooManyTools, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
 
@@ -50,10 +50,12 @@ export interface SyncResult {
 /**
  * How often an upstream's changes are recorded. Within one window a tool's changes that no one has decided on yet
  * (a pending drift, or a vanishing) are recorded at most CHANGE_HISTORY times, and one upstream records at most
- * MAX_UPSTREAM_TOOLS changes: an upstream that changed its 1,000 tools at every listing and announced it every 100 ms
- * had a serving process write 660 events a second and kept it busy (bench/upstream-drift-flood.ts). What a window
- * holds back is recorded by the first sync after it. A person deciding (reject, approve) lets the tool's next change
- * through at once, within the upstream's count.
+ * MAX_UPSTREAM_TOOLS first sightings of tools and as many changes of tools it listed before: an upstream that changed
+ * its 1,000 tools at every listing and announced it every 100 ms had a serving process write 660 events a second and
+ * kept it busy (bench/upstream-drift-flood.ts). The two counts are apart so that importing a whole upstream leaves
+ * room for its next changes (with one count, an upstream of 1,000 tools recorded no change for 10 minutes after its
+ * first sync). What a window holds back is recorded by the first sync after it. A person deciding (reject, approve)
+ * lets the tool's next change through at once, within the upstream's count.
  */
 export const DRIFT_WINDOW_MS = 10 * 60_000;
 
@@ -78,15 +80,38 @@ export class UpstreamRegistry {
     this.clock = deps.clock ?? systemClock;
   }
 
-  /** The namespace's state and the stream revision read (-1: no stream). */
-  async load(ns: string): Promise<{ state: UpstreamState | undefined; revision: number }> {
-    const stored = await this.deps.store.readStream(upstreamStream(ns));
-    const events: UpstreamEvent[] = [];
+  /**
+   * The namespace's state and the stream revision read (-1: no stream). The fold is kept per namespace and only the
+   * events appended since are read and applied (a stream is only ever appended to): /metrics and the console ask at
+   * every scrape and page, and reading a 1,000-tool upstream's stream whole cost ~10 ms each time. Reads of one
+   * namespace take turns (each applies what it read to the kept fold), and each caller gets its own copy of the
+   * state's tool map: the fold changes the map in place, never a tool's entry.
+   */
+  load(ns: string): Promise<{ state: UpstreamState | undefined; revision: number }> {
+    const turn = (this.loading.get(ns) ?? Promise.resolve()).then(() => this.readOn(ns));
+    const settled = turn.then(() => undefined, () => undefined);
+    this.loading.set(ns, settled);
+    void settled.then(() => {
+      if (this.loading.get(ns) === settled) this.loading.delete(ns);
+    });
+    return turn.then(({ state, revision }) => ({ state: state && { ...state, tools: new Map(state.tools) }, revision }));
+  }
+
+  private readonly folds = new Map<string, { state: UpstreamState | undefined; revision: number }>();
+  private readonly loading = new Map<string, Promise<void>>();
+
+  private async readOn(ns: string): Promise<{ state: UpstreamState | undefined; revision: number }> {
+    const kept = this.folds.get(ns) ?? { state: undefined, revision: -1 };
+    const stored = await this.deps.store.readStream(upstreamStream(ns), { fromRevision: kept.revision + 1 });
+    if (stored.length === 0) return kept;
+    let state = kept.state;
     for (const s of stored) {
       const e = decodeUpstreamEvent(s);
-      if (e) events.push(e);
+      if (e) state = applyUpstreamEvent(state, e);
     }
-    return { state: foldUpstream(events), revision: stored.length ? (stored[stored.length - 1]?.revision ?? -1) : -1 };
+    const next = { state, revision: stored[stored.length - 1]?.revision ?? kept.revision };
+    this.folds.set(ns, next);
+    return next;
   }
 
   /** An active registration, or a not-found error naming the namespace. */
@@ -96,17 +121,29 @@ export class UpstreamRegistry {
     return { state, revision };
   }
 
-  /** Every registered namespace (active or removed), sorted. */
+  /**
+   * Every registered namespace (active or removed), sorted. Read once from the first upstream event, then only what
+   * was appended since (a registration is never undone, a removal keeps its name): a serving process asks at every
+   * /metrics scrape and console page, and reading every drift event each time cost ~16 ms a scrape beside an upstream
+   * of 1,000 tools. Concurrent callers share one read.
+   */
   async namespaces(): Promise<string[]> {
-    const out = new Set<string>();
-    let after: string | null = null;
+    this.namespacesRead ??= this.readNamespaces().finally(() => (this.namespacesRead = null));
+    await this.namespacesRead;
+    return [...this.registered].sort();
+  }
+
+  private readonly registered = new Set<string>();
+  private registeredAfter: string | null = null;
+  private namespacesRead: Promise<void> | null = null;
+
+  private async readNamespaces(): Promise<void> {
     for (;;) {
-      const page = await this.deps.store.readAll({ after, limit: 1000, streamPrefix: 'upstream-' });
-      if (page.length === 0) break;
-      for (const e of page) if (e.type === 'UpstreamRegistered') out.add(e.streamId.slice('upstream-'.length));
-      after = page[page.length - 1]?.position ?? null;
+      const page = await this.deps.store.readAll({ after: this.registeredAfter, limit: 1000, streamPrefix: 'upstream-' });
+      if (page.length === 0) return;
+      for (const e of page) if (e.type === 'UpstreamRegistered') this.registered.add(e.streamId.slice('upstream-'.length));
+      this.registeredAfter = page[page.length - 1]?.position ?? this.registeredAfter;
     }
-    return [...out].sort();
   }
 
   async register(ns: string, target: UpstreamTarget, access: ToolAccess, autoApprove: AutoApprove, by: string): Promise<{ ns: string; position: string }> {
@@ -216,14 +253,15 @@ export class UpstreamRegistry {
   private changeWindow(state: UpstreamState, now: string): { wait(t: UpstreamToolState | undefined, pinned: ToolDefinition | undefined): string | undefined } {
     const nowMs = Date.parse(now);
     const within = (t: UpstreamToolState | undefined): number[] => (t?.changes ?? []).map((at) => Date.parse(at)).filter((ms) => nowMs - ms < DRIFT_WINDOW_MS);
-    // The upstream's changes within the window, and the oldest of them: when the window frees a place (this sync's own
-    // changes are at `now`).
-    let count = 0;
-    let oldest = nowMs;
+    // The upstream's first sightings and changes within the window, and the oldest of each: when the window frees a
+    // place (this sync's own are at `now`).
+    const counts = { first: { n: 0, oldest: nowMs }, change: { n: 0, oldest: nowMs } };
     for (const t of state.tools.values()) {
+      const firstMs = Date.parse(t.firstSeen);
       for (const ms of within(t)) {
-        count++;
-        oldest = Math.min(oldest, ms);
+        const c = ms === firstMs ? counts.first : counts.change;
+        c.n++;
+        c.oldest = Math.min(c.oldest, ms);
       }
     }
     return {
@@ -232,8 +270,9 @@ export class UpstreamRegistry {
         const undecided = t !== undefined && (t.vanished || pendingDrift(t, pinned ? contentHash(pinned) : undefined) !== undefined);
         const mine = within(t);
         if (undecided && mine.length >= CHANGE_HISTORY) return new Date((mine[0] as number) + DRIFT_WINDOW_MS).toISOString();
-        if (count >= MAX_UPSTREAM_TOOLS) return new Date(oldest + DRIFT_WINDOW_MS).toISOString();
-        count++;
+        const c = t === undefined ? counts.first : counts.change;
+        if (c.n >= MAX_UPSTREAM_TOOLS) return new Date(c.oldest + DRIFT_WINDOW_MS).toISOString();
+        c.n++;
         return undefined;
       },
     };

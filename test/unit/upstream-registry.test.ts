@@ -94,6 +94,53 @@ describe('candidates', () => {
   });
 });
 
+describe('namespaces', () => {
+  it('are read whole once, then only from where the last read ended; concurrent askers share one read', async () => {
+    const read: number[] = [];
+    const counting: EventStore = { ...store, readAll: async (o) => {
+      const page = await store.readAll(o);
+      read.push(page.length);
+      return page;
+    } };
+    const r = new UpstreamRegistry({ store: counting, commands, definitions: inlineDefinitions(), clock: testClock(true) });
+    await r.sync('fx', [echo(), echo({ name: 'other' })], 't');
+    expect(await r.namespaces()).toEqual(['fx']);
+    expect(read).toEqual([3, 0]); // the registration and two drift events, then the end
+    read.length = 0;
+    await r.register('ab', TARGET, ACCESS, 'none', 'tester');
+    const [one, two] = await Promise.all([r.namespaces(), r.namespaces()]);
+    expect([one, two]).toEqual([['ab', 'fx'], ['ab', 'fx']]);
+    expect(read).toEqual([1, 0]); // only the new registration, once for both
+    await r.remove('ab', 'gone', 'tester');
+    expect(await r.namespaces()).toEqual(['ab', 'fx']); // a removed upstream keeps its name (SPEC §7 lists it as removed)
+  });
+});
+
+describe('load', () => {
+  it('reads a namespace\'s stream whole once, then only what was appended; a state handed out does not change after', async () => {
+    const read: number[] = [];
+    const counting: EventStore = { ...store, readStream: async (id, o) => {
+      const events = await store.readStream(id, o);
+      read.push(events.length);
+      return events;
+    } };
+    const r = new UpstreamRegistry({ store: counting, commands, definitions: inlineDefinitions(), clock: testClock(true) });
+    await reg.sync('fx', [echo()], 't');
+    const first = await r.load('fx');
+    expect([first.revision, first.state?.tools.size, read]).toEqual([1, 1, [2]]);
+    await reg.sync('fx', [echo(), echo({ name: 'other' })], 't');
+    read.length = 0;
+    // Loads racing each other apply the new event once, in turn; each gets the same answer.
+    const [a, b] = await Promise.all([r.load('fx'), r.load('fx')]);
+    expect(read).toEqual([1, 0]);
+    expect([a.revision, b.revision, a.state?.tools.size, b.state?.tools.size]).toEqual([2, 2, 2, 2]);
+    expect(first.state?.tools.size).toBe(1); // the copy handed out before
+    // The kept fold equals a fold of the whole stream, read by a registry that kept nothing.
+    const whole = await new UpstreamRegistry({ store, commands, definitions: inlineDefinitions() }).load('fx');
+    expect(a).toEqual(whole);
+  });
+});
+
 describe('sync, approve, reject', () => {
   it('refuses a listing of more tools than a sync takes, and records nothing of it', async () => {
     const many = Array.from({ length: MAX_UPSTREAM_TOOLS + 1 }, (_, i) => echo({ name: `t${i}` }));
@@ -262,15 +309,29 @@ describe('how often an upstream\'s changes are recorded (DRIFT_WINDOW_MS)', () =
     expect((await still.sync('st', [changed(1)], 't')).drift).toHaveLength(1);
   });
 
-  it('one upstream records at most MAX_UPSTREAM_TOOLS changes per window: renaming every tool records nothing more', async () => {
-    const named = (prefix: string) => Array.from({ length: MAX_UPSTREAM_TOOLS }, (_, i) => echo({ name: `${prefix}${i}` }));
+  const named = (prefix: string) => Array.from({ length: MAX_UPSTREAM_TOOLS }, (_, i) => echo({ name: `${prefix}${i}` }));
+
+  it('one upstream records at most MAX_UPSTREAM_TOOLS first sightings and as many changes per window: renaming every tool again records only the vanishings', async () => {
     expect((await still.sync('st', named('a'), 't')).drift).toHaveLength(MAX_UPSTREAM_TOOLS);
     clock.advance(60_000);
     const renamed = await still.sync('st', named('b'), 't');
-    expect([renamed.drift.length, renamed.vanished.length, renamed.deferred.length]).toEqual([0, 0, 2 * MAX_UPSTREAM_TOOLS]);
+    // The new names are first sightings (that share is spent); the old names' vanishings are changes (it is not).
+    expect([renamed.drift.length, renamed.vanished.length, renamed.deferred.length]).toEqual([0, MAX_UPSTREAM_TOOLS, MAX_UPSTREAM_TOOLS]);
     expect(renamed.retryAt).toBe('2026-12-01T00:10:00.000Z');
+    clock.advance(60_000);
+    const again = await still.sync('st', named('c'), 't');
+    expect([again.drift.length, again.vanished.length]).toEqual([0, 0]);
     clock.advance(DRIFT_WINDOW_MS);
-    const later = await still.sync('st', named('b'), 't');
-    expect(later.drift.length + later.vanished.length).toBe(MAX_UPSTREAM_TOOLS);
+    const later = await still.sync('st', named('c'), 't');
+    expect(later.drift.length).toBe(MAX_UPSTREAM_TOOLS);
+  });
+
+  it('an upstream imported whole has its next change recorded at once, not a window later', async () => {
+    await still.sync('st', named('a'), 't');
+    clock.advance(60_000);
+    const tools = named('a');
+    tools[7] = echo({ name: 'a7', description: 'Echoes the message back, changed.' });
+    const r = await still.sync('st', tools, 't');
+    expect([r.drift.map((d) => d.tool), r.deferred]).toEqual([['st.a7'], []]);
   });
 });
