@@ -159,9 +159,12 @@ export class UpstreamPool {
     }
     const p = (async () => {
       let link: UpstreamLink | undefined;
-      const started = Date.now();
+      let started = Date.now();
       try {
         link = await this.link(ns);
+        // The pace (paceMs) is set by the sync's own work: connecting (a child's start, an HTTP session, once per link)
+        // made the first sync after a start count ~0.5 s more, and the next notice-driven sync wait 5 s more.
+        started = Date.now();
         const tools = await link.listTools();
         const r = await this.o.registry.sync(ns, tools, this.o.actor);
         this.o.log.info(

@@ -88,6 +88,35 @@ describe('pacing an upstream\'s syncs', () => {
     await pool.close();
   });
 
+  it('connecting is not the sync\'s work: a link that took 2 s to connect does not pace the next sync by 20 s', async () => {
+    vi.useFakeTimers();
+    const started: number[] = [];
+    const registry = {
+      sync: async () => {
+        started.push(Date.now());
+        await new Promise((r) => setTimeout(r, 100)); // the sync's own work: 100 ms
+        return { ns: 'fx', listed: 0, drift: [], refused: [], vanished: [], deferred: [], autoApproved: [] };
+      },
+    } as unknown as UpstreamRegistry;
+    const pool = new UpstreamPool({ registry, selection: 'all', env: {}, log: silentLog, actor: 'test', syncIntervalMs: 0, debounceMs: 1000 });
+    let connected = false;
+    pool.link = async () => {
+      if (!connected) await new Promise((r) => setTimeout(r, 2000)); // a child's start, once
+      connected = true;
+      return { listTools: async () => [], describe: String } as never;
+    };
+    const t0 = Date.now();
+    const first = pool.sync('fx');
+    await vi.advanceTimersByTimeAsync(2100); // connected at 2 s, synced by 2.1 s
+    await first;
+    pool.scheduleSync('fx');
+    await vi.advanceTimersByTimeAsync(1000);
+    // 2.1 s + 10 x 100 ms = 3.1 s: the debounce's second decides (10 x 2.1 s would have waited until 23.1 s).
+    expect(started.map((t) => t - t0)).toEqual([2000, 3100]);
+    await vi.advanceTimersByTimeAsync(100); // let it end: close() waits for a running sync
+    await pool.close();
+  });
+
   it('the one more sync asked for while one ran is paced too; closing the pool cuts its wait short', async () => {
     vi.useFakeTimers();
     const { registry, started } = slowRegistry();
