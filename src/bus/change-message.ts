@@ -14,8 +14,16 @@ export const encodeChange = (c: CatalogueChange): string =>
 
 export type DecodedMessage = { ok: true; change: CatalogueChange } | { ok: false; reason: string };
 
+/**
+ * A change message is ~200 bytes; one past this is refused before it is parsed (the topic may carry a megabyte in a
+ * message, and each would be parsed and held).
+ */
+export const MAX_CHANGE_MESSAGE_BYTES = 4096;
+
 export const decodeChange = (value: Buffer | string | null): DecodedMessage => {
   if (value === null) return { ok: false, reason: 'empty message' };
+  const bytes = typeof value === 'string' ? Buffer.byteLength(value) : value.length;
+  if (bytes > MAX_CHANGE_MESSAGE_BYTES) return { ok: false, reason: `${bytes} bytes, more than a change message's ${MAX_CHANGE_MESSAGE_BYTES}` };
   let json: unknown;
   try {
     json = JSON.parse(typeof value === 'string' ? value : value.toString('utf8'));

@@ -39,6 +39,24 @@ describe('change message codec', () => {
     expect(decodeChange(value).ok).toBe(false);
   });
 
+  it('refuses a message larger than a change message can be, naming its size, before parsing it', () => {
+    const big = JSON.stringify({ ...change('a', '1'), pad: 'x'.repeat(5000) });
+    expect(decodeChange(big)).toEqual({ ok: false, reason: `${Buffer.byteLength(big)} bytes, more than a change message's 4096` });
+    expect(decodeChange(Buffer.from(big)).ok).toBe(false);
+  });
+
+  it.each([
+    ['position', 257],
+    ['tool', 129],
+    ['version', 65],
+    ['at', 65],
+  ] as const)('refuses a %s of %i characters, one past its bound (readers keep positions to deduplicate)', (field, length) => {
+    const r = decodeChange(JSON.stringify({ ...change('a', '1'), [field]: 'x'.repeat(length) }));
+    expect(r.ok).toBe(false);
+    expect(r.ok ? '' : r.reason).toContain(field);
+    expect(decodeChange(JSON.stringify({ ...change('a', '1'), [field]: 'x'.repeat(length - 1) })).ok).toBe(true); // at the bound: taken
+  });
+
   it('refuses an empty (tombstone) message', () => {
     expect(decodeChange(null)).toEqual({ ok: false, reason: 'empty message' });
   });
