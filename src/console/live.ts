@@ -14,6 +14,12 @@ export interface LiveStreams {
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * Bytes a stream may hold unsent (its viewer not reading) before it is dropped: an update carries up to 50 tool names,
+ * and a viewer that never reads would otherwise keep every update of a bulk publish in this process's memory, each
+ * stalled viewer its own copy. The console's script connects again when its stream ends (1 s, doubling to 30 s).
+ */
+export const MAX_UNSENT_BYTES = 1024 * 1024;
 
 export const createLiveStreams = (reader: CatalogueReader, maxStreams = 256): LiveStreams => {
   const streams = new Map<ServerResponse, NodeJS.Timeout | undefined>();
@@ -22,13 +28,23 @@ export const createLiveStreams = (reader: CatalogueReader, maxStreams = 256): Li
     streams.delete(res);
     res.end();
   };
+  /** Write to every stream; one whose viewer has left this much unread is dropped, not written to. */
+  const send = (chunk: string): void => {
+    for (const res of [...streams.keys()]) {
+      if (res.writableLength <= MAX_UNSENT_BYTES) {
+        res.write(chunk);
+        continue;
+      }
+      clearTimeout(streams.get(res));
+      streams.delete(res);
+      res.destroy();
+    }
+  };
   const unsubscribe = reader.onUpdate((u) => {
     const data = JSON.stringify({ tools: [...new Set(u.tools)].slice(0, 50), position: u.position });
-    for (const res of streams.keys()) res.write(`event: catalogue\ndata: ${data}\n\n`);
+    send(`event: catalogue\ndata: ${data}\n\n`);
   });
-  const keepAlive = setInterval(() => {
-    for (const res of streams.keys()) res.write(': keep-alive\n\n');
-  }, 15_000);
+  const keepAlive = setInterval(() => send(': keep-alive\n\n'), 15_000);
   keepAlive.unref();
 
   return {
