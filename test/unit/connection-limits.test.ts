@@ -1,9 +1,10 @@
-import { createServer, request, type Server } from 'node:http';
+import { createServer, request } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Log } from '#app/log';
 import { defaultConnectionLimits, limitConnections, openFileLimit, resolveConnectionLimits } from '#http/connection-limits';
 import { readBody, refuseBusy } from '#http/guards';
+import { useListenerTeardown } from '../fixtures/listener-teardown.ts';
 import { describeFromManyAddresses } from '../fixtures/loopback-addresses.ts';
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
@@ -52,28 +53,21 @@ describe('defaultConnectionLimits', () => {
 });
 
 describeFromManyAddresses('limitConnections on a real listener', {}, () => {
-  let server: Server | undefined;
-  const sockets: Socket[] = [];
-  afterEach(async () => {
-    for (const s of sockets.splice(0)) s.destroy();
-    server?.closeAllConnections();
-    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
-    server = undefined;
-  });
+  const held = useListenerTeardown();
 
   const warnings: Record<string, unknown>[] = [];
   const log = { warn: (o: Record<string, unknown>) => warnings.push(o), info: () => undefined, error: () => undefined, debug: () => undefined } as unknown as Log;
 
   const start = async (max: number, perPeer: number, bodies = { max: 256 * 1024, perPeer: 128 * 1024 }) => {
     let served = 0;
-    server = createServer((req, res) => {
+    const server = (held.server = createServer((req, res) => {
       served++;
       if (req.method !== 'POST') return void res.end('ok');
       // A client that goes away mid-body: readBody rejects (aborted).
       readBody(req).then((b) => (b.ok ? res.end(`read ${b.text.length}`) : refuseBusy(req, res, { error: 'busy' in b ? b.busy : 'too large' })), () => undefined);
-    });
+    }));
     const counts = limitConnections(server, { max, perPeer, bodies }, log);
-    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     return { port: (server.address() as AddressInfo).port, counts, served: () => served };
   };
 
@@ -81,7 +75,7 @@ describeFromManyAddresses('limitConnections on a real listener', {}, () => {
   const hold = async (port: number, from: string, counts: () => { open: number }): Promise<Socket> => {
     const before = counts().open;
     const s = connect({ port, host: '127.0.0.1', localAddress: from });
-    sockets.push(s);
+    held.sockets.push(s);
     s.on('error', () => undefined);
     await new Promise<void>((r) => s.once('connect', () => r()));
     s.write('POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n');
@@ -134,7 +128,7 @@ describeFromManyAddresses('limitConnections on a real listener', {}, () => {
   /** Sends `sent` bytes of a declared `declared`-byte body from `from` and holds the connection: what came back so far. */
   const partial = async (port: number, from: string, sent: number, declared: number) => {
     const s = connect({ port, host: '127.0.0.1', localAddress: from });
-    sockets.push(s);
+    held.sockets.push(s);
     let answer = '';
     s.on('data', (c: Buffer) => (answer += c.toString('latin1')));
     s.on('error', () => undefined);

@@ -3,19 +3,14 @@
  * process hold every update for it. Driven by a fake reader (only `onUpdate` and `position` are used) so updates can
  * be made as fast and as large as a bulk publish makes them; the viewers are real sockets on a real server.
  */
-import { createServer, request, type Server, type ServerResponse } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { createServer, request, type ServerResponse } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { describe, expect, it } from 'vitest';
 import type { CatalogueReader, CatalogueUpdate } from '#app/catalogue-reader';
 import { createLiveStreams, MAX_UNSENT_BYTES } from '#console/live';
+import { useListenerTeardown } from '../fixtures/listener-teardown.ts';
 
-let server: Server | undefined;
-const sockets: Socket[] = [];
-afterEach(async () => {
-  for (const s of sockets.splice(0)) s.destroy();
-  server?.closeAllConnections();
-  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
-});
+const held = useListenerTeardown();
 
 describe('console change stream', () => {
   it('drops a viewer that leaves more than MAX_UNSENT_BYTES unread; a viewer that reads keeps its stream', async () => {
@@ -23,16 +18,16 @@ describe('console change stream', () => {
     const reader = { position: '1', onUpdate: (l: (u: CatalogueUpdate) => void) => ((emit = l), () => undefined) } as unknown as CatalogueReader;
     const live = createLiveStreams(reader, 8);
     const opened: ServerResponse[] = [];
-    server = createServer((req, res) => {
+    const server = (held.server = createServer((req, res) => {
       opened.push(res);
       live.open(req, res);
-    });
-    await new Promise<void>((r) => server?.listen(0, '127.0.0.1', () => r()));
+    }));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     const { port } = server.address() as AddressInfo;
 
     // A viewer that sends its request and never reads a byte.
     const stalled = connect(port, '127.0.0.1');
-    sockets.push(stalled);
+    held.sockets.push(stalled);
     stalled.pause();
     stalled.write(`GET /console/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Viewer: stalled\r\n\r\n`);
     // A viewer that reads.
