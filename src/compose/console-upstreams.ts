@@ -11,8 +11,8 @@ export const consoleUpstreams = (registry: UpstreamRegistry, pool: UpstreamPool 
     const links = (await pool?.statuses()) ?? {};
     const out: UpstreamView[] = [];
     for (const ns of await registry.namespaces()) {
-      const s = await registry.summary(ns);
-      const pending = (s.status === 'active' ? await registry.pending(ns) : []).map((d) => {
+      const s = await registry.overview(ns);
+      const pending = s.pending.map((d) => {
         const newer = pool?.changeWaitingFor(ns, d.tool);
         return newer === undefined ? d : { ...d, newerWaiting: newer };
       });

@@ -304,11 +304,14 @@ export class UpstreamRegistry {
     return out;
   }
 
-  /** The pending candidates of a state already loaded (`load`), in tool name order. */
-  async pendingIn(state: UpstreamState): Promise<PendingView[]> {
+  /**
+   * The pending candidates of a state already loaded (`load`), in tool name order. `pinnedOf` gives a tool's pinned
+   * version (default: read from its stream, one read per tool).
+   */
+  async pendingIn(state: UpstreamState, pinnedOf: (tool: string) => Promise<ToolDefinition | undefined> = (t) => this.pinned(t)): Promise<PendingView[]> {
     const out: PendingView[] = [];
     for (const t of [...state.tools.values()].sort((a, b) => (a.tool < b.tool ? -1 : 1))) {
-      const pinned = await this.pinned(t.tool);
+      const pinned = await pinnedOf(t.tool);
       const d = pendingDrift(t, pinned ? contentHash(pinned) : undefined);
       if (!d) continue;
       const diff = pinned ? textDiff(pinned, d.candidate) : undefined;
@@ -411,14 +414,23 @@ export class UpstreamRegistry {
 
   /** One row of `estate upstream list` (status is the registration's; a serving process adds up/down). */
   async summary(ns: string): Promise<{ ns: string; transport: string; target: string; tools: number; pending: number; status: string }> {
+    const o = await this.overview(ns);
+    return { ns, transport: o.transport, target: o.target, tools: o.tools, pending: o.pending.length, status: o.status };
+  }
+
+  /**
+   * The summary with its pending candidates (the console's row), each tool's pinned version read once: the console
+   * asked for the summary and then the pending list, three reads per tool (~70-100 ms a page beside a 1,000-tool
+   * upstream).
+   */
+  async overview(ns: string): Promise<{ ns: string; transport: string; target: string; tools: number; pending: PendingView[]; status: string }> {
     const { state } = await this.load(ns);
     if (!state) throw new DomainError('not-found', 'unknown-upstream', `unknown upstream '${ns}'`);
-    let tools = 0;
-    for (const t of state.tools.keys()) {
-      const pinned = await this.pinned(t);
-      if (pinned && state.status === 'active') tools++;
-    }
-    const pending = state.status === 'active' ? (await this.pendingIn(state)).length : 0;
+    const pinned = new Map<string, ToolDefinition | undefined>();
+    for (const t of state.tools.keys()) pinned.set(t, await this.pinned(t));
+    const active = state.status === 'active';
+    const tools = active ? [...pinned.values()].filter((d) => d !== undefined).length : 0;
+    const pending = active ? await this.pendingIn(state, (t) => Promise.resolve(pinned.get(t))) : [];
     return { ns, transport: state.target.transport, target: describeTarget(state.target), tools, pending, status: state.status };
   }
 }

@@ -141,6 +141,27 @@ describe('load', () => {
   });
 });
 
+describe('overview', () => {
+  it('is the summary with its pending candidates, each tool\'s pinned version read once', async () => {
+    await reg.sync('fx', [echo(), echo({ name: 'other' })], 't');
+    await reg.approveOne('fx', 'fx.echo', { by: 't' });
+    await reg.sync('fx', [echo({ description: 'Echoes, changed.' }), echo({ name: 'other' })], 't');
+    const toolReads: string[] = [];
+    const counting: EventStore = { ...store, readStream: (id, o) => {
+      if (id.startsWith('tool-')) toolReads.push(id);
+      return store.readStream(id, o);
+    } };
+    const r = new UpstreamRegistry({ store: counting, commands: new CommandHandler({ store: counting }), definitions: inlineDefinitions(), clock: testClock(true) });
+    const o = await r.overview('fx');
+    expect(toolReads.sort()).toEqual(['tool-fx.echo', 'tool-fx.other']);
+    expect(o.pending).toEqual(await reg.pending('fx'));
+    expect(o.pending.map((p) => p.tool)).toEqual(['fx.echo', 'fx.other']);
+    const { pending, ...rest } = o;
+    expect(await reg.summary('fx')).toEqual({ ...rest, pending: pending.length });
+    expect(rest.tools).toBe(1);
+  });
+});
+
 describe('sync, approve, reject', () => {
   it('refuses a listing of more tools than a sync takes, and records nothing of it', async () => {
     const many = Array.from({ length: MAX_UPSTREAM_TOOLS + 1 }, (_, i) => echo({ name: `t${i}` }));
