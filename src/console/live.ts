@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CatalogueReader } from '#app/catalogue-reader';
+import { overUnsentBound } from '#http/unsent';
 
 export interface LiveStreams {
   /** Open a stream for a viewer whose credential expires at `expiresAt` (seconds since the epoch), if ever. */
@@ -14,13 +15,6 @@ export interface LiveStreams {
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/**
- * Bytes a stream may hold unsent (its viewer not reading) before it is dropped: an update carries up to 50 tool names,
- * and a viewer that never reads would otherwise keep every update of a bulk publish in this process's memory, each
- * stalled viewer its own copy. The console's script connects again when its stream ends (1 s, doubling to 30 s).
- */
-export const MAX_UNSENT_BYTES = 1024 * 1024;
-
 export const createLiveStreams = (reader: CatalogueReader, maxStreams = 256): LiveStreams => {
   const streams = new Map<ServerResponse, NodeJS.Timeout | undefined>();
   const end = (res: ServerResponse): void => {
@@ -28,10 +22,14 @@ export const createLiveStreams = (reader: CatalogueReader, maxStreams = 256): Li
     streams.delete(res);
     res.end();
   };
-  /** Write to every stream; one whose viewer has left this much unread is dropped, not written to. */
+  /**
+   * Write to every stream; one whose viewer has left more than MAX_UNSENT_BYTES unread (an update carries up to 50 tool
+   * names; a bulk publish makes many) is dropped, not written to. The console's script connects again when its stream
+   * ends (1 s, doubling to 30 s).
+   */
   const send = (chunk: string): void => {
     for (const res of [...streams.keys()]) {
-      if (res.writableLength <= MAX_UNSENT_BYTES) {
+      if (!overUnsentBound(res)) {
         res.write(chunk);
         continue;
       }

@@ -10,12 +10,16 @@
  * before it is written, so a client whose stream broke reconnects with `GET` and `Last-Event-ID`; while the call runs,
  * that GET is answered here (what it missed, then the rest as it comes); once the call has ended, the SDK transport
  * replays the buffer as it does for its own streams. A client that went away costs nothing more: the call runs to its
- * end and is recorded, and its messages wait in the (bounded) buffer.
+ * end and is recorded, and its messages wait in the (bounded) buffer. So does a client that stays connected but does
+ * not read: past MAX_UNSENT_BYTES unread (#http/unsent) nothing more is written to it until it reads, and after
+ * STALL_MS of reading nothing it is dropped. One call may send 1,000 log lines of 8 KiB and 10,000 progress
+ * notifications; without the bound they all waited in this process's memory for such a client, call by call.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
+import { overUnsentBound, STALL_MS } from '#http/unsent';
 import { failure, INTERNAL_ERROR, type JsonRpcCall, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
 import { refusedAsSdk, type SessionJsonOptions } from './session-json.ts';
 import type { ReplayBuffer } from './sse-replay-store.ts';
@@ -38,6 +42,8 @@ export interface CallStreamOptions {
   priming: boolean;
   /** Called once, when the stream has sent its answer or was ended with the session. */
   onEnd(): void;
+  /** How long a connection that fell behind (MAX_UNSENT_BYTES unread) may read nothing before it is dropped. */
+  stallMs?: number;
 }
 
 const eventText = (id: string, json: string): string => `event: message\nid: ${id}\ndata: ${json}\n\n`;
@@ -57,6 +63,12 @@ export class CallStream {
   private hold: NodeJS.Timeout | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
   private ended = false;
+  /** The id of the last event written to the open connection. */
+  private sent: string | undefined;
+  /** Set while the open connection holds more than MAX_UNSENT_BYTES unread: nothing more is written until it drains. */
+  private stalled: NodeJS.Timeout | undefined;
+  /** The answer's event id, once the call has ended while its connection was behind. */
+  private answerId: string | undefined;
 
   constructor(private readonly o: CallStreamOptions) {}
 
@@ -68,8 +80,10 @@ export class CallStream {
     res.cork();
     this.corked = true;
     this.hold = setTimeout(() => this.uncork(), HOLD_MS);
-    if (this.o.priming) res.write(`id: ${this.o.buffer.record(this.streamId, PRIMING)}\ndata: \n\n`);
-    else {
+    if (this.o.priming) {
+      this.sent = this.o.buffer.record(this.streamId, PRIMING);
+      res.write(`id: ${this.sent}\ndata: \n\n`);
+    } else {
       // Nothing to send yet: the client sees its stream open at once.
       this.uncork();
       res.flushHeaders();
@@ -78,23 +92,65 @@ export class CallStream {
 
   /** A message for the call (a notification or a request to the client), kept for replay and sent if connected. */
   send(message: JsonRpcCall): void {
-    const event = this.keep(message);
-    if (event === null || !this.out || this.out.destroyed) return;
-    this.out.write(event);
+    const kept = this.keep(message);
+    if (kept === null) return;
+    this.deliver(kept.id, kept.event);
     this.uncork();
   }
 
   /** The call's answer: kept, sent, and the stream ends. */
   finish(answer: JsonRpcResponse): void {
-    const event = this.keep(answer);
-    if (event !== null) this.endWith(event);
+    const kept = this.keep(answer);
+    if (kept !== null) this.endWith(kept);
   }
 
-  /** Keeps a message in the replay buffer; its event as written, or null once the stream has ended. */
-  private keep(message: JsonRpcCall | JsonRpcResponse): string | null {
+  /** Keeps a message in the replay buffer; its id and event as written, or null once the stream has ended. */
+  private keep(message: JsonRpcCall | JsonRpcResponse): { id: string; event: string } | null {
     if (this.ended) return null;
     const json = JSON.stringify(message);
-    return eventText(this.o.buffer.record(this.streamId, json), json);
+    const id = this.o.buffer.record(this.streamId, json);
+    return { id, event: eventText(id, json) };
+  }
+
+  /**
+   * Writes an event to the open connection, unless its client has left more than MAX_UNSENT_BYTES unread: then the
+   * event waits in the replay buffer (with whatever else comes meanwhile) until the connection drains.
+   */
+  private deliver(id: string, event: string): void {
+    const res = this.out;
+    if (!res || res.destroyed || this.stalled) return;
+    if (overUnsentBound(res)) return this.fallBehind(res);
+    res.write(event);
+    this.sent = id;
+  }
+
+  /**
+   * Nothing more is written until the client reads what it has (`drain`); then what it has not been sent is written
+   * from the replay buffer. A client that reads nothing for stallMs is dropped: it may reconnect with Last-Event-ID.
+   */
+  private fallBehind(res: ServerResponse): void {
+    this.stalled = setTimeout(() => res.destroy(), this.o.stallMs ?? STALL_MS);
+    res.once('drain', () => this.catchUp(res));
+  }
+
+  /** Writes what the connection has not been sent yet (what the buffer still keeps of it), and the end if it came. */
+  private catchUp(res: ServerResponse): void {
+    if (this.out !== res || res.destroyed) return;
+    clearTimeout(this.stalled);
+    this.stalled = undefined;
+    for (const e of this.o.buffer.following(this.streamId, this.sent ?? '0')) {
+      if (e.text === PRIMING) continue;
+      if (overUnsentBound(res)) return this.fallBehind(res);
+      res.write(eventText(e.id, e.text));
+      this.sent = e.id;
+    }
+    if (!this.ended) return;
+    this.stopTimers();
+    this.out = null;
+    // The answer sent: the stream ends. Pushed out of the session's buffer by its other streams before it could be: the
+    // connection is dropped, not ended as if the call had no answer.
+    if (this.sent === this.answerId) res.end();
+    else res.destroy();
   }
 
   /** Whether a client connection is still open on this stream. */
@@ -110,8 +166,13 @@ export class CallStream {
     this.stopTimers();
     this.attach(res);
     res.writeHead(200, HEAD(this.o.sessionId));
+    this.sent = lastEventId;
     let missed = '';
-    for (const e of this.o.buffer.after(lastEventId)) if (e.text !== PRIMING) missed += eventText(e.id, e.text);
+    for (const e of this.o.buffer.after(lastEventId)) {
+      if (e.text === PRIMING) continue;
+      missed += eventText(e.id, e.text);
+      this.sent = e.id;
+    }
     if (missed) res.write(missed);
     else res.flushHeaders();
   }
@@ -136,7 +197,8 @@ export class CallStream {
     clearInterval(this.keepAlive);
     this.keepAlive = setInterval(() => {
       const res = this.out;
-      if (res && !res.destroyed) res.write(': keepalive\n\n');
+      // A connection that has fallen behind has bytes waiting already: it needs no keep-alive.
+      if (res && !res.destroyed && !this.stalled) res.write(': keepalive\n\n');
     }, this.o.keepAliveMs);
     this.keepAlive.unref();
   }
@@ -154,21 +216,43 @@ export class CallStream {
     this.hold = undefined;
     clearInterval(this.keepAlive);
     this.keepAlive = undefined;
+    clearTimeout(this.stalled);
+    this.stalled = undefined;
     this.corked = false;
   }
 
-  /** Ends the stream, with a last event or none; end() also sends whatever was held (Node uncorks on end). */
-  private endWith(event?: string): void {
+  /**
+   * Ends the stream, with its answer or none. A connection that has fallen behind gets the answer from the buffer
+   * once it drains (catchUp), or is dropped if it never does; its client can still fetch it with Last-Event-ID.
+   */
+  private endWith(answer?: { id: string; event: string }): void {
     this.ended = true;
-    this.stopTimers();
+    clearTimeout(this.hold);
+    this.hold = undefined;
+    clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
     const res = this.out;
-    this.out = null;
     if (res && !res.destroyed) {
-      if (event === undefined) res.end();
-      else res.end(event);
+      if (this.stalled && answer !== undefined) {
+        // Left open for catchUp, which ends it; the session forgets the call now (a reconnect is the SDK's to replay).
+        this.answerId = answer.id;
+        this.o.onEnd();
+        return;
+      }
+      // end() also sends whatever was held (Node uncorks on end). A client that is not reading is not waited for.
+      if (answer === undefined) {
+        if (this.stalled) res.destroy();
+        else res.end();
+      } else {
+        this.sent = answer.id;
+        res.end(answer.event);
+      }
     }
+    this.stopTimers();
+    this.out = null;
     this.o.onEnd();
   }
+
 }
 
 /** The first revision whose clients take a priming event (empty data); the SDK transport's rule. */

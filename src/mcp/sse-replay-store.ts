@@ -23,6 +23,11 @@ export interface ReplayBuffer {
   streamOf(eventId: string): string | undefined;
   /** The events of `eventId`'s stream kept after it, oldest first (none if the id is no longer kept). */
   after(eventId: string): { id: string; text: string }[];
+  /**
+   * The events of `streamId` kept with a later id than `eventId`, oldest first, even when `eventId` itself is no longer
+   * kept (ids ascend as numbers): what a connection that fell behind still has to be sent (session-stream.ts).
+   */
+  following(streamId: string, eventId: string): { id: string; text: string }[];
 }
 
 export type ReplayStore = SdkEventStore & Required<Pick<SdkEventStore, 'getStreamIdForEventId'>> & ReplayBuffer;
@@ -50,6 +55,10 @@ export const createReplayStore = (capacity = 1000, maxChars = REPLAY_CHARS): Rep
     record,
     streamOf: (eventId) => events[indexOf(eventId)]?.streamId,
     after,
+    following: (streamId, eventId) => {
+      const from = Number(eventId);
+      return events.filter((e) => e.streamId === streamId && Number(e.id) > from);
+    },
     storeEvent(streamId, message) {
       return Promise.resolve(record(streamId, JSON.stringify(message)));
     },

@@ -7,7 +7,8 @@ import { createServer, request, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { CatalogueReader, CatalogueUpdate } from '#app/catalogue-reader';
-import { createLiveStreams, MAX_UNSENT_BYTES } from '#console/live';
+import { createLiveStreams } from '#console/live';
+import { MAX_UNSENT_BYTES } from '#http/unsent';
 import { useListenerTeardown } from '../fixtures/listener-teardown.ts';
 
 const held = useListenerTeardown();
