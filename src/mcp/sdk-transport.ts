@@ -15,6 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ReadableStreamDefaultReader, ReadableStreamReadResult } from 'node:stream/web';
 import { sendJson } from '#http/send-json';
+import { STALL_MS } from '#http/unsent';
 import { failure, INTERNAL_ERROR } from './jsonrpc.ts';
 
 type SdkServer = typeof import('@modelcontextprotocol/server');
@@ -67,7 +68,17 @@ const internalError = (res: ServerResponse): void => {
  * stream: when the transport closes it or the client goes away, which cancels it). `parsedBody`: the POST's message, as
  * Estate already read and checked it (the transport then does not read the body).
  */
-export const serveOverNode = async (transport: SdkTransport, req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): Promise<void> => {
+export interface ServeOverNodeOptions {
+  /**
+   * How long an event stream may wait for its client to read (drain) before it is dropped; STALL_MS by default. While
+   * it waits, the transport holds what is sent to that stream (its web stream's queue, unbounded).
+   */
+  stallMs?: number;
+  /** Counts the bytes of the answer written to the response, as they are (what the transport holds is what is not). */
+  written?: { bytes: number };
+}
+
+export const serveOverNode = async (transport: SdkTransport, req: IncomingMessage, res: ServerResponse, parsedBody?: unknown, o: ServeOverNodeOptions = {}): Promise<void> => {
   let response: Response;
   try {
     response = await transport.handleRequest(requestOf(req), parsedBody === undefined ? {} : { parsedBody });
@@ -76,25 +87,32 @@ export const serveOverNode = async (transport: SdkTransport, req: IncomingMessag
     return internalError(res);
   }
   try {
-    await writeResponse(response, res);
+    await writeResponse(response, res, o);
   } catch (e) {
     transport.onerror?.(e instanceof Error ? e : new Error(String(e)));
     internalError(res);
   }
 };
 
-const drained = (res: ServerResponse): Promise<void> =>
+/** Resolves when the client has read what was written (drain), or went away, or read nothing for `stallMs` (dropped). */
+const drained = (res: ServerResponse, stallMs: number): Promise<void> =>
   new Promise<void>((resume) => {
     const go = (): void => {
+      clearTimeout(stalled);
       res.off('drain', go);
       res.off('close', go);
       resume();
     };
+    const stalled = setTimeout(() => {
+      res.destroy();
+      go();
+    }, stallMs);
     res.on('drain', go);
     res.on('close', go);
   });
 
-const writeResponse = async (response: Response, res: ServerResponse): Promise<void> => {
+const writeResponse = async (response: Response, res: ServerResponse, o: ServeOverNodeOptions): Promise<void> => {
+  const written = o.written ?? { bytes: 0 };
   const head: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     head[name] = value;
@@ -131,10 +149,11 @@ const writeResponse = async (response: Response, res: ServerResponse): Promise<v
       if (res.destroyed) return cancel();
       const next = readSoon(reader);
       const ready = await nowOrNull(next);
+      written.bytes += piece.value.length;
       // The last piece and the end of the stream in one write.
       if (ready?.done) return void res.end(piece.value);
-      // A slow reader: wait for the socket to drain (or go away) before taking more from the transport.
-      if (!res.write(piece.value)) await drained(res);
+      // A slow reader: wait for the socket to drain (or go away, or stall) before taking more from the transport.
+      if (!res.write(piece.value)) await drained(res, o.stallMs ?? STALL_MS);
       piece = ready ?? (await next);
     }
     if (!res.destroyed) res.end();

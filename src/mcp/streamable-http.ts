@@ -13,6 +13,7 @@ import type { Principal } from '#domain/types';
 import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson, sendJsonText } from '#http/send-json';
+import { MAX_UNSENT_BYTES } from '#http/unsent';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
 import { createSdkTransport, loadSdkTransport, serveOverNode } from './sdk-transport.ts';
@@ -52,6 +53,8 @@ export interface StreamableHttp {
 }
 
 const SESSION_NOT_FOUND = -32001;
+/** Bytes the SDK transport adds around a message's JSON in an event without an id: `event: message\ndata: ` and `\n\n`. */
+const SSE_EVENT_FRAMING = 23;
 export const FORBIDDEN = -32000;
 
 export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp => {
@@ -106,20 +109,38 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
     await serveOverNode(transport, req, res, raw);
   };
 
-  /** A tools/call that asked for progress or log messages: answered as an event stream by a per-request SDK transport. */
+  /**
+   * A tools/call that asked for progress or log messages: answered as an event stream by a per-request SDK transport.
+   * A client that stops reading is not sent more than MAX_UNSENT_BYTES of them: past that, what the transport holds
+   * for it (`handed` less `written`) plus what Node holds for its socket, further notifications are dropped (a stateless
+   * stream has nothing to resume from; the answer is always sent), and a client that reads nothing for STALL_MS is
+   * dropped (serveOverNode), which cancels the call. One call may send 1,000 log lines of 8 KiB and 10,000 progress
+   * notifications: without the bound they all waited in this process's memory for such a client, call by call.
+   */
   const streamStateless = async (req: IncomingMessage, res: ServerResponse, raw: unknown, ctx: StatelessContext): Promise<void> => {
     await loadSdkTransport();
     const transport = createSdkTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
+    const written = { bytes: 0 };
+    let handed = 0;
+    let dropped = 0;
     transport.onmessage = (m) => {
       const request = m as unknown as JsonRpcRequest;
-      const notify = (n: JsonRpcNotification) => void transport.send(n as JSONRPCMessage, { relatedRequestId: request.id }).catch(() => undefined);
+      const notify = (n: JsonRpcNotification): void => {
+        if (handed - written.bytes + res.writableLength > MAX_UNSENT_BYTES) {
+          if (dropped++ === 0) core.log.debug({ method: n.method }, 'a stateless call stream\'s client is not reading: its notifications are dropped');
+          return;
+        }
+        // The transport's event: `event: message\ndata: <json>\n\n` (no id: a stateless stream is not resumable).
+        handed += SSE_EVENT_FRAMING + Buffer.byteLength(JSON.stringify(n));
+        void transport.send(n as JSONRPCMessage, { relatedRequestId: request.id }).catch(() => undefined);
+      };
       void handleStateless(core, request, { ...ctx, notify })
         .then((out) => (out.kind === 'response' ? transport.send(out.response as JSONRPCMessage) : undefined))
         .catch((e: unknown) => core.log.error({ err: e }, 'stateless stream failed'));
     };
     res.on('close', () => void transport.close().catch(() => undefined));
     await transport.start();
-    await serveOverNode(transport, req, res, raw);
+    await serveOverNode(transport, req, res, raw, { written });
   };
 
   const stateful = async (req: IncomingMessage, res: ServerResponse, raw: unknown, bytes: number): Promise<void> => {

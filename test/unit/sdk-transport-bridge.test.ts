@@ -1,8 +1,9 @@
 /**
  * Estate's node:http bridge for the SDK's web-standard transport (src/mcp/sdk-transport.ts), with the real transport on
  * a real loopback server: an event stream's head goes out before its answer exists and each piece as it comes; a client
- * that goes away ends the bridge (the transport then drops that stream's answer); a transport that throws is a 500 with a JSON-RPC
- * error, reported to its onerror; hostile header bytes break nothing.
+ * that goes away ends the bridge (the transport then drops that stream's answer); a client that stops reading is dropped
+ * after the stall time; a transport that throws is a 500 with a JSON-RPC error, reported to its onerror; hostile header
+ * bytes break nothing.
  */
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -110,6 +111,26 @@ describe('the SDK transport over node:http', () => {
     await served;
     // The bridge ended (it resolved above) and cancelled the stream, so the transport drops the answer quietly.
     await expect(answer()).resolves.toBeUndefined();
+  });
+
+  it('drops a client that stops reading once it has read nothing for the stall time, and ends', async () => {
+    let flood!: () => Promise<void>;
+    const transport = await transportFor((t, id) => {
+      flood = async () => {
+        for (let i = 0; i < 2000; i++) await t.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `${i}:${'x'.repeat(8 * 1024)}` } }, { relatedRequestId: id });
+      };
+    });
+    let served!: Promise<void>;
+    let response!: ServerResponse;
+    const port = await serve((req, res) => {
+      response = res;
+      return (served = serveOverNode(transport, req, res, CALL, { stallMs: 200 }));
+    });
+    const res = await post(port);
+    res.pause(); // and never read again
+    await flood(); // 16 MB: more than the sockets' buffers hold
+    await served;
+    expect(response.destroyed).toBe(true);
   });
 
   it('answers 500 with a JSON-RPC error when the transport throws, and tells its onerror', async () => {
