@@ -50,8 +50,8 @@ export class UpstreamPool {
   private readonly followUps = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   /** The waits of syncs asked for while one ran (paced): cut short when the pool closes. */
   private readonly pacing = new Set<() => void>();
-  /** What each upstream's last sync saw and left for later (SyncResult.deferred, retryAt). */
-  private readonly waiting = new Map<string, { tools: ReadonlySet<string>; retryAt?: string }>();
+  /** What each upstream's last sync saw and left for later, each tool with when it may be recorded (deferredUntil). */
+  private readonly waiting = new Map<string, ReadonlyMap<string, string>>();
   /** When each upstream's last sync ended and how long it took: list_changed syncs are paced by it. */
   private readonly lastSync = new Map<string, { endedAt: number; tookMs: number }>();
   private closed = false;
@@ -171,7 +171,7 @@ export class UpstreamPool {
           { upstream: ns, listed: r.listed, drift: r.drift.length, refused: r.refused.length, vanished: r.vanished.length, deferred: r.deferred.length, autoApproved: r.autoApproved },
           'upstream synced',
         );
-        this.waiting.set(ns, { tools: new Set(r.deferred), ...(r.retryAt !== undefined ? { retryAt: r.retryAt } : {}) });
+        this.waiting.set(ns, new Map(Object.entries(r.deferredUntil)));
         if (r.retryAt !== undefined) this.followUp(ns, Date.parse(r.retryAt));
       } catch (e) {
         // Without a link the MCP client is not even loaded: the failure cannot be one of its errors.
@@ -272,13 +272,12 @@ export class UpstreamPool {
 
   /** Changes the last sync of `ns` saw and has not recorded yet (metrics' `estate_upstream_changes_waiting`). */
   changesWaiting(ns: string): number {
-    return this.waiting.get(ns)?.tools.size ?? 0;
+    return this.waiting.get(ns)?.size ?? 0;
   }
 
   /** When a change of `tool` the last sync saw but left for later is recorded; undefined if none waits. */
   changeWaitingFor(ns: string, tool: string): string | undefined {
-    const w = this.waiting.get(ns);
-    return w?.tools.has(tool) ? w.retryAt : undefined;
+    return this.waiting.get(ns)?.get(tool);
   }
 
   /** Per served upstream with a link: connected and its breaker closed (metrics' `estate_upstream_up`). */

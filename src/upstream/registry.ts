@@ -42,7 +42,10 @@ export interface SyncResult {
    * on, if the upstream still lists it so.
    */
   deferred: string[];
+  /** The earliest of deferredUntil's times: a sync then records at least one of them. */
   retryAt?: string;
+  /** When each deferred tool's change may be recorded: each waits on its own count or its upstream's, not the earliest. */
+  deferredUntil: Record<string, string>;
   /** Candidates published by `--auto-approve schema-minor`. */
   autoApproved: { tool: string; version: string }[];
 }
@@ -185,7 +188,7 @@ export class UpstreamRegistry {
       const remapped = await mapCandidates(ns, tools, state.access, (raw) => this.deps.definitions.check(raw), (n) => pinnedDefs.get(n));
       const at = this.clock.now();
       const events: UpstreamEvent[] = [];
-      const result: SyncResult = { ns, listed: tools.length, drift: [], refused: [], vanished: [], deferred: [], autoApproved: [] };
+      const result: SyncResult = { ns, listed: tools.length, drift: [], refused: [], vanished: [], deferred: [], deferredUntil: {}, autoApproved: [] };
       const seen = new Set<string>();
       const window = this.changeWindow(state, at);
       /** Whether a change of `t` may be recorded now; if not, it is counted as deferred. */
@@ -193,6 +196,7 @@ export class UpstreamRegistry {
         const wait = window.wait(t, pinned);
         if (wait === undefined) return true;
         result.deferred.push(name);
+        result.deferredUntil[name] = wait;
         if (result.retryAt === undefined || wait < result.retryAt) result.retryAt = wait;
         return false;
       };

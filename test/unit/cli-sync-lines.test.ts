@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { syncLines } from '#cli/output';
 
-const empty = { ns: 'fx', listed: 3, drift: [], refused: [], vanished: [], deferred: [], autoApproved: [], protocolVersion: '2025-11-25' };
+const empty = { ns: 'fx', listed: 3, drift: [], refused: [], vanished: [], deferred: [], deferredUntil: {}, autoApproved: [], protocolVersion: '2025-11-25' };
 
 describe('syncLines', () => {
   it('says nothing of deferral when nothing waits', () => {

@@ -95,7 +95,7 @@ describe('pacing an upstream\'s syncs', () => {
       sync: async () => {
         started.push(Date.now());
         await new Promise((r) => setTimeout(r, 100)); // the sync's own work: 100 ms
-        return { ns: 'fx', listed: 0, drift: [], refused: [], vanished: [], deferred: [], autoApproved: [] };
+        return { ns: 'fx', listed: 0, drift: [], refused: [], vanished: [], deferred: [], deferredUntil: {}, autoApproved: [] };
       },
     } as unknown as UpstreamRegistry;
     const pool = new UpstreamPool({ registry, selection: 'all', env: {}, log: silentLog, actor: 'test', syncIntervalMs: 0, debounceMs: 1000 });
@@ -147,7 +147,9 @@ describe('pacing an upstream\'s syncs', () => {
       sync: async () => {
         syncs++;
         const at = retryAts.shift();
-        return { ns: 'fx', listed: 0, drift: [], refused: [], vanished: [], deferred: at ? ['fx.t'] : [], ...(at ? { retryAt: new Date(at).toISOString() } : {}), autoApproved: [] };
+        // fx.t may be recorded from `at`, fx.u a minute later: the console shows each its own time.
+        const until = at ? { 'fx.t': new Date(at).toISOString(), 'fx.u': new Date(at + 60_000).toISOString() } : {};
+        return { ns: 'fx', listed: 0, drift: [], refused: [], vanished: [], deferred: Object.keys(until), deferredUntil: until, ...(at ? { retryAt: new Date(at).toISOString() } : {}), autoApproved: [] };
       },
     } as unknown as UpstreamRegistry;
     const pool = new UpstreamPool({ registry, selection: 'all', env: {}, log: silentLog, actor: 'test', syncIntervalMs: 0 });
@@ -156,8 +158,9 @@ describe('pacing an upstream\'s syncs', () => {
     await pool.sync('fx'); // asks for 60 s
     await pool.sync('fx'); // asks for 30 s: the earlier wins
     expect(syncs).toBe(2);
-    expect(pool.changesWaiting('fx')).toBe(1); // for /metrics
+    expect(pool.changesWaiting('fx')).toBe(2); // for /metrics
     expect(pool.changeWaitingFor('fx', 'fx.t')).toBe(new Date(t0 + 30_000).toISOString()); // for the console
+    expect(pool.changeWaitingFor('fx', 'fx.u')).toBe(new Date(t0 + 90_000).toISOString());
     expect(pool.changeWaitingFor('fx', 'fx.other')).toBeUndefined();
     await vi.advanceTimersByTimeAsync(30_000);
     expect(syncs).toBe(2); // a second past it

@@ -307,6 +307,19 @@ describe('how often an upstream\'s changes are recorded (DRIFT_WINDOW_MS)', () =
     expect((await still.pending('st')).map((p) => p.at)).toEqual(['2026-12-01T00:10:00.000Z']);
   });
 
+  it('says when each deferred tool may be recorded: its own window, not the earliest of all', async () => {
+    // echo changes from minute 0, other from minute 1: each reaches CHANGE_HISTORY undecided changes a minute apart.
+    const other = (n: number) => echo({ name: 'other', description: `Another, change ${n}.` });
+    for (let n = 0; n <= CHANGE_HISTORY; n++) {
+      await still.sync('st', n === 0 ? [changed(1)] : [changed(n + 1), other(n)], 't');
+      clock.advance(60_000);
+    }
+    const r = await still.sync('st', [changed(CHANGE_HISTORY + 2), other(CHANGE_HISTORY + 1)], 't');
+    expect(r.deferred.sort()).toEqual(['st.echo', 'st.other']);
+    expect(r.deferredUntil).toEqual({ 'st.echo': '2026-12-01T00:10:00.000Z', 'st.other': '2026-12-01T00:11:00.000Z' });
+    expect(r.retryAt).toBe('2026-12-01T00:10:00.000Z');
+  });
+
   it('a person deciding lets the next change through at once', async () => {
     await still.sync('st', [changed(1)], 't');
     const [shown] = await still.pending('st');
