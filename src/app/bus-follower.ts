@@ -102,7 +102,9 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: L
     if (pending.length === 0) return;
     await reader.catchUp();
     const now = timer.now();
-    for (const c of pending) if (!reflected(reader, c)) chased.set(c.position, { change: c, since: now });
+    const missing = pending.filter((c) => !reflected(reader, c));
+    for (const c of missing) chased.set(c.position, { change: c, since: now });
+    if (missing.length > 0) log?.debug({ positions: missing.slice(0, 20).map((c) => c.position), count: missing.length }, 'bus: announced changes not in the store yet; reading for them beside the topic');
     if (chased.size > CHASE_LIMIT) {
       const oldest = [...chased.keys()].slice(0, chased.size - CHASE_LIMIT);
       for (const p of oldest) chased.delete(p);
