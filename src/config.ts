@@ -18,6 +18,8 @@ export const DEFAULT_TOPIC = 'estate.catalogue.changes';
 
 /** Defaults of the session limits (docs/security.md). */
 export const SESSION_LIMIT_DEFAULTS = { sessionIdleMs: 30 * 60 * 1000, maxSessionsPerSubject: 100, maxSessions: 10_000 } as const;
+/** Default of the bound on tools/calls running at once for one subject (docs/security.md). */
+export const DEFAULT_MAX_CALLS_PER_SUBJECT = 256;
 /** Defaults of the 2025-03-26 batch bound (docs/security.md). */
 export const BATCH_LIMIT_DEFAULTS = { maxBatchMessages: 100, maxBatchBytes: 256 * 1024 } as const;
 
@@ -36,6 +38,8 @@ const configSchema = z.object({
   sessionIdleMs: positiveInt('ESTATE_SESSION_IDLE_MS'),
   maxSessionsPerSubject: positiveInt('ESTATE_MAX_SESSIONS_PER_SUBJECT'),
   maxSessions: positiveInt('ESTATE_MAX_SESSIONS'),
+  /** tools/calls running at once for one subject, whatever the transport (src/mcp/server-core.ts). */
+  maxCallsPerSubject: positiveInt('ESTATE_MAX_CALLS_PER_SUBJECT'),
   /** Open HTTP connections in total and from one address (src/http/connection-limits.ts); absent: from the open-file limit. */
   maxConnections: positiveInt('ESTATE_MAX_CONNECTIONS').optional(),
   maxConnectionsPerPeer: positiveInt('ESTATE_MAX_CONNECTIONS_PER_PEER').optional(),
@@ -102,6 +106,7 @@ export const loadConfig = (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     sessionIdleMs: env.ESTATE_SESSION_IDLE_MS ?? SESSION_LIMIT_DEFAULTS.sessionIdleMs,
     maxSessionsPerSubject: env.ESTATE_MAX_SESSIONS_PER_SUBJECT ?? SESSION_LIMIT_DEFAULTS.maxSessionsPerSubject,
     maxSessions: env.ESTATE_MAX_SESSIONS ?? SESSION_LIMIT_DEFAULTS.maxSessions,
+    maxCallsPerSubject: env.ESTATE_MAX_CALLS_PER_SUBJECT ?? DEFAULT_MAX_CALLS_PER_SUBJECT,
     ...(env.ESTATE_MAX_CONNECTIONS ? { maxConnections: env.ESTATE_MAX_CONNECTIONS } : {}),
     ...(env.ESTATE_MAX_CONNECTIONS_PER_PEER ? { maxConnectionsPerPeer: env.ESTATE_MAX_CONNECTIONS_PER_PEER } : {}),
     ...(env.ESTATE_MAX_BODY_BUFFER_BYTES ? { maxBodyBufferBytes: env.ESTATE_MAX_BODY_BUFFER_BYTES } : {}),

@@ -188,6 +188,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     listTtlMs: estate.config.listTtlMs,
     stateKey: resolveStateKey(estate.config.stateKey),
     storeRefusal: () => storeHealth.refusal(),
+    maxCallsPerSubject: estate.config.maxCallsPerSubject,
     metrics,
   });
   // After the notifier's own listener, so this line follows any notification the update caused.

@@ -12,6 +12,7 @@ import {
   MISSING_CLIENT_CAPABILITY,
   PARSE_ERROR,
   STORE_UNAVAILABLE,
+  TOO_MANY_CALLS,
   UNSUPPORTED_PROTOCOL_VERSION,
   type JsonRpcErrorObject,
 } from './jsonrpc.ts';
@@ -62,6 +63,13 @@ export const storeUnavailable = (ran: boolean, reason: string): McpError =>
     { retryable: true, ran },
   );
 
+/**
+ * The caller (its subject: a token's `sub`, or the process's principal without authorization) has `max` tools/calls
+ * running already: refused before anything is resolved or run, and nothing is recorded. Retryable once one ends.
+ */
+export const tooManyCalls = (subject: string, max: number): McpError =>
+  new McpError(TOO_MANY_CALLS, `Too many calls in flight: subject '${subject.slice(0, 80)}' already has ${max} tools/calls running (at most ${max}, ESTATE_MAX_CALLS_PER_SUBJECT); try again when one has ended`, { retryable: true });
+
 /** Anything thrown while dispatching, as a JSON-RPC error object. Internal details never leave the server. */
 export const toJsonRpcError = (e: unknown): JsonRpcErrorObject => {
   if (e instanceof McpError) return e.toJson();
@@ -88,6 +96,8 @@ export const httpStatusOf = (code: number): number => {
       return 400;
     case INTERNAL_ERROR:
       return 500;
+    case TOO_MANY_CALLS:
+      return 429;
     default:
       return 200;
   }

@@ -61,6 +61,8 @@ export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
  * ran}` says whether the handler ran (docs/reference.md, docs/decisions.md "No side effect without a trace").
  */
 export const STORE_UNAVAILABLE = -32050;
+/** Estate: the caller already has as many tools/calls running as it may (ESTATE_MAX_CALLS_PER_SUBJECT); retry later. */
+export const TOO_MANY_CALLS = -32051;
 
 export const success = (id: RequestId, result: Record<string, unknown>): JsonRpcSuccess => ({ jsonrpc: '2.0', id, result });
 

@@ -11,10 +11,13 @@ import type { JsonObject } from '#domain/types';
 import { handlerOutsideNamespace } from '#domain/tool-definition';
 import type { Principal } from '#domain/types';
 import type { RootLog } from '#app/log';
+import { DEFAULT_MAX_CALLS_PER_SUBJECT } from '#config';
 import { handlerLogOver } from '#handlers/handler-log';
-import type { HandlerLog, HandlerMap } from '#handlers/types';
+import type { CallToolResult, HandlerLog, HandlerMap } from '#handlers/types';
 import type { CatalogueVersion } from '#projections/catalogue';
 import { ChangeNotifier } from './change-notifier.ts';
+import { tooManyCalls } from './error-map.ts';
+import type { InputRequiredResult } from './input-required.ts';
 import { isPlainObject } from './jsonrpc.ts';
 import { createSchemaWarmup, type SchemaWarmup } from './schema-warmup.ts';
 import { INCLUDE_DEPRECATED_META } from './tool-projection.ts';
@@ -38,6 +41,11 @@ export interface ServerCoreOptions {
   listTtlMs: number;
   /** Signs and checks 2026-07-28 requestStates (input-required.ts); default: a random key per process. */
   stateKey?: Buffer;
+  /**
+   * tools/calls one subject may have running at once, over every transport and session (ESTATE_MAX_CALLS_PER_SUBJECT;
+   * default DEFAULT_MAX_CALLS_PER_SUBJECT): one caller's burst must not take every handler and upstream slot there is.
+   */
+  maxCallsPerSubject?: number;
   /** Why calls must be refused now (the store cannot write: src/ops/store-health.ts); null or absent: serve them. */
   storeRefusal?: () => string | null;
   /** Operations hooks (src/ops/metrics.ts); absent: nothing is counted. */
@@ -66,6 +74,9 @@ export class ServerCore {
   private readonly pages = new ListPageCache();
   /** Built once from the dependencies above: a call only brings its own request. */
   private readonly pipeline: ToolCallPipeline;
+  private readonly maxCallsPerSubject: number;
+  /** tools/calls running now, per subject (only subjects with one or more). */
+  private readonly running = new Map<string, number>();
 
   constructor(o: ServerCoreOptions) {
     this.reader = o.reader;
@@ -74,6 +85,7 @@ export class ServerCore {
     this.metrics = o.metrics;
     this.pageSize = o.pageSize;
     this.listTtlMs = o.listTtlMs;
+    this.maxCallsPerSubject = o.maxCallsPerSubject ?? DEFAULT_MAX_CALLS_PER_SUBJECT;
     const isOffered = isOfferedBy(o.handlers);
     // Validators compiled ahead of the first call, in slices off the request path (compiled-schemas.ts).
     this.warmup = createSchemaWarmup({ compiler: o.compiler, reader: o.reader, isOffered, log: o.log, deferStart: o.deferWarmup === true, ...(o.offThread ? { offThread: o.offThread } : {}) });
@@ -115,8 +127,19 @@ export class ServerCore {
     this.metrics?.request(method, revision ?? 'none', outcome);
   }
 
-  callTool(req: ToolCallRequest) {
-    return this.pipeline.call(req);
+  /** A call, counted against its subject's bound while it runs (maxCallsPerSubject); refused past it, before any work. */
+  async callTool(req: ToolCallRequest): Promise<CallToolResult | InputRequiredResult> {
+    const subject = req.principal.subject ?? 'anonymous';
+    const held = this.running.get(subject) ?? 0;
+    if (held >= this.maxCallsPerSubject) throw tooManyCalls(subject, this.maxCallsPerSubject);
+    this.running.set(subject, held + 1);
+    try {
+      return await this.pipeline.call(req);
+    } finally {
+      const left = (this.running.get(subject) ?? 1) - 1;
+      if (left === 0) this.running.delete(subject);
+      else this.running.set(subject, left);
+    }
   }
 
   async close(): Promise<void> {

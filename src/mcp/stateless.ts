@@ -10,7 +10,7 @@ import type { Principal } from '#domain/types';
 import { headerMismatch, httpStatusOf, McpError, methodNotFound, missingCapability, missingMeta, toJsonRpcError, unsupportedRevision } from './error-map.ts';
 import type { Cancel } from './cancellation.ts';
 import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
-import { errorOfResponse, isPlainObject, isRequest, jsonBytesOf, MISSING_CLIENT_CAPABILITY, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
+import { errorOfResponse, isPlainObject, isRequest, jsonBytesOf, MISSING_CLIENT_CAPABILITY, success, TOO_MANY_CALLS, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { isInputRequiredResult } from './input-required.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
 import { countedMethod, findMethod, type RequestHost } from './method-table.ts';
@@ -155,8 +155,9 @@ const answerStateless = async (core: ServerCore, message: JsonRpcRequest, ctx: S
     return { kind: 'response', status: 200, response: success(message.id, complete(answer.result)) };
   } catch (e) {
     if (!(e instanceof McpError)) core.log.error({ err: e, method: message.method }, 'stateless request failed');
-    // In-band (200) like every dispatch error, but for a missing client capability: HTTP 400 wherever it is found.
-    const status = e instanceof McpError && e.code === MISSING_CLIENT_CAPABILITY ? 400 : 200;
+    // In-band (200) like every dispatch error, but for a missing client capability (HTTP 400 wherever it is found) and a
+    // caller at its bound of running calls (429: HTTP clients and proxies know to retry it later).
+    const status = e instanceof McpError && (e.code === MISSING_CLIENT_CAPABILITY || e.code === TOO_MANY_CALLS) ? httpStatusOf(e.code) : 200;
     return { kind: 'response', status, response: { jsonrpc: '2.0', id: message.id, error: toJsonRpcError(e) } };
   }
 };

@@ -1,0 +1,126 @@
+/**
+ * The bound on tools/calls one subject may have running at once (ESTATE_MAX_CALLS_PER_SUBJECT), over every path into
+ * the core: a caller at its bound is refused (-32051, retryable; HTTP 429 on the stateless path) before anything is
+ * resolved or run, and nothing is recorded; another subject's calls go on meanwhile; once one of the caller's calls
+ * ends, it may call again. Handlers here wait for the test to release them, so "running" is exact, not timed.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makePrincipal } from '#domain/access';
+import type { Principal } from '#domain/types';
+import { TOO_MANY_CALLS } from '#mcp/jsonrpc';
+import { createStreamableHttp, type StreamableHttp } from '#mcp/streamable-http';
+import { aDefinition } from '../fixtures/builders.ts';
+import { errorOf, makeHarness, resultOf, textOf, type Harness } from '../fixtures/handlers/harness.ts';
+
+const MAX = 2;
+let h: Harness;
+/** Calls waiting in the handler, by reference, each with its release. */
+const waiting = new Map<string, () => void>();
+let started = 0;
+
+beforeAll(async () => {
+  h = await makeHarness(
+    [aDefinition({ access: { classification: 'public' } })],
+    {
+      'payments.lookup': async (args) => {
+        started++;
+        const ref = String(args.reference);
+        await new Promise<void>((r) => waiting.set(ref, r));
+        waiting.delete(ref);
+        return { content: [{ type: 'text', text: `payment ${ref}: settled` }] };
+      },
+    },
+    { maxCallsPerSubject: MAX },
+  );
+});
+
+const release = async (ref: string): Promise<void> => {
+  await expect.poll(() => waiting.has(ref)).toBe(true);
+  (waiting.get(ref) as () => void)();
+};
+
+const args = (ref: string, runId: string) => ({ name: 'payments.lookup', arguments: { reference: ref }, _meta: { 'io.estate/runId': runId } });
+
+describe('tools/calls running per subject', () => {
+  it('refuses a session call past the bound before it runs, records nothing for it, and lets another subject call meanwhile', async () => {
+    const alice = h.session(makePrincipal({ subject: 'alice' }));
+    const bob = h.session(makePrincipal({ subject: 'bob' }));
+    await alice.initialize();
+    await bob.initialize();
+    const first = alice.request('tools/call', args('PMT-101', 'run-a1'));
+    const second = alice.request('tools/call', args('PMT-102', 'run-a2'));
+    await expect.poll(() => waiting.size).toBe(2);
+    const before = started;
+
+    const refused = errorOf(await alice.request('tools/call', args('PMT-103', 'run-a3')));
+    expect(refused.code).toBe(TOO_MANY_CALLS);
+    expect(refused.message).toBe("Too many calls in flight: subject 'alice' already has 2 tools/calls running (at most 2, ESTATE_MAX_CALLS_PER_SUBJECT); try again when one has ended");
+    expect(refused.data).toEqual({ retryable: true });
+    expect(started).toBe(before); // its handler never ran
+    expect(await h.calls('run-a3')).toEqual([]); // and nothing is on record
+
+    // Bob is another subject: his call runs while Alice's two wait.
+    const bobs = bob.request('tools/call', args('PMT-201', 'run-b1'));
+    await release('PMT-201');
+    expect(textOf(resultOf(await bobs))).toBe('payment PMT-201: settled');
+
+    // One of Alice's ends: she may call again.
+    await release('PMT-101');
+    expect(textOf(resultOf(await first))).toBe('payment PMT-101: settled');
+    const again = alice.request('tools/call', args('PMT-104', 'run-a4'));
+    await release('PMT-104');
+    await release('PMT-102');
+    expect(textOf(resultOf(await again))).toBe('payment PMT-104: settled');
+    expect(textOf(resultOf(await second))).toBe('payment PMT-102: settled');
+  });
+
+  it('a call that failed frees its place: the bound counts running calls, not calls made', async () => {
+    const carol = h.session(makePrincipal({ subject: 'carol' }));
+    await carol.initialize();
+    // Unknown tools are refused inside the call: each takes and gives back a place.
+    for (let i = 0; i < MAX * 3; i++) expect(errorOf(await carol.request('tools/call', { name: 'no.such', arguments: {} })).message).toBe('Unknown tool: no.such');
+    const ok = carol.request('tools/call', args('PMT-301', 'run-c1'));
+    await release('PMT-301');
+    expect(textOf(resultOf(await ok))).toBe('payment PMT-301: settled');
+  });
+
+  describe('on the 2026-07-28 stateless path', () => {
+    let mcp: StreamableHttp;
+    let server: Server;
+    let url: string;
+    const principal: Principal = makePrincipal({ subject: 'dave' });
+    beforeAll(async () => {
+      mcp = createStreamableHttp({ core: h.core, principal });
+      server = createServer((req, res) => void mcp.handle(req, res));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+    });
+    afterAll(async () => {
+      mcp.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+
+    const call = (ref: string) => {
+      const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+      return fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'payments.lookup' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: ref, method: 'tools/call', params: { name: 'payments.lookup', arguments: { reference: ref }, _meta: meta } }),
+      });
+    };
+
+    it('answers HTTP 429 with the JSON-RPC error past the bound', async () => {
+      const running = [call('PMT-401'), call('PMT-402')];
+      await expect.poll(() => waiting.has('PMT-401') && waiting.has('PMT-402')).toBe(true);
+      const refused = await call('PMT-403');
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { error: { code: number } }).error.code).toBe(TOO_MANY_CALLS);
+      await release('PMT-401');
+      await release('PMT-402');
+      for (const r of await Promise.all(running)) expect(r.status).toBe(200);
+    });
+  });
+});
