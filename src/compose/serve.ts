@@ -156,10 +156,11 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
   // Caught up: a publish here (the API, the console, an upstream's mirror) of a tool this catalogue does not know skips
   // reading its stream; a catalogue that is behind costs that publish a conflict and a re-read (src/app/command-handler.ts).
   estate.commands.useReadModel((name) => reader.catalogue.tool(name) !== undefined);
-  // The definitions worker starts beside the upstreams' connecting: the first sync's checks find it ready, so that
-  // sync's duration (which paces the next ones) is its own work.
-  if (pool) void estate.definitions.warm();
   const upstreams = (await pool?.start()) ?? 0;
+  // Fronting an upstream: the definitions worker starts now, beside the upstreams' connecting (their syncs have just
+  // begun), so the first sync's checks find it ready and its duration (which paces the next ones) is its own work. Not
+  // otherwise: a process without upstreams need not hold an idle thread.
+  if (upstreams > 0) void estate.definitions.warm();
   if (Object.keys(moduleHandlers).length === 0 && upstreams === 0) log.warn({}, 'no handlers bound (--handlers <module> or --demo): no tool will be offered');
   // A store that cannot write is found now, not by the first call after its handler ran (src/ops/store-health.ts).
   const storeHealth = createStoreHealth(estate.config.store);

@@ -127,19 +127,23 @@ export class ServerCore {
     this.metrics?.request(method, revision ?? 'none', outcome);
   }
 
-  /** A call, counted against its subject's bound while it runs (maxCallsPerSubject); refused past it, before any work. */
-  async callTool(req: ToolCallRequest): Promise<CallToolResult | InputRequiredResult> {
+  /**
+   * A call, counted against its subject's bound while it runs (maxCallsPerSubject); refused past it, before any work.
+   * Not an async wrapper: the caller awaits the pipeline's own promise (no extra turn), the count is given back beside.
+   */
+  callTool(req: ToolCallRequest): Promise<CallToolResult | InputRequiredResult> {
     const subject = req.principal.subject ?? 'anonymous';
     const held = this.running.get(subject) ?? 0;
-    if (held >= this.maxCallsPerSubject) throw tooManyCalls(subject, this.maxCallsPerSubject);
+    if (held >= this.maxCallsPerSubject) return Promise.reject(tooManyCalls(subject, this.maxCallsPerSubject));
     this.running.set(subject, held + 1);
-    try {
-      return await this.pipeline.call(req);
-    } finally {
+    const release = (): void => {
       const left = (this.running.get(subject) ?? 1) - 1;
       if (left === 0) this.running.delete(subject);
       else this.running.set(subject, left);
-    }
+    };
+    const call = this.pipeline.call(req); // async: it cannot throw, only reject
+    call.then(release, release);
+    return call;
   }
 
   async close(): Promise<void> {
