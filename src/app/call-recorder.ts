@@ -137,19 +137,26 @@ export const createCallRecorder = (store: EventStore, options: CallRecorderOptio
  */
 export const readRunStreams = async (store: EventStore, runId: string): Promise<StoredEvent[][]> => {
   const groups = new Map<string, StoredEvent[]>();
-  const legacy = await store.readStream(runStream(runId));
-  if (legacy.length > 0) groups.set(runStream(runId), legacy);
+  await scanRunStreams(store, runId, (e) => {
+    let g = groups.get(e.streamId);
+    if (!g) groups.set(e.streamId, (g = []));
+    g.push(e);
+  });
+  for (const g of groups.values()) g.sort((a, b) => a.revision - b.revision);
+  return [...groups.values()];
+};
+
+/**
+ * Every stored event of every run named `runId`, one at a time, page by page (the stream written before runs were keyed
+ * by owner first): for a reader that keeps only what it needs of a run of any length.
+ */
+export const scanRunStreams = async (store: EventStore, runId: string, visit: (e: StoredEvent) => void): Promise<void> => {
+  for (const e of await store.readStream(runStream(runId))) visit(e);
   let after: string | null = null;
   for (;;) {
     const page = await store.readAll({ after, streamPrefix: runStreamPrefix(runId) });
     if (page.length === 0) break;
-    for (const e of page) {
-      let g = groups.get(e.streamId);
-      if (!g) groups.set(e.streamId, (g = []));
-      g.push(e);
-    }
+    for (const e of page) visit(e);
     after = (page[page.length - 1] as StoredEvent).position;
   }
-  for (const g of groups.values()) g.sort((a, b) => a.revision - b.revision);
-  return [...groups.values()];
 };

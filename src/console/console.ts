@@ -25,6 +25,8 @@ import { upstreamsPage } from './upstream-page.ts';
 import { noUpstreams, type UpstreamConsoleSource } from './upstreams.ts';
 
 export const CONSOLE_PREFIX = '/console';
+/** Calls one owner's section of a run page shows, the newest (`estate calls <run>` lists every one). */
+export const RUN_PAGE_CALLS = 1000;
 export { ACTION_HEADER } from './actions.ts';
 
 export interface ConsoleOptions {
@@ -105,7 +107,7 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
     if (parts[0] === 'runs' && parts.length === 2) {
       const runId = decodeSegment(parts[1] as string);
       if (runId === null || !RUN_ID_PATTERN.test(runId)) return notFound('That is not a run id: 1 to 128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit.');
-      const runs = await readRun(o.store, runId);
+      const runs = await readRun(o.store, runId, { newest: RUN_PAGE_CALLS });
       if (runs.length === 0) return notFound(`No calls are recorded for run '${runId}'.`);
       return ok(`Run ${runId}`, runPage(runId, runs));
     }

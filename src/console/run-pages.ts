@@ -13,7 +13,11 @@ const callRow = (c: CallView): Html =>
     ? html`<tr><td>${c.at}</td><td><a href="${versionHref(c.tool, c.version)}">${c.tool}@${c.version}</a></td><td class="muted">not recorded</td><td>started, no outcome on record</td><td class="muted">not recorded</td><td class="muted">not recorded</td></tr>`
     : html`<tr><td>${c.at}</td><td><a href="${versionHref(c.tool, c.version)}">${c.tool}@${c.version}</a></td><td><code>${c.schemaHash.slice(0, 12)}</code></td><td>${c.outcome}</td><td>${c.repairs.length === 0 ? 'none' : c.repairs.map((r) => `${r.action} ${r.path}`).join(', ')}</td><td>${c.durationMs} ms</td></tr>`;
 
+/** What a run's section says when it shows only its newest calls. */
+const earlierNote = (runId: string, r: OwnedRun): Html | string =>
+  r.earlier === 0 ? '' : html`<p class="muted">The newest ${r.calls.length} calls are shown; ${r.earlier} earlier ones are not. <code>estate calls ${runId}</code> lists every one.</p>`;
+
 export const runPage = (runId: string, runs: readonly OwnedRun[]): Html =>
   html`<h1>Run ${runId}</h1>${runs.map(
-    (r) => html`<section class="run"><h2>Calls by ${r.owner.subject} (tenant ${r.owner.tenant})</h2><table class="calls"><thead><tr><th scope="col">At</th><th scope="col">Tool version</th><th scope="col">Schema hash</th><th scope="col">Outcome</th><th scope="col">Repairs</th><th scope="col">Duration</th></tr></thead><tbody>${r.calls.map(callRow)}</tbody></table></section>`,
+    (r) => html`<section class="run"><h2>Calls by ${r.owner.subject} (tenant ${r.owner.tenant})</h2>${earlierNote(runId, r)}<table class="calls"><thead><tr><th scope="col">At</th><th scope="col">Tool version</th><th scope="col">Schema hash</th><th scope="col">Outcome</th><th scope="col">Repairs</th><th scope="col">Duration</th></tr></thead><tbody>${r.calls.map(callRow)}</tbody></table></section>`,
   )}`;
