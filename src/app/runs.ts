@@ -30,8 +30,11 @@ export interface RunFilter {
 }
 
 interface Acc extends RunSummary {
-  started: Set<string>;
-  finished: Set<string>;
+  /**
+   * Intents with no outcome seen yet. An outcome follows its intent in the run's stream, so it is removed when it
+   * comes: what the scan holds is the unfinished calls, not (as before) every call id of every run in the log.
+   */
+  open: Set<string>;
   /** Where in the log its latest call was written: orders runs whose latest calls share a millisecond. */
   lastSeq: number;
 }
@@ -50,7 +53,7 @@ export const listRuns = async (store: EventStore, filter: RunFilter = {}): Promi
     const runId = str(e.data, 'runId') ?? e.streamId.slice('run-'.length);
     let r = runs.get(e.streamId);
     if (!r) {
-      r = { runId, calls: 0, unfinished: 0, first: at, last: at, subject: str(e.data, 'subject') ?? '', tenant: str(e.data, 'tenant') ?? '', tools: [], started: new Set(), finished: new Set(), lastSeq: 0 };
+      r = { runId, calls: 0, unfinished: 0, first: at, last: at, subject: str(e.data, 'subject') ?? '', tenant: str(e.data, 'tenant') ?? '', tools: [], open: new Set(), lastSeq: 0 };
       runs.set(e.streamId, r);
     }
     const tool = str(e.data, 'tool');
@@ -63,8 +66,8 @@ export const listRuns = async (store: EventStore, filter: RunFilter = {}): Promi
     const callId = str(e.data, 'callId');
     if (e.type === 'ToolCalled') {
       r.calls++;
-      if (callId !== undefined) r.finished.add(callId);
-    } else if (callId !== undefined) r.started.add(callId);
+      if (callId !== undefined) r.open.delete(callId);
+    } else if (callId !== undefined) r.open.add(callId);
   };
   let after: string | null = null;
   for (;;) {
@@ -75,14 +78,14 @@ export const listRuns = async (store: EventStore, filter: RunFilter = {}): Promi
   }
   const kept: Acc[] = [];
   for (const r of runs.values()) {
-    r.unfinished = [...r.started].filter((c) => !r.finished.has(c)).length;
+    r.unfinished = r.open.size;
     if (filter.since !== undefined && r.last < filter.since) continue;
     if (filter.tool !== undefined && !r.tools.includes(filter.tool)) continue;
     kept.push(r);
   }
   // Newest latest call first; calls in the same millisecond in the order they were written (newest first).
   kept.sort((a, b) => (a.last < b.last ? 1 : a.last > b.last ? -1 : b.lastSeq - a.lastSeq));
-  return kept.slice(0, filter.limit ?? 20).map(({ started: _s, finished: _f, lastSeq: _q, ...r }) => r);
+  return kept.slice(0, filter.limit ?? 20).map(({ open: _o, lastSeq: _q, ...r }) => r);
 };
 
 export type CallView = CallRecordView | StartedCallView;

@@ -51,6 +51,8 @@ describe('readRun with newest', () => {
     }
     for (let k = 0; k < events.length; k += 100) await store.append(runStream('long', owner), events.slice(k, k + 100), { expectedRevision: 'any' });
 
+    // The listing counts the same run: outcomes on record, and the 25 intents without one.
+    expect((await listRuns(store)).map((r) => [r.runId, r.calls, r.unfinished])).toEqual([['long', 2475, 25]]);
     const [whole] = await readRun(store, 'long');
     expect(whole?.calls).toHaveLength(2500);
     expect(whole?.earlier).toBe(0);
