@@ -4,15 +4,12 @@
  * resolved or run, and nothing is recorded; another subject's calls go on meanwhile; once one of the caller's calls
  * ends, it may call again. Handlers here wait for the test to release them, so "running" is exact, not timed.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
-import type { Principal } from '#domain/types';
 import { TOO_MANY_CALLS } from '#mcp/jsonrpc';
-import { createStreamableHttp, type StreamableHttp } from '#mcp/streamable-http';
 import { aDefinition } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf, textOf, type Harness } from '../fixtures/handlers/harness.ts';
+import { serveMcpHttp, type McpHttpServer } from '../fixtures/mcp-http-server.ts';
 
 const MAX = 2;
 let h: Harness;
@@ -87,25 +84,15 @@ describe('tools/calls running per subject', () => {
   });
 
   describe('on the 2026-07-28 stateless path', () => {
-    let mcp: StreamableHttp;
-    let server: Server;
-    let url: string;
-    const principal: Principal = makePrincipal({ subject: 'dave' });
+    let http: McpHttpServer;
     beforeAll(async () => {
-      mcp = createStreamableHttp({ core: h.core, principal });
-      server = createServer((req, res) => void mcp.handle(req, res));
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+      http = await serveMcpHttp(h.core, makePrincipal({ subject: 'dave' }));
     });
-    afterAll(async () => {
-      mcp.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
+    afterAll(() => http.close());
 
     const call = (ref: string) => {
       const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
-      return fetch(url, {
+      return fetch(http.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'payments.lookup' },
         body: JSON.stringify({ jsonrpc: '2.0', id: ref, method: 'tools/call', params: { name: 'payments.lookup', arguments: { reference: ref }, _meta: meta } }),

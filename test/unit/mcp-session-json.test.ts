@@ -4,23 +4,19 @@
  * event stream. The JSON path makes the transport's own checks first: each refusal below is compared with the one the
  * SDK transport gives the same request on the streaming path, so a check dropped from the JSON path fails here.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/core';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
 import { isSdkRequestShape } from '#mcp/session-json';
-import { createStreamableHttp, type StreamableHttp } from '#mcp/streamable-http';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness, type Harness } from '../fixtures/handlers/harness.ts';
+import { serveMcpHttp, type McpHttpServer } from '../fixtures/mcp-http-server.ts';
 
 const BOTH = 'application/json, text/event-stream';
 
 let h: Harness;
-let mcp: StreamableHttp;
-let server: Server;
-let url: string;
+let http: McpHttpServer;
 
 beforeAll(async () => {
   h = await makeHarness([aDefinition({ access: { classification: 'public' } })], {
@@ -29,20 +25,13 @@ beforeAll(async () => {
       return { content: [{ type: 'text', text: `payment ${String(args.reference)}: settled` }] };
     },
   });
-  mcp = createStreamableHttp({ core: h.core, principal: makePrincipal({}) });
-  server = createServer((req, res) => void mcp.handle(req, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  http = await serveMcpHttp(h.core, makePrincipal({}));
 });
 
-afterAll(async () => {
-  mcp.close();
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(() => http.close());
 
 const post = async (body: unknown, headers: Record<string, string> = {}) => {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: BOTH, ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(http.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: BOTH, ...headers }, body: JSON.stringify(body) });
   return { status: res.status, type: res.headers.get('content-type') ?? '', sid: res.headers.get('mcp-session-id'), text: await res.text() };
 };
 

@@ -4,20 +4,18 @@
  * nothing to resume from), the answer still reaches it, and a client that keeps reading is sent every one. In process,
  * on a real loopback server, so the server's own buffers can be read.
  */
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
 import { MAX_UNSENT_BYTES } from '#http/unsent';
-import { createStreamableHttp, type StreamableHttp } from '#mcp/streamable-http';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness } from '../fixtures/handlers/harness.ts';
+import { serveMcpHttp, type McpHttpServer } from '../fixtures/mcp-http-server.ts';
 
 const LINES = 1000; // a call's bound on log lines
 const LINE = 'x'.repeat(8000); // under a line's bound of 8,192 characters
 
-let mcp: StreamableHttp;
-let server: Server;
+let http: McpHttpServer;
 let port: number;
 /** The server side of each stream, by the client's x-client header. */
 const responses = new Map<string, ServerResponse>();
@@ -41,20 +39,11 @@ beforeAll(async () => {
       return { content: [{ type: 'text', text: `done ${who}` }] };
     },
   });
-  mcp = createStreamableHttp({ core: h.core, principal: makePrincipal({}) });
-  server = createServer((req, res) => {
-    responses.set(String(req.headers['x-client']), res);
-    void mcp.handle(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
+  http = await serveMcpHttp(h.core, makePrincipal({}), (req, res) => responses.set(String(req.headers['x-client']), res));
+  port = http.port;
 });
 
-afterAll(async () => {
-  mcp.close();
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(() => http.close());
 
 /** A stateless tools/call that asks for log messages; the response, paused (nothing read until the test resumes it). */
 const call = (who: string): Promise<IncomingMessage> => {
