@@ -252,7 +252,6 @@ export class CallStream {
     this.out = null;
     this.o.onEnd();
   }
-
 }
 
 /** The first revision whose clients take a priming event (empty data); the SDK transport's rule. */
