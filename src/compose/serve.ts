@@ -88,6 +88,7 @@ const runHttp = async (s: Served, auth: { edge: HttpEdge; authenticator: Authent
     sessionIdleMs: estate.config.sessionIdleMs,
     sessionCaps: { perSubject: estate.config.maxSessionsPerSubject, total: estate.config.maxSessions },
     batchLimits: s.batchLimits,
+    maxListensPerSubject: estate.config.maxListensPerSubject,
   });
   s.sessionCount.of = () => mcp.sessions.size;
   const http = await startHttpListener({

@@ -14,6 +14,7 @@ import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from '#http/g
 import { header } from '#http/header';
 import { sendJson, sendJsonText } from '#http/send-json';
 import { MAX_UNSENT_BYTES } from '#http/unsent';
+import { DEFAULT_MAX_LISTENS_PER_SUBJECT } from '#config';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
 import { createSdkTransport, loadSdkTransport, serveOverNode } from './sdk-transport.ts';
@@ -42,6 +43,8 @@ export interface StreamableHttpOptions {
   sessionCaps?: SessionCaps;
   /** The 2025-03-26 batch bound (default DEFAULT_BATCH_LIMITS). */
   batchLimits?: BatchLimits;
+  /** 2026-07-28 listen streams one subject may hold open at once (default DEFAULT_MAX_LISTENS_PER_SUBJECT). */
+  maxListensPerSubject?: number;
 }
 
 export interface StreamableHttp {
@@ -64,6 +67,9 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
   const principalOf = (req: IncomingMessage): Principal => callers.get(req)?.principal ?? principal;
   const ownerOf = (req: IncomingMessage): string | undefined => callers.get(req)?.owner;
   const listenStreams = new Set<() => void>();
+  /** Listen streams open per subject: each is a connection, a transport and a watcher every catalogue change visits. */
+  const listening = new Map<string, number>();
+  const maxListens = o.maxListensPerSubject ?? DEFAULT_MAX_LISTENS_PER_SUBJECT;
   const jsonOptions = { revisions: SESSION_TRANSPORT_REVISIONS, onRefused: (why: string) => core.log.debug({ err: why }, 'transport error') };
   const streamOptions = { ...jsonOptions, keepAliveMs: KEEP_ALIVE_MS, onError: (e: unknown) => core.log.error({ err: e }, 'session call failed') };
 
@@ -88,7 +94,20 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
     if (out.kind === 'response') {
       return sendJsonText(res, out.status, responseBody(out.response));
     }
-    // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included).
+    // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included). At most
+    // maxListens of them per subject, as sessions are capped: refused before anything is opened.
+    const subject = principalOf(req).subject ?? 'anonymous';
+    const open = listening.get(subject) ?? 0;
+    if (open >= maxListens) {
+      const message = `Too Many Requests: subject '${subject.slice(0, 80)}' already has ${open} subscriptions/listen streams open (at most ${maxListens}, ESTATE_MAX_LISTENS_PER_SUBJECT); close one`;
+      return sendJson(res, 429, failure(out.request.id, FORBIDDEN, message));
+    }
+    listening.set(subject, open + 1);
+    res.once('close', () => {
+      const left = (listening.get(subject) ?? 1) - 1;
+      if (left === 0) listening.delete(subject);
+      else listening.set(subject, left);
+    });
     await loadSdkTransport();
     const transport = createSdkTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
     let listen: { close(): void } | undefined;

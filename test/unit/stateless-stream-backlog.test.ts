@@ -39,7 +39,7 @@ beforeAll(async () => {
       return { content: [{ type: 'text', text: `done ${who}` }] };
     },
   });
-  http = await serveMcpHttp(h.core, makePrincipal({}), (req, res) => responses.set(String(req.headers['x-client']), res));
+  http = await serveMcpHttp(h.core, makePrincipal({}), { onRequest: (req, res) => responses.set(String(req.headers['x-client']), res) });
   port = http.port;
 });
 
