@@ -1,9 +1,10 @@
 /**
- * The bound on what a long-lived event stream (the console's change stream, a session call's stream) may hold unsent
- * for a client that is not reading. Past it the connection is dropped, not written to: a client that never reads would
- * otherwise make this process keep every byte meant for it (the kernel's socket buffers fill first, then Node's
- * writable buffer grows without limit), each such client its own copy. What was dropped is not lost where the stream
- * keeps it for a reconnect (a session call's messages stay in the session's replay buffer).
+ * The bound on what a long-lived event stream may hold unsent for a client that is not reading: a client that never
+ * reads would otherwise make this process keep every byte meant for it (the kernel's socket buffers fill first, then
+ * Node's writable buffer grows without limit), each such client its own copy. Past it nothing more is written: the
+ * console's change stream drops the connection (its page connects again); a session call's stream waits for the client
+ * to read, its messages kept in the session's replay buffer, and drops it after STALL_MS; a 2026-07-28 call's stream
+ * drops further notifications.
  */
 import type { ServerResponse } from 'node:http';
 
@@ -15,5 +16,5 @@ export const MAX_UNSENT_BYTES = 1024 * 1024;
  */
 export const STALL_MS = 30_000;
 
-/** True when the client has left more than MAX_UNSENT_BYTES unread: the caller drops the connection instead. */
+/** True when the client has left more than MAX_UNSENT_BYTES unread: the caller writes nothing more to it. */
 export const overUnsentBound = (res: ServerResponse): boolean => res.writableLength > MAX_UNSENT_BYTES;

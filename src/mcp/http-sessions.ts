@@ -17,6 +17,7 @@ import { CallStream } from './session-stream.ts';
 import { createReplayStore, type ReplayStore } from './sse-replay-store.ts';
 import type { BatchLimits } from './batch-limits.ts';
 import { StatefulSession } from './stateful-session.ts';
+import { SubjectCounts, subjectOf } from './subject-counts.ts';
 
 export const SESSION_IDLE_MS = SESSION_LIMIT_DEFAULTS.sessionIdleMs;
 export const KEEP_ALIVE_MS = 15_000;
@@ -54,7 +55,7 @@ export interface HttpSession {
 
 export class HttpSessions {
   private readonly sessions = new Map<string, HttpSession>();
-  private readonly perSubject = new Map<string, number>();
+  private readonly perSubject = new SubjectCounts();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
@@ -73,8 +74,8 @@ export class HttpSessions {
 
   /** Whether `principal` may open one more session; a refusal says which cap, and how to get under it. */
   admit(principal: Principal = this.principal): SessionRefusal | undefined {
-    const subject = principal.subject ?? 'anonymous';
-    const held = this.perSubject.get(subject) ?? 0;
+    const subject = subjectOf(principal);
+    const held = this.perSubject.of(subject);
     if (held >= this.caps.perSubject) {
       return {
         status: 429,
@@ -133,9 +134,9 @@ export class HttpSessions {
       },
       ...(this.batchLimits ? { batchLimits: this.batchLimits } : {}),
     });
-    const subject = principal.subject ?? 'anonymous';
+    const subject = subjectOf(principal);
     const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0, subject, replay, calls, ...(owner !== undefined ? { owner } : {}) };
-    this.perSubject.set(subject, (this.perSubject.get(subject) ?? 0) + 1);
+    this.perSubject.take(subject);
     transport.onmessage = (message) => {
       if (isResponseEnvelope(message)) {
         session.acceptResponse(message);
@@ -158,9 +159,7 @@ export class HttpSessions {
     const s = this.sessions.get(id);
     if (!s) return;
     this.sessions.delete(id);
-    const left = (this.perSubject.get(s.subject) ?? 1) - 1;
-    if (left > 0) this.perSubject.set(s.subject, left);
-    else this.perSubject.delete(s.subject);
+    this.perSubject.give(s.subject);
     s.session.close();
     for (const call of [...s.calls.values()]) call.close();
     void s.transport.close().catch(() => undefined);

@@ -20,6 +20,7 @@ import { tooManyCalls } from './error-map.ts';
 import type { InputRequiredResult } from './input-required.ts';
 import { isPlainObject } from './jsonrpc.ts';
 import { createSchemaWarmup, type SchemaWarmup } from './schema-warmup.ts';
+import { SubjectCounts, subjectOf } from './subject-counts.ts';
 import { INCLUDE_DEPRECATED_META } from './tool-projection.ts';
 import { ListPageCache, type CachedPage } from './list-cache.ts';
 import { createToolCallPipeline, type ToolCallPipeline, type ToolCallRequest } from './tools-call.ts';
@@ -75,8 +76,8 @@ export class ServerCore {
   /** Built once from the dependencies above: a call only brings its own request. */
   private readonly pipeline: ToolCallPipeline;
   private readonly maxCallsPerSubject: number;
-  /** tools/calls running now, per subject (only subjects with one or more). */
-  private readonly running = new Map<string, number>();
+  /** tools/calls running now, per subject. */
+  private readonly running = new SubjectCounts();
 
   constructor(o: ServerCoreOptions) {
     this.reader = o.reader;
@@ -132,15 +133,10 @@ export class ServerCore {
    * Not an async wrapper: the caller awaits the pipeline's own promise (no extra turn), the count is given back beside.
    */
   callTool(req: ToolCallRequest): Promise<CallToolResult | InputRequiredResult> {
-    const subject = req.principal.subject ?? 'anonymous';
-    const held = this.running.get(subject) ?? 0;
-    if (held >= this.maxCallsPerSubject) return Promise.reject(tooManyCalls(subject, this.maxCallsPerSubject));
-    this.running.set(subject, held + 1);
-    const release = (): void => {
-      const left = (this.running.get(subject) ?? 1) - 1;
-      if (left === 0) this.running.delete(subject);
-      else this.running.set(subject, left);
-    };
+    const subject = subjectOf(req.principal);
+    if (this.running.of(subject) >= this.maxCallsPerSubject) return Promise.reject(tooManyCalls(subject, this.maxCallsPerSubject));
+    this.running.take(subject);
+    const release = (): void => this.running.give(subject);
     const call = this.pipeline.call(req); // async: it cannot throw, only reject
     call.then(release, release);
     return call;

@@ -211,14 +211,19 @@ export class CallStream {
     this.out?.uncork();
   }
 
-  private stopTimers(): void {
+  /** The hold and the keep-alive: a stream with nothing more to write needs neither. */
+  private stopWriting(): void {
     clearTimeout(this.hold);
     this.hold = undefined;
     clearInterval(this.keepAlive);
     this.keepAlive = undefined;
+    this.corked = false;
+  }
+
+  private stopTimers(): void {
+    this.stopWriting();
     clearTimeout(this.stalled);
     this.stalled = undefined;
-    this.corked = false;
   }
 
   /**
@@ -227,10 +232,8 @@ export class CallStream {
    */
   private endWith(answer?: { id: string; event: string }): void {
     this.ended = true;
-    clearTimeout(this.hold);
-    this.hold = undefined;
-    clearInterval(this.keepAlive);
-    this.keepAlive = undefined;
+    // The stall timer stays while the connection is behind: catchUp ends it, or the timer drops it.
+    this.stopWriting();
     const res = this.out;
     if (res && !res.destroyed) {
       if (this.stalled && answer !== undefined) {
@@ -240,13 +243,9 @@ export class CallStream {
         return;
       }
       // end() also sends whatever was held (Node uncorks on end). A client that is not reading is not waited for.
-      if (answer === undefined) {
-        if (this.stalled) res.destroy();
-        else res.end();
-      } else {
-        this.sent = answer.id;
-        res.end(answer.event);
-      }
+      if (answer !== undefined) res.end(answer.event);
+      else if (this.stalled) res.destroy();
+      else res.end();
     }
     this.stopTimers();
     this.out = null;

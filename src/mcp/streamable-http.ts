@@ -27,6 +27,7 @@ import { openListen } from './listen.ts';
 import { STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
 import { checkStatelessRequest, handleStateless, isStatelessMessage, mayNotify, type StatelessContext } from './stateless.ts';
+import { SubjectCounts, subjectOf } from './subject-counts.ts';
 
 /** The caller of one /mcp request, found by authorization; `owner` keys the sessions it may use. */
 export interface McpCaller {
@@ -68,7 +69,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
   const ownerOf = (req: IncomingMessage): string | undefined => callers.get(req)?.owner;
   const listenStreams = new Set<() => void>();
   /** Listen streams open per subject: each is a connection, a transport and a watcher every catalogue change visits. */
-  const listening = new Map<string, number>();
+  const listening = new SubjectCounts();
   const maxListens = o.maxListensPerSubject ?? DEFAULT_MAX_LISTENS_PER_SUBJECT;
   const jsonOptions = { revisions: SESSION_TRANSPORT_REVISIONS, onRefused: (why: string) => core.log.debug({ err: why }, 'transport error') };
   const streamOptions = { ...jsonOptions, keepAliveMs: KEEP_ALIVE_MS, onError: (e: unknown) => core.log.error({ err: e }, 'session call failed') };
@@ -96,18 +97,14 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
     }
     // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included). At most
     // maxListens of them per subject, as sessions are capped: refused before anything is opened.
-    const subject = principalOf(req).subject ?? 'anonymous';
-    const open = listening.get(subject) ?? 0;
+    const subject = subjectOf(principalOf(req));
+    const open = listening.of(subject);
     if (open >= maxListens) {
       const message = `Too Many Requests: subject '${subject.slice(0, 80)}' already has ${open} subscriptions/listen streams open (at most ${maxListens}, ESTATE_MAX_LISTENS_PER_SUBJECT); close one`;
       return sendJson(res, 429, failure(out.request.id, FORBIDDEN, message));
     }
-    listening.set(subject, open + 1);
-    res.once('close', () => {
-      const left = (listening.get(subject) ?? 1) - 1;
-      if (left === 0) listening.delete(subject);
-      else listening.set(subject, left);
-    });
+    listening.take(subject);
+    res.once('close', () => listening.give(subject));
     await loadSdkTransport();
     const transport = createSdkTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
     let listen: { close(): void } | undefined;

@@ -13,6 +13,7 @@ import { storeUnavailable } from '../error-map.ts';
 import type { Cancel } from '../cancellation.ts';
 import type { HandlerRun, RunOptions } from '../run-handler.ts';
 import type { ToolExecutor } from './executor.ts';
+import { subjectOf } from '../subject-counts.ts';
 
 export interface Execution {
   callId: string;
@@ -58,7 +59,7 @@ export const executeCall = async (deps: ExecuteDeps, c: ExecuteCall): Promise<Ex
   const { v, principal } = c;
   if (v.sideEffect === 'non_idempotent') {
     try {
-      const intent = { callId, runId: c.runId, subject: principal.subject ?? 'anonymous', tenant: principal.tenant, tool: v.name, version: v.version, argsHash: c.argsHash, at: new Date(started).toISOString() };
+      const intent = { callId, runId: c.runId, subject: subjectOf(principal), tenant: principal.tenant, tool: v.name, version: v.version, argsHash: c.argsHash, at: new Date(started).toISOString() };
       await traceStore('append', 'ToolCallStarted', () => deps.recorder.start(intent));
     } catch (e) {
       deps.observe('store_unavailable', started);

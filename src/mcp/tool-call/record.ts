@@ -10,6 +10,7 @@ import type { CatalogueVersion } from '#projections/catalogue';
 import { storeUnavailable } from '../error-map.ts';
 import type { Repair } from './admit.ts';
 import { storeReason } from './execute.ts';
+import { subjectOf } from '../subject-counts.ts';
 
 export interface CallFacts {
   v: CatalogueVersion;
@@ -32,7 +33,7 @@ export const recordCall = async (recorder: CallRecorder, f: CallFacts): Promise<
   try {
     const record = {
       runId: f.runId,
-      subject: f.principal.subject ?? 'anonymous',
+      subject: subjectOf(f.principal),
       tenant: f.principal.tenant,
       client: f.client,
       protocolVersion: f.protocolVersion,
