@@ -7,7 +7,7 @@ import { DomainError } from '#domain/errors';
 import type { Reason } from '#domain/types';
 import type { PendingView, SyncResult } from '#upstream/registry';
 import type { CallView, HistoryEntry, LifecycleJson, ToolStatus, VerdictJson } from './commands/port.ts';
-import type { RunSummary } from '#app/runs';
+import type { RunSummary } from '#app/runs-index';
 
 export const printJson = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);

@@ -1,6 +1,6 @@
 /** `estate calls` flags for the run listing (src/app/runs.ts), checked with errors that name the flag. */
 import { DomainError } from '#domain/errors';
-import type { RunFilter } from '#app/runs';
+import type { RunFilter } from '#app/runs-index';
 
 export const parseRunFilter = (f: { since?: string; tool?: string; limit?: string }): RunFilter => {
   const out: RunFilter = {};

@@ -8,6 +8,7 @@ import { CommandHandler } from '#app/command-handler';
 import { createDefinitionChecker, type DefinitionChecker } from '#app/definition-budget';
 import type { Log } from '#app/log';
 import type { EventStore, Subscription } from '#app/ports';
+import { RunsIndex } from '#app/runs-index';
 import { keepSnapshots, restoreCatalogue, type SnapshotKeeper } from '#app/snapshot-keeper';
 import type { EstateConfig } from '#config';
 import { createSchemaCompiler, type SchemaCompiler } from '#domain/schema-compiler';
@@ -37,6 +38,8 @@ export interface Estate {
    * returns, called once the reader is current, keeps the snapshot fresh (null: no snapshots here).
    */
   restoreReader(reader: CatalogueReader, log: Log): Promise<() => SnapshotKeeper | null>;
+  /** The recent runs (src/app/runs-index.ts), kept as a snapshot where the catalogue's is (ESTATE_SNAPSHOTS). */
+  runsIndex(log?: Log): RunsIndex;
   close(): Promise<void>;
 }
 
@@ -76,6 +79,7 @@ export const openEstate = async (config: EstateConfig, options: OpenStoreOptions
     reader: (options) => new CatalogueReader(store, options),
     followChanges: followChangesFor(config, store),
     restoreReader: restoreReaderFor(config, store),
+    runsIndex: (log) => new RunsIndex(store, { ...(config.snapshots && store.snapshots ? { snapshots: store.snapshots } : {}), ...(log ? { log } : {}) }),
     close: async () => {
       await definitions.close();
       await store.close();

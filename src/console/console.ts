@@ -8,7 +8,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CatalogueReader } from '#app/catalogue-reader';
 import type { CommandHandler } from '#app/command-handler';
 import type { EventStore } from '#app/ports';
-import { listRuns, readRun } from '#app/runs';
+import { readRun } from '#app/runs';
+import { RunsIndex } from '#app/runs-index';
 import { covers, LIFECYCLE_SCOPE } from '#auth/api-scopes';
 import { RUN_ID_PATTERN } from '#domain/events';
 import type { VersionDetails } from '#projections/catalogue';
@@ -27,6 +28,8 @@ import { noUpstreams, type UpstreamConsoleSource } from './upstreams.ts';
 export const CONSOLE_PREFIX = '/console';
 /** Calls one owner's section of a run page shows, the newest (`estate calls <run>` lists every one). */
 export const RUN_PAGE_CALLS = 1000;
+/** How long the runs page waits for the runs index to read the log before it says how far the read has got. */
+export const RUNS_PAGE_WAIT_MS = 2000;
 export { ACTION_HEADER } from './actions.ts';
 
 export interface ConsoleOptions {
@@ -38,6 +41,8 @@ export interface ConsoleOptions {
   upstreams?: UpstreamConsoleSource;
   /** How many runs "recent runs" lists. */
   recentRuns?: number;
+  /** Where "recent runs" comes from (default: an index of `store` kept in memory only). */
+  runs?: RunsIndex;
   /** Open change streams (/console/events) at most; one more is 503 (default 256). */
   maxStreams?: number;
 }
@@ -65,6 +70,7 @@ const home = `${CONSOLE_PREFIX}/`;
 export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
   const upstreams = o.upstreams ?? noUpstreams;
   const live = createLiveStreams(o.reader, o.maxStreams);
+  const runs = o.runs ?? new RunsIndex(o.store);
   /** The issuer's token endpoint origin, once its metadata has been read (the page posts the code there). */
   let connect = '';
   const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => send(res, status, body, { ...securityHeaders(connect), ...headers });
@@ -101,7 +107,7 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
       return ok('Catalogue', cataloguePage(catalogue, q, found, (v) => at.get(v)));
     }
     if (path === '/console/principal') return ok('Try a principal', principalPage(catalogue, parsePrincipal(params)));
-    if (path === '/console/runs') return ok('Runs', runsPage(await listRuns(o.store, { limit: o.recentRuns ?? 50 })));
+    if (path === '/console/runs') return ok('Runs', runsPage(await runs.list({ limit: o.recentRuns ?? 50 }, { waitMs: RUNS_PAGE_WAIT_MS })));
     if (path === '/console/upstreams') return ok('Upstreams', upstreamsPage(await upstreams.list(), canActOn));
     const parts = path.split('/').slice(2); // ['tools', name, ...]
     if (parts[0] === 'runs' && parts.length === 2) {

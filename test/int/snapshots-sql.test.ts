@@ -14,7 +14,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CatalogueReader } from '#app/catalogue-reader';
 import { CATALOGUE_SNAPSHOT, writeCatalogueSnapshot } from '#app/catalogue-snapshot';
 import type { EventStore, SnapshotStore } from '#app/ports';
+import { listRuns, RunsIndex } from '#app/runs-index';
+import { RUNS_SNAPSHOT } from '#app/runs-snapshot';
 import { restoreCatalogue } from '#app/snapshot-keeper';
+import { runStream } from '#domain/events';
 import { createPostgresEventStore } from '#store/postgres-event-store';
 import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
@@ -192,6 +195,24 @@ for (const backend of [sqlite, postgres]) {
       expect(second?.eventCount).toBe(4);
       const rows = (await o.sql('SELECT DISTINCT id FROM projection_snapshot_chunks')) as { id: string }[];
       expect(rows.map((r) => r.id)).toEqual([second?.id]);
+    });
+
+    it('keeps the runs index beside the catalogue: a second index starts from it, and lists what the whole log does', async () => {
+      const o = await open();
+      await appendLog(o.store, published(2));
+      await writeCatalogueSnapshot(o.snapshots, (await fullReplay(o.store)).catalogue, now);
+      const owner = { subject: 'alice', tenant: 'acme' };
+      const call = (i: number, run: number) => ({ streamId: runStream(`r${run}`, owner), type: 'ToolCalled', data: { runId: `r${run}`, ...owner, tool: `t.tool${i % 2}`, version: '1.0.0', at: new Date(Date.UTC(2026, 11, 1) + i).toISOString(), callId: `c${i}`, outcome: 'ok' } });
+      await appendLog(o.store, Array.from({ length: 300 }, (_, i) => call(i, i % 40)));
+      const first = new RunsIndex(o.store, { snapshots: o.snapshots, maxRuns: 25, snapshotEvery: 100 });
+      await first.list();
+      await first.settled();
+      expect(await o.snapshots.head(RUNS_SNAPSHOT)).toMatchObject({ eventCount: 300 });
+      expect(await o.snapshots.head(CATALOGUE_SNAPSHOT)).toMatchObject({ eventCount: 2 });
+      await appendLog(o.store, Array.from({ length: 30 }, (_, i) => call(300 + i, (i * 7) % 45)));
+      for (const filter of [{}, { limit: 25 }, { tool: 't.tool1', limit: 30 }, { since: new Date(Date.UTC(2026, 11, 1) + 290).toISOString() }]) {
+        expect((await new RunsIndex(o.store, { snapshots: o.snapshots, maxRuns: 25 }).list(filter)).runs).toEqual(await listRuns(o.store, filter));
+      }
     });
   });
 }

@@ -4,7 +4,8 @@
  * for the console keeps only its newest calls, and says how many came before.
  */
 import { describe, expect, it } from 'vitest';
-import { listRuns, readRun } from '#app/runs';
+import { readRun } from '#app/runs';
+import { listRuns } from '#app/runs-index';
 import { runPage } from '#console/run-pages';
 import { runStream } from '#domain/events';
 import { createMemoryEventStore } from '#store/memory-event-store';

@@ -3,7 +3,7 @@
  * command handler for writes and the projections for reads.
  */
 import type { CatalogueReader } from '#app/catalogue-reader';
-import { listRuns, readRun } from '#app/runs';
+import { readRun } from '#app/runs';
 import { verdictJson } from '#app/results-json';
 import { parseAsOf, replayAsOf } from '#app/replay';
 import { createDetailsSource } from '#app/version-details';
@@ -168,7 +168,13 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
       return estate.definitions.classify(left, await load(b));
     },
 
-    runs: (filter) => listRuns(estate.store, filter),
+    async runs(filter) {
+      // From the runs snapshot a serving process's console (or the last `estate calls`) left, plus the log after it.
+      const index = estate.runsIndex();
+      const { runs } = await index.list(filter);
+      await index.settled();
+      return runs;
+    },
 
     calls: (runId) => readRun(estate.store, runId),
 

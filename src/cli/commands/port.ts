@@ -9,7 +9,8 @@
 import { definitionErrorJson } from '#app/results-json';
 import type { DomainError } from '#domain/errors';
 import type { Principal, Reason } from '#domain/types';
-import type { OwnedRun, RunFilter, RunSummary } from '#app/runs';
+import type { OwnedRun } from '#app/runs';
+import type { RunFilter, RunSummary } from '#app/runs-index';
 
 /** A definition as read from a file: parsed, not yet validated (the local adapter validates, the server does). */
 export interface DefinitionSource {

@@ -1,0 +1,299 @@
+/**
+ * The recent runs (the console's runs page, `estate calls` without a run id) as a projection of the run streams that
+ * is kept, not rebuilt at every view: each view reads only the call records written since the one before, from the
+ * position the index has reached. Before it, every view scanned every run event of the log (293-296 ms a view beside
+ * 100,000 calls, and linear in the call log).
+ *
+ * Bounded: it keeps the `maxRuns` runs most recently written to (a stateless call is a run of its own, so a busy
+ * estate makes millions); the runs page shows the newest 50. A run dropped from it and written to again is read back
+ * from its own stream when it is shown (it is `partial` until then: its earlier calls were folded and dropped). A
+ * filtered listing that finds fewer runs than asked for in an index that has dropped runs falls back to a scan of
+ * the whole log (listRuns), so a filter never misses a run: what the index cannot answer exactly it does not answer.
+ *
+ * Kept as a snapshot (name `runs`, ./runs-snapshot.ts) where the store keeps snapshots: a restarted console, or the
+ * next `estate calls`, reads the tail after it, not the log.
+ */
+import type { Log } from './log.ts';
+import type { EventStore, SnapshotStore, StoredEvent } from './ports.ts';
+import { pageThrough } from './read-pages.ts';
+import { readRunsSnapshot, writeRunsSnapshot, type RunsCut } from './runs-snapshot.ts';
+
+export interface RunSummary {
+  runId: string;
+  calls: number;
+  /** Intents (`ToolCallStarted`) with no outcome on record. */
+  unfinished: number;
+  first: string;
+  last: string;
+  subject: string;
+  tenant: string;
+  tools: string[];
+}
+
+export interface RunFilter {
+  /** ISO-8601: runs with a call at or after it. */
+  since?: string;
+  /** Runs with a call to this tool. */
+  tool?: string;
+  limit?: number;
+}
+
+/** One run stream (one owner's calls under a run id) as folded so far. */
+export interface RunEntry extends Omit<RunSummary, 'unfinished'> {
+  streamId: string;
+  /**
+   * Intents with no outcome seen yet. An outcome follows its intent in the run's stream, so it is removed when it
+   * comes: what is held is the unfinished calls, not every call id of the run.
+   */
+  open: Set<string>;
+  /** Where in the fold its latest call came: orders runs whose latest calls share a millisecond. */
+  lastSeq: number;
+  /** The stream's revision last folded: an event at or below it is one already counted (a stream read back). */
+  revision: number;
+  /** Written to again after it was dropped: its counts lack the calls before, until its stream is read back. */
+  partial: boolean;
+}
+
+export interface RunsListing {
+  runs: RunSummary[];
+  /** Present when the wait ran out while the index was still reading the log: how many events it has read so far. */
+  reading?: { events: number };
+}
+
+export interface RunsIndexOptions {
+  /** Runs kept, those most recently written to (default DEFAULT_INDEXED_RUNS; Infinity: every run). */
+  maxRuns?: number;
+  /** Where the index's snapshot is kept (the store's `snapshots`); none: it is rebuilt from the log in each process. */
+  snapshots?: SnapshotStore;
+  /** Write the snapshot once this many events were folded since the last one (default 10,000). */
+  snapshotEvery?: number;
+  log?: Log;
+}
+
+export const DEFAULT_INDEXED_RUNS = 10_000;
+const DEFAULT_SNAPSHOT_EVERY = 10_000;
+
+const str = (d: unknown, k: string): string | undefined => {
+  const v = (d as Record<string, unknown> | null)?.[k];
+  return typeof v === 'string' ? v : undefined;
+};
+
+const isCall = (e: StoredEvent): boolean => e.type === 'ToolCalled' || e.type === 'ToolCallStarted';
+
+const emptyEntry = (e: StoredEvent, at: string): RunEntry => ({
+  streamId: e.streamId,
+  runId: str(e.data, 'runId') ?? e.streamId.slice('run-'.length),
+  calls: 0,
+  first: at,
+  last: at,
+  subject: str(e.data, 'subject') ?? '',
+  tenant: str(e.data, 'tenant') ?? '',
+  tools: [],
+  open: new Set(),
+  lastSeq: 0,
+  revision: -1,
+  partial: false,
+});
+
+/** Count one call event into its run; true when it is the run's latest call so far. */
+const count = (r: RunEntry, e: StoredEvent, at: string): boolean => {
+  const tool = str(e.data, 'tool');
+  if (tool !== undefined && !r.tools.includes(tool)) r.tools.push(tool);
+  if (at < r.first) r.first = at;
+  const latest = at >= r.last;
+  if (latest) r.last = at;
+  const callId = str(e.data, 'callId');
+  if (e.type === 'ToolCalled') {
+    r.calls++;
+    if (callId !== undefined) r.open.delete(callId);
+  } else if (callId !== undefined) r.open.add(callId);
+  return latest;
+};
+
+const summary = (r: RunEntry): RunSummary => ({ runId: r.runId, calls: r.calls, unfinished: r.open.size, first: r.first, last: r.last, subject: r.subject, tenant: r.tenant, tools: r.tools });
+
+/** Newest latest call first; calls in the same millisecond in the order they were written (newest first). */
+const newestFirst = (a: RunEntry, b: RunEntry): number => (a.last < b.last ? 1 : a.last > b.last ? -1 : b.lastSeq - a.lastSeq);
+
+export class RunsIndex {
+  /** Every run kept, in the order each was last written to: the first is the one the bound drops next. */
+  private readonly runs = new Map<string, RunEntry>();
+  private readonly maxRuns: number;
+  private readonly snapshotEvery: number;
+  private position: string | null = null;
+  private seq = 0;
+  /** Runs dropped by the bound, over the index's life (its snapshots' included). */
+  private dropped = 0;
+  /** Events folded, over the index's life. */
+  private folded = 0;
+  private foldedAtSnapshot = 0;
+  /** Events read by the update under way. */
+  private reading = 0;
+  private restored = false;
+  private current = false;
+  private queue: Promise<unknown> = Promise.resolve();
+  private updating: Promise<void> | null = null;
+  private writing: Promise<void> | null = null;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly o: RunsIndexOptions = {},
+  ) {
+    this.maxRuns = o.maxRuns ?? DEFAULT_INDEXED_RUNS;
+    this.snapshotEvery = o.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
+  }
+
+  /**
+   * The runs the filter asks for, newest latest call first, after reading what was written since the last view. With
+   * `waitMs`, a read that takes longer (the first, on a long log) goes on in the background and the answer says how
+   * far it has got instead of waiting: a page never hangs on it.
+   */
+  async list(filter: RunFilter = {}, o: { waitMs?: number } = {}): Promise<RunsListing> {
+    const update = this.update();
+    if (o.waitMs !== undefined) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, o.waitMs, false)));
+      const done = await Promise.race([update.then(() => true), late]).finally(() => clearTimeout(timer));
+      if (!done) {
+        // Nothing to wait for now: a failure shows at the next view, which starts a new read.
+        update.catch(() => undefined);
+        return { runs: [], reading: { events: this.reading } };
+      }
+    } else await update;
+    return { runs: await this.serial(() => this.select(filter)) };
+  }
+
+  /** Read the log from where the index stands to its end (one read shared by concurrent callers). */
+  update(): Promise<void> {
+    this.updating ??= this.serial(() => this.readOn()).finally(() => (this.updating = null));
+    return this.updating;
+  }
+
+  /** The index's state, for its snapshot and for tests. */
+  cut(): RunsCut {
+    return { position: this.position, seq: this.seq, dropped: this.dropped, folded: this.folded, runs: [...this.runs.values()] };
+  }
+
+  /** Wait for a snapshot write under way (tests, shutdown). */
+  async settled(): Promise<void> {
+    await this.writing;
+  }
+
+  /** Work on the index one piece at a time: a read and a run read back never interleave. */
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(work);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async readOn(): Promise<void> {
+    if (!this.restored) await this.restore();
+    this.reading = 0;
+    // readAll's pages, not the store's scan: on SQLite the scan (a second thread) read 100,000 call records among
+    // 120,000 in 685-688 ms where these pages took 499-510 (.cache/ab/runs-idx.ts, ad hoc, twice each).
+    for await (const page of pageThrough(this.store, { after: this.position, streamPrefix: 'run-' })) {
+      for (const e of page) this.fold(e);
+      this.reading += page.length;
+      this.position = (page[page.length - 1] as StoredEvent).position;
+      this.dropOldest();
+    }
+    this.current = true;
+    if (this.o.snapshots && this.folded - this.foldedAtSnapshot >= this.snapshotEvery && !this.writing) this.writeSnapshot(this.o.snapshots);
+  }
+
+  private fold(e: StoredEvent): void {
+    let r = this.runs.get(e.streamId);
+    if (r && e.revision <= r.revision) return;
+    this.folded++;
+    if (!isCall(e)) {
+      if (r) r.revision = e.revision;
+      return;
+    }
+    const at = str(e.data, 'at') ?? e.recordedAt;
+    if (r) this.runs.delete(e.streamId);
+    // A run first seen past its stream's start was dropped (or began with other events): read back when shown.
+    else r = { ...emptyEntry(e, at), partial: e.revision > 0 };
+    this.runs.set(e.streamId, r);
+    r.revision = e.revision;
+    if (count(r, e, at)) r.lastSeq = ++this.seq;
+  }
+
+  private dropOldest(): void {
+    for (const key of this.runs.keys()) {
+      if (this.runs.size <= this.maxRuns) return;
+      this.runs.delete(key);
+      this.dropped++;
+    }
+  }
+
+  /** Read a partial run's stream back from its start: its counts become those of every call it has. */
+  private async readBack(r: RunEntry): Promise<void> {
+    const events = await this.store.readStream(r.streamId);
+    const first = events.find(isCall);
+    if (!first) return;
+    const whole = emptyEntry(first, str(first.data, 'at') ?? first.recordedAt);
+    for (const e of events) if (isCall(e)) count(whole, e, str(e.data, 'at') ?? e.recordedAt);
+    Object.assign(r, { calls: whole.calls, first: whole.first, last: whole.last, tools: whole.tools, open: whole.open, partial: false });
+    r.revision = Math.max(r.revision, (events[events.length - 1] as StoredEvent).revision);
+  }
+
+  private async select(filter: RunFilter): Promise<RunSummary[]> {
+    const limit = filter.limit ?? 20;
+    const kept: RunSummary[] = [];
+    for (const r of [...this.runs.values()].sort(newestFirst)) {
+      if (kept.length >= limit) break;
+      if (r.partial) await this.readBack(r);
+      if (filter.since !== undefined && r.last < filter.since) continue;
+      if (filter.tool !== undefined && !r.tools.includes(filter.tool)) continue;
+      kept.push(summary(r));
+    }
+    // The runs dropped by the bound may hold the ones a filter asks for: only the whole log can say.
+    if (kept.length < limit && this.dropped > 0) return listRuns(this.store, filter);
+    return kept;
+  }
+
+  private async restore(): Promise<void> {
+    this.restored = true;
+    const { snapshots, log } = this.o;
+    if (!snapshots) return;
+    try {
+      const read = await readRunsSnapshot(snapshots);
+      if (read.kind !== 'loaded') {
+        if (read.kind !== 'none') log?.info({ why: read.kind === 'corrupt' ? read.reason : 'another index version' }, 'runs snapshot ignored: the runs index is read from the log');
+        return;
+      }
+      const cut = read.cut;
+      this.position = cut.position;
+      this.seq = cut.seq;
+      this.dropped = cut.dropped;
+      this.folded = this.foldedAtSnapshot = cut.folded;
+      for (const r of cut.runs) this.runs.set(r.streamId, r);
+      this.dropOldest();
+    } catch (e) {
+      log?.warn({ err: e }, 'runs snapshot unreadable: the runs index is read from the log');
+    }
+  }
+
+  private writeSnapshot(snapshots: SnapshotStore): void {
+    const cut = this.cut();
+    // The cut's runs are this index's own objects, which later reads change: their text is made now, in one step.
+    const lines = cut.runs.map((r) => JSON.stringify([r.streamId, r.runId, r.calls, r.first, r.last, r.subject, r.tenant, r.tools, [...r.open], r.lastSeq, r.revision, r.partial]));
+    this.foldedAtSnapshot = this.folded;
+    this.writing = writeRunsSnapshot(snapshots, { ...cut, runs: [] }, lines)
+      .then((written) => this.o.log?.debug({ runs: lines.length, position: cut.position, chars: written.chars }, 'runs snapshot written'))
+      .catch((e: unknown) => this.o.log?.warn({ err: e }, 'runs snapshot not written (tried again later)'))
+      .finally(() => (this.writing = null));
+  }
+
+  /** Whether the index has read to the end of the log at least once. */
+  get caughtUp(): boolean {
+    return this.current;
+  }
+}
+
+/**
+ * Every run of the log, read from its first event (an index without a bound, used once): `estate calls` on a store
+ * without snapshots, and a filtered listing the bounded index cannot answer exactly.
+ */
+export const listRuns = async (store: EventStore, filter: RunFilter = {}): Promise<RunSummary[]> =>
+  (await new RunsIndex(store, { maxRuns: Infinity }).list(filter)).runs;

@@ -1,0 +1,223 @@
+/**
+ * The runs index (src/app/runs-index.ts): what a view lists equals a scan of the whole log (a property over random
+ * call logs, read in random steps, with a small bound and through a snapshot), each view reads only what was written
+ * since the last, a run dropped by the bound and written to again is counted whole, a filter the bound cannot answer
+ * falls back to the scan, and a snapshot of another version or a damaged one is ignored.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { EventStore, ReadAllOptions, StoredEvent } from '#app/ports';
+import { listRuns, RunsIndex } from '#app/runs-index';
+import { RUNS_SNAPSHOT, RUNS_SNAPSHOT_VERSION } from '#app/runs-snapshot';
+import { runsPage } from '#console/run-pages';
+import { runStream } from '#domain/events';
+import { createMemoryEventStore } from '#store/memory-event-store';
+import { createMemorySnapshots } from '#store/memory-snapshots';
+
+const owners = [
+  { subject: 'alice', tenant: 'acme' },
+  { subject: 'bob', tenant: 'acme' },
+  { subject: 'carol', tenant: 'globex' },
+];
+const tools = ['payments.lookup', 'payments.refund', 'ledger.read'];
+const at = (ms: number): string => new Date(Date.UTC(2026, 11, 1) + ms).toISOString();
+
+/** One call record: an outcome (with or without an intent before it), or an intent alone. */
+interface Rec {
+  run: number;
+  owner: number;
+  tool: number;
+  /** Milliseconds after a fixed start (the property: after the record before, 0 to 2, so that runs often share one). */
+  ms: number;
+  kind: 'called' | 'intent-then-called' | 'intent';
+}
+
+const recArb = fc.record({
+  run: fc.integer({ min: 0, max: 11 }),
+  owner: fc.integer({ min: 0, max: 2 }),
+  tool: fc.integer({ min: 0, max: 2 }),
+  ms: fc.integer({ min: 0, max: 2 }),
+  kind: fc.constantFrom<Rec['kind']>('called', 'called', 'intent-then-called', 'intent'),
+});
+
+let callIds = 0;
+const eventsOf = (r: Rec) => {
+  const owner = owners[r.owner]!;
+  const base = { runId: `run-${r.run}`, ...owner, tool: tools[r.tool]!, version: '1.0.0', at: at(r.ms) };
+  const callId = `c${++callIds}`;
+  const started = { type: 'ToolCallStarted', data: { ...base, callId, argsHash: 'a' } };
+  const called = { type: 'ToolCalled', data: { ...base, callId, outcome: 'ok' } };
+  return r.kind === 'called' ? [called] : r.kind === 'intent' ? [started] : [started, called];
+};
+
+const record = async (store: EventStore, recs: readonly Rec[]): Promise<void> => {
+  for (const r of recs) await store.append(runStream(`run-${r.run}`, owners[r.owner]), eventsOf(r), { expectedRevision: 'any' });
+};
+
+/** A store that counts the events its log reads return (the index's cost per view). */
+const counting = (store: EventStore): EventStore & { read: number } => {
+  const c = Object.create(store) as EventStore & { read: number };
+  c.read = 0;
+  const count = (events: StoredEvent[]): StoredEvent[] => {
+    c.read += events.length;
+    return events;
+  };
+  c.readAll = async (o?: ReadAllOptions) => count(await store.readAll(o));
+  if (store.readAllPage) c.readAllPage = async (o?: ReadAllOptions) => {
+    const page = await store.readAllPage!(o);
+    count(page.events);
+    return page;
+  };
+  Object.defineProperty(c, 'scan', { value: undefined });
+  return c;
+};
+
+describe('RunsIndex', () => {
+  it('lists what a scan of the whole log lists, read in steps, bounded, and restarted from its snapshot', async () => {
+    const filters = fc.record({ limit: fc.integer({ min: 1, max: 14 }), tool: fc.option(fc.constantFrom(...tools), { nil: undefined }), since: fc.option(fc.integer({ min: 0, max: 100 }).map(at), { nil: undefined }) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(recArb, { maxLength: 12 }), { minLength: 1, maxLength: 6 }), fc.integer({ min: 1, max: 14 }), filters, fc.integer({ min: 1, max: 30 }), async (steps, maxRuns, filter, snapshotEvery) => {
+        const store = createMemoryEventStore();
+        const snapshots = createMemorySnapshots();
+        const index = new RunsIndex(store, { maxRuns, snapshots, snapshotEvery });
+        // Call times as they are recorded: never earlier than the record before (often the same millisecond).
+        let clock = 0;
+        for (const step of steps) {
+          await record(store, step.map((r) => ({ ...r, ms: (clock += r.ms) })));
+          expect((await index.list(filter)).runs).toEqual(await listRuns(store, filter));
+          await index.settled();
+          // A second process, from the snapshot the first left (if any) plus the log after it.
+          const next = new RunsIndex(store, { maxRuns, snapshots });
+          expect((await next.list(filter)).runs).toEqual(await listRuns(store, filter));
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('reads only the call records written since the view before', async () => {
+    const store = counting(createMemoryEventStore());
+    const recs = Array.from({ length: 300 }, (_, i): Rec => ({ run: i % 12, owner: i % 3, tool: i % 3, ms: i, kind: 'called' }));
+    await record(store, recs);
+    const index = new RunsIndex(store);
+    expect((await index.list({ limit: 50 })).runs).toHaveLength(12);
+    expect(store.read).toBe(300);
+    await record(store, recs.slice(0, 5));
+    store.read = 0;
+    const { runs } = await index.list({ limit: 50 });
+    expect(store.read).toBe(5);
+    expect(runs.reduce((n, r) => n + r.calls, 0)).toBe(305);
+    store.read = 0;
+    await index.list({ limit: 50 });
+    expect(store.read).toBe(0);
+  });
+
+  it('counts a run dropped by the bound and written to again whole, and finds dropped runs for a filter', async () => {
+    const store = createMemoryEventStore();
+    const index = new RunsIndex(store, { maxRuns: 2 });
+    await record(store, [
+      { run: 0, owner: 0, tool: 2, ms: 1, kind: 'called' },
+      { run: 0, owner: 0, tool: 2, ms: 2, kind: 'intent' },
+    ]);
+    await index.list();
+    await record(store, [
+      { run: 1, owner: 0, tool: 0, ms: 3, kind: 'called' },
+      { run: 2, owner: 0, tool: 0, ms: 4, kind: 'called' },
+    ]);
+    expect((await index.list({ limit: 2 })).runs.map((r) => r.runId)).toEqual(['run-2', 'run-1']);
+    // run-0 was dropped; written to again, it is listed with its three calls and its unfinished intent.
+    await record(store, [{ run: 0, owner: 0, tool: 0, ms: 5, kind: 'called' }]);
+    const [first] = (await index.list({ limit: 1 })).runs;
+    expect(first).toMatchObject({ runId: 'run-0', calls: 2, unfinished: 1, first: at(1), last: at(5), tools: ['ledger.read', 'payments.lookup'] });
+    expect((await index.list()).runs).toEqual(await listRuns(store));
+    // run-1 is dropped now: a filter only it matches is answered from the whole log.
+    await record(store, [{ run: 3, owner: 1, tool: 0, ms: 6, kind: 'called' }]);
+    expect((await index.list({ since: at(3), limit: 5 })).runs.map((r) => r.runId)).toEqual(['run-3', 'run-0', 'run-2', 'run-1']);
+  });
+
+  it('counts a call written while a run is read back once', async () => {
+    const inner = createMemoryEventStore();
+    const store = Object.create(inner) as EventStore;
+    let during: (() => Promise<void>) | undefined;
+    store.readStream = async (id, o) => {
+      await during?.();
+      during = undefined;
+      return inner.readStream(id, o);
+    };
+    const index = new RunsIndex(store, { maxRuns: 1 });
+    await record(store, [{ run: 0, owner: 0, tool: 0, ms: 1, kind: 'called' }, { run: 1, owner: 0, tool: 0, ms: 2, kind: 'called' }]);
+    await index.list();
+    await record(store, [{ run: 0, owner: 0, tool: 0, ms: 3, kind: 'called' }]);
+    // run-0 was dropped for run-1 and written to again: shown, it is read back, and a call comes in as it is read.
+    during = () => record(inner, [{ run: 0, owner: 0, tool: 0, ms: 4, kind: 'called' }]);
+    expect((await index.list({ limit: 1 })).runs[0]).toMatchObject({ runId: 'run-0', calls: 3 });
+    expect((await index.list({ limit: 1 })).runs[0]).toMatchObject({ runId: 'run-0', calls: 3, last: at(4) });
+  });
+
+  it('ignores a snapshot of another version and a damaged one, and reads the log instead', async () => {
+    const store = createMemoryEventStore();
+    const snapshots = createMemorySnapshots();
+    await record(store, Array.from({ length: 40 }, (_, i): Rec => ({ run: i % 5, owner: 0, tool: 0, ms: i, kind: 'called' })));
+    const first = new RunsIndex(store, { snapshots, snapshotEvery: 10 });
+    await first.list();
+    await first.settled();
+    const stored = snapshots.stored(RUNS_SNAPSHOT);
+    expect(stored?.chunks[0]).toMatch(/"run-run-0@[^"]*","run-0",8,/);
+    expect(stored?.head).toMatchObject({ version: RUNS_SNAPSHOT_VERSION, eventCount: 40 });
+    const logged: string[] = [];
+    const log = { debug: () => undefined, info: (_: object, m?: string) => logged.push(`info ${m}`), warn: (_: object, m?: string) => logged.push(`warn ${m}`), error: () => undefined };
+    const expected = await listRuns(store);
+
+    // A run line that says it has 9,999 calls, under the old checksum.
+    stored!.chunks[0] = stored!.chunks[0]!.replace(/"run-run-0@[^"]*","run-0",\d+/, (m) => m.replace(/,\d+$/, ',9999'));
+    expect((await new RunsIndex(store, { snapshots, log }).list()).runs).toEqual(expected);
+    expect(logged).toEqual(['info runs snapshot ignored: the runs index is read from the log']);
+
+    stored!.head.version = 'runs-0';
+    logged.length = 0;
+    const counted = counting(store);
+    expect((await new RunsIndex(counted, { snapshots, log }).list()).runs).toEqual(expected);
+    expect(counted.read).toBe(40);
+    expect(logged).toHaveLength(1);
+  });
+
+  it('starts from the snapshot: only the events after it are read', async () => {
+    const store = counting(createMemoryEventStore());
+    const snapshots = createMemorySnapshots();
+    await record(store, Array.from({ length: 50 }, (_, i): Rec => ({ run: i % 7, owner: i % 2, tool: 1, ms: i, kind: 'called' })));
+    const first = new RunsIndex(store, { snapshots, snapshotEvery: 10 });
+    await first.list();
+    await first.settled();
+    await record(store, [{ run: 9, owner: 2, tool: 2, ms: 60, kind: 'intent' }]);
+    store.read = 0;
+    const { runs } = await new RunsIndex(store, { snapshots }).list();
+    expect(store.read).toBe(1);
+    expect(runs).toEqual(await listRuns(store));
+  });
+
+  it('says how far it has read when the read outlasts the wait, and shares one read between views', async () => {
+    const inner = createMemoryEventStore();
+    await record(inner, [{ run: 1, owner: 0, tool: 0, ms: 1, kind: 'called' }]);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let reads = 0;
+    const slow = Object.create(inner) as EventStore;
+    Object.defineProperty(slow, 'scan', { value: undefined });
+    Object.defineProperty(slow, 'readAllPage', { value: undefined });
+    slow.readAll = async (o) => {
+      reads++;
+      await gate;
+      return inner.readAll(o);
+    };
+    const index = new RunsIndex(slow);
+    const waited = await index.list({}, { waitMs: 20 });
+    expect(waited).toEqual({ runs: [], reading: { events: 0 } });
+    expect(String(runsPage(waited))).toContain('Reading the call log: 0 call records so far. Reload in a moment.');
+    const later = index.list();
+    release();
+    expect((await later).runs.map((r) => r.runId)).toEqual(['run-1']);
+    // The first view's read, then the empty page that ends it: one read for both views.
+    expect(reads).toBe(2);
+    expect(String(runsPage(await index.list({}, { waitMs: 1000 })))).toContain('run-1');
+  });
+});
