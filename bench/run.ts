@@ -15,6 +15,7 @@ const BENCHES: Record<string, () => Promise<{ run(): Promise<BenchRow[]> }>> = {
   mcp: () => import('./mcp.ts'),
   bus: () => import('./bus.ts'),
   upstream: () => import('./upstream.ts'),
+  'stdio-read': () => import('./stdio-read.ts'),
   'client-cache': () => import('./client-cache.ts'),
   console: () => import('./console.ts'),
   ops: () => import('./ops.ts'),

@@ -12,6 +12,9 @@
  * `upstream_unavailable` naming the bound. Under contention the answers refused give their bytes back, so the others
  * go on.
  *
+ * A stdio upstream's answers are charged the same way, each whole line to the call or sync whose request it answers
+ * (./stdio-answers.ts).
+ *
  * What runs outside any account (the handshake, the standalone GET stream) is bounded only per answer and per event.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -75,6 +78,11 @@ export class AnswerAccount {
     }
     this.charged += n;
     return true;
+  }
+
+  /** The call or the sync has ended: nothing more is charged to it. */
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   /** An answer of this call was dropped: the call ends with `why`. */

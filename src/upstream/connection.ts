@@ -11,6 +11,7 @@ import { DomainError } from '#domain/errors';
 import type { UpstreamTarget } from '#domain/events';
 import { MAX_UPSTREAM_TOOLS, tooManyTools, type UpstreamTool } from './candidate.ts';
 import { createUpstreamFetch } from './http-fetch.ts';
+import { useAnswerLines } from './stdio-answers.ts';
 
 /** The stateless revision: no session, questions embedded in results, change notices on a listen stream. */
 export const STATELESS_REVISION = '2026-07-28';
@@ -71,6 +72,8 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
       env: { ...getDefaultEnvironment(), ...resolveNamed(ns, target.env, env, '--env') },
       stderr: 'pipe',
     });
+    // Read in linear time, each answer charged to the call or sync that asked (./stdio-answers.ts).
+    useAnswerLines(t);
     const stderr = t.stderr;
     if (stderr) {
       let buf = '';

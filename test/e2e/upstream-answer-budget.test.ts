@@ -7,16 +7,20 @@
  * call ends with its whole answer, and /metrics shows what was held, what was refused and that both upstreams are up.
  * A listing is bounded the same way: an upstream whose tools/list pages grow past its share fails its sync, in the
  * serving process and in `estate upstream sync`, naming the bound; and so does one that lists more tools than a sync
- * takes (MAX_UPSTREAM_TOOLS).
+ * takes (MAX_UPSTREAM_TOOLS). A stdio upstream's listing is charged the same way (src/upstream/stdio-answers.ts).
  */
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_UPSTREAM_TOOLS } from '#upstream/candidate';
 import { startFixtureHttp } from '../fixtures/upstream/fixture-http.ts';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const MiB = 1024 * 1024;
+const STDIO_FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-server.mjs', import.meta.url));
 const LIMIT = { ESTATE_MAX_UPSTREAM_BUFFER_BYTES: String(128 * MiB) };
 const PRINCIPAL = ['--tenant', 'acme', '--scopes', 'bulk.use', '--clearance', 'internal', '--subject', 'budget-e2e'];
 
@@ -106,6 +110,23 @@ describe('upstream answers held at once are bounded, per upstream and in total',
     // Nothing of the listing was recorded.
     const drift = await runCli(['upstream', 'drift', 'lister', '--store', store.store, '--json']);
     expect(JSON.parse(drift.stdout)).toMatchObject({ pending: [] });
+  });
+
+  it('a stdio upstream\'s listing is charged too: past the share its sync fails, naming the bound', { timeout: 60_000 }, async () => {
+    // Nine pages of 9 MiB each (under the SDK's 10 MiB a message), 81 MiB in all, past a 64 MiB share.
+    const spec = join(store.dir, 'stdio-lister.json');
+    writeFileSync(spec, JSON.stringify({ tools: [], listPages: 9, listMiB: 9 }));
+    const command = `${process.execPath} ${STDIO_FIXTURE} ${spec} ${join(store.dir, 'stdio-lister.log')}`;
+    expect((await runCli(['upstream', 'add', 'piped', '--command', command, '--scopes', 'bulk.use', '--clearance', 'internal', '--store', store.store])).code).toBe(0);
+    const r = await runCli(['upstream', 'sync', 'piped', '--store', store.store], { env: LIMIT });
+    expect([r.code, r.stderr.trim()]).toEqual([1, `estate: error: upstream piped: tools/list failed: upstream piped's answers held at once would pass ${64 * MiB} bytes (its share of ESTATE_MAX_UPSTREAM_BUFFER_BYTES)`]);
+    const drift = await runCli(['upstream', 'drift', 'piped', '--store', store.store, '--json']);
+    expect(JSON.parse(drift.stdout)).toMatchObject({ pending: [] });
+    // Within the share, the same listing is recorded whole: the bound, not the reading, refused it.
+    writeFileSync(spec, JSON.stringify({ tools: [], listPages: 6, listMiB: 9 }));
+    const ok = await runCli(['upstream', 'sync', 'piped', '--store', store.store, '--json'], { env: LIMIT });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(JSON.parse((await runCli(['upstream', 'drift', 'piped', '--store', store.store, '--json'])).stdout).pending).toHaveLength(6);
   });
 
   it('a listing sent as event streams is refused as soon as it passes the share, not at the listing\'s deadline', { timeout: 60_000 }, async () => {

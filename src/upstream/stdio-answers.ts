@@ -1,0 +1,127 @@
+/**
+ * How a stdio upstream's output is read: line by line in time linear in its size, and each answer charged to the
+ * call or sync that asked for it (./answer-budget.ts), as an HTTP upstream's answers are (./http-fetch.ts).
+ *
+ * The SDK's StdioClientTransport reads through its ReadBuffer, which joins every chunk of the pipe to all that came
+ * before it and searches the whole again for a newline: one 10 MiB answer, read in the pipe's 64 KiB chunks, held the
+ * serving thread for 2.4 s (`bench/stdio-read.ts`), every other caller of the process waiting. And its answers were
+ * charged to no account: a listing of many pages, or many calls answered at once, held what they held.
+ *
+ * The SDK's transport stays (its spawning, its shutdown, and the version negotiation's probe of a disposable sibling
+ * process need that exact class): only the reader it holds is replaced, on the instance (`useAnswerLines`), and its
+ * `send` notes which account each request was sent from. The replaced reader keeps the SDK's contract: the same
+ * message parser, lines that are not JSON skipped, and the same bound on what one message may hold (past it the
+ * append throws and the SDK closes the connection).
+ */
+import { deserializeMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import { currentAnswerAccount, type AnswerAccount } from './answer-budget.ts';
+
+const NEWLINE = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
+/** Requests whose account is noted at most, before those of calls that ended are swept. */
+const SWEEP_AT = 1024;
+
+type Id = string | number;
+
+const idOf = (m: unknown): Id | undefined => {
+  const id = (m as { id?: unknown }).id;
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
+};
+const isRequest = (m: unknown): boolean => typeof (m as { method?: unknown }).method === 'string' && idOf(m) !== undefined;
+const isResponse = (m: unknown): boolean => (m as { method?: unknown }).method === undefined && idOf(m) !== undefined;
+
+/** The reader: the SDK ReadBuffer's three methods, in linear time, charging answers to their accounts. */
+export class AnswerLines {
+  private chunks: Buffer[] = [];
+  /** Bytes held in `chunks`. */
+  private held = 0;
+  /** Where the search for the next newline goes on: chunks before it were searched already. */
+  private searchFrom = 0;
+  /** The account each request still unanswered was sent from. */
+  private readonly accounts = new Map<Id, AnswerAccount>();
+
+  constructor(readonly maxBytes: number = STDIO_DEFAULT_MAX_BUFFER_SIZE) {}
+
+  /** Note the account a request is sent from (the call or sync running now), so that its answer is charged to it. */
+  sent(message: JSONRPCMessage): void {
+    if (!isRequest(message)) return;
+    const account = currentAnswerAccount();
+    if (!account) return;
+    if (this.accounts.size >= SWEEP_AT) for (const [id, a] of this.accounts) if (a.isClosed) this.accounts.delete(id);
+    this.accounts.set(idOf(message) as Id, account);
+  }
+
+  append(chunk: Buffer): void {
+    if (this.held + chunk.length > this.maxBytes) {
+      this.clear();
+      throw new Error(`ReadBuffer exceeded maximum size of ${this.maxBytes} bytes`);
+    }
+    this.chunks.push(chunk);
+    this.held += chunk.length;
+  }
+
+  /** The next message, or null until a whole line is in. An answer its account refuses is dropped here. */
+  readMessage(): JSONRPCMessage | null {
+    for (;;) {
+      const line = this.nextLine();
+      if (line === null) return null;
+      let message: JSONRPCMessage;
+      try {
+        const end = line[line.length - 1] === CARRIAGE_RETURN ? line.length - 1 : line.length;
+        message = deserializeMessage(line.toString('utf8', 0, end));
+      } catch (e) {
+        if (e instanceof SyntaxError) continue;
+        throw e;
+      }
+      if (!isResponse(message)) return message;
+      const id = idOf(message) as Id;
+      const account = this.accounts.get(id);
+      this.accounts.delete(id);
+      if (!account || account.charge(line.length)) return message;
+      // Refused: the answer is gone, and the call or sync that waits for it ends now with the refusal.
+      if (account.refusal) account.fail(account.refusal);
+    }
+  }
+
+  clear(): void {
+    this.chunks = [];
+    this.held = 0;
+    this.searchFrom = 0;
+  }
+
+  private nextLine(): Buffer | null {
+    for (let i = this.searchFrom; i < this.chunks.length; i++) {
+      const chunk = this.chunks[i] as Buffer;
+      const at = chunk.indexOf(NEWLINE);
+      if (at < 0) continue;
+      const parts = this.chunks.slice(0, i);
+      parts.push(chunk.subarray(0, at));
+      const line = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
+      const rest = chunk.subarray(at + 1);
+      this.chunks = rest.length > 0 ? [rest, ...this.chunks.slice(i + 1)] : this.chunks.slice(i + 1);
+      this.held -= line.length + 1;
+      this.searchFrom = 0;
+      return line;
+    }
+    this.searchFrom = this.chunks.length;
+    return null;
+  }
+}
+
+/**
+ * Give an SDK StdioClientTransport the reader above. False when the transport does not hold its reader where this
+ * SDK version does (an upgrade moved it): it then reads as the SDK does, and a unit test fails to say so.
+ */
+export const useAnswerLines = (transport: Transport): boolean => {
+  const t = transport as Transport & { _readBuffer?: { append?: unknown; readMessage?: unknown; clear?: unknown } };
+  const sdk = t._readBuffer;
+  if (typeof sdk?.append !== 'function' || typeof sdk.readMessage !== 'function' || typeof sdk.clear !== 'function') return false;
+  const lines = new AnswerLines();
+  t._readBuffer = lines;
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    lines.sent(message);
+    return send(message, options);
+  };
+  return true;
+};
