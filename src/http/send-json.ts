@@ -1,5 +1,9 @@
-/** Every JSON answer Estate's HTTP routes send: the length known up front, so no answer is ever chunked. */
+/**
+ * Every JSON answer Estate's HTTP routes send: the length known up front, so no answer is ever chunked; one its client
+ * does not take is dropped with its connection after STALL_MS (./unsent.ts).
+ */
 import type { ServerResponse } from 'node:http';
+import { dropWhenNotTaken } from './unsent.ts';
 
 export const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void =>
   sendJsonText(res, status, JSON.stringify(body), headers);
@@ -11,11 +15,11 @@ export const sendJson = (res: ServerResponse, status: number, body: unknown, hea
 export const sendJsonText = (res: ServerResponse, status: number, body: string | Buffer[], headers: Record<string, string> = {}): void => {
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.reduce((n, b) => n + b.length, 0);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(length), ...headers });
-  if (typeof body === 'string') {
-    res.end(body);
-    return;
+  if (typeof body === 'string') res.end(body);
+  else {
+    res.cork();
+    for (const piece of body) res.write(piece);
+    res.end();
   }
-  res.cork();
-  for (const piece of body) res.write(piece);
-  res.end();
+  dropWhenNotTaken(res);
 };

@@ -18,3 +18,33 @@ export const STALL_MS = 30_000;
 
 /** True when the client has left more than MAX_UNSENT_BYTES unread: the caller writes nothing more to it. */
 export const overUnsentBound = (res: ServerResponse): boolean => res.writableLength > MAX_UNSENT_BYTES;
+
+/**
+ * What of an answer its client has still to take: Node's count, plus what libuv still holds of the write under way (a
+ * single large write counts whole in `writableLength` until the last of it is taken; `writeQueueSize` goes down as
+ * the kernel takes it).
+ */
+const untaken = (res: ServerResponse): number => {
+  const queued = (res.socket as { _handle?: { writeQueueSize?: unknown } } | null)?._handle?.writeQueueSize;
+  return res.writableLength + (typeof queued === 'number' ? queued : 0);
+};
+
+/**
+ * A whole answer written at once (JSON) that its client does not take: checked every `stallMs` while any of it is
+ * unsent, and dropped with its connection when none of it was taken since the last check. A client that reads slowly
+ * keeps its answer; one that reads nothing no longer holds it (and what it was made of) for as long as the connection
+ * lasts. An answer handed to the kernel at once (the usual case) costs one property read.
+ */
+export const dropWhenNotTaken = (res: ServerResponse, stallMs = STALL_MS): void => {
+  if (res.writableLength === 0 || res.writableFinished) return;
+  let left = untaken(res);
+  const check = setInterval(() => {
+    const now = untaken(res);
+    if (now >= left) res.destroy();
+    left = now;
+  }, stallMs);
+  check.unref();
+  const stop = (): void => clearInterval(check);
+  res.once('finish', stop);
+  res.once('close', stop);
+};

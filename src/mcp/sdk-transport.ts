@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ReadableStreamDefaultReader, ReadableStreamReadResult } from 'node:stream/web';
 import { sendJson } from '#http/send-json';
-import { STALL_MS } from '#http/unsent';
+import { dropWhenNotTaken, STALL_MS } from '#http/unsent';
 import { failure, INTERNAL_ERROR } from './jsonrpc.ts';
 
 type SdkServer = typeof import('@modelcontextprotocol/server');
@@ -151,7 +151,10 @@ const writeResponse = async (response: Response, res: ServerResponse, o: ServeOv
       const ready = await nowOrNull(next);
       written.bytes += piece.value.length;
       // The last piece and the end of the stream in one write.
-      if (ready?.done) return void res.end(piece.value);
+      if (ready?.done) {
+        res.end(piece.value);
+        return dropWhenNotTaken(res, o.stallMs ?? STALL_MS);
+      }
       // A slow reader: wait for the socket to drain (or go away, or stall) before taking more from the transport.
       if (!res.write(piece.value)) await drained(res, o.stallMs ?? STALL_MS);
       piece = ready ?? (await next);

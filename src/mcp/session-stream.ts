@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
-import { overUnsentBound, STALL_MS } from '#http/unsent';
+import { dropWhenNotTaken, overUnsentBound, STALL_MS } from '#http/unsent';
 import { failure, INTERNAL_ERROR, type JsonRpcCall, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
 import { refusedAsSdk, type SessionJsonOptions } from './session-json.ts';
 import type { ReplayBuffer } from './sse-replay-store.ts';
@@ -149,8 +149,10 @@ export class CallStream {
     this.out = null;
     // The answer sent: the stream ends. Pushed out of the session's buffer by its other streams before it could be: the
     // connection is dropped, not ended as if the call had no answer.
-    if (this.sent === this.answerId) res.end();
-    else res.destroy();
+    if (this.sent === this.answerId) {
+      res.end();
+      dropWhenNotTaken(res, this.o.stallMs ?? STALL_MS);
+    } else res.destroy();
   }
 
   /** Whether a client connection is still open on this stream. */
@@ -243,8 +245,10 @@ export class CallStream {
         return;
       }
       // end() also sends whatever was held (Node uncorks on end). A client that is not reading is not waited for.
-      if (answer !== undefined) res.end(answer.event);
-      else if (this.stalled) res.destroy();
+      if (answer !== undefined) {
+        res.end(answer.event);
+        dropWhenNotTaken(res, this.o.stallMs ?? STALL_MS);
+      } else if (this.stalled) res.destroy();
       else res.end();
     }
     this.stopTimers();
