@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { CATALOGUE_PROJECTION_VERSION, CatalogueProjection, type CatalogueCut } from '#projections/catalogue';
 import type { SnapshotStore, StoredSnapshotHead } from './ports.ts';
 import { ChunkEncoder, decodeChunk } from './catalogue-snapshot-records.ts';
+import { readStoredSnapshot } from './snapshot-read.ts';
 
 export const CATALOGUE_SNAPSHOT = 'catalogue';
 
@@ -91,19 +92,8 @@ export type SnapshotRead =
 
 class Corrupt extends Error {}
 
-/**
- * Read the stored catalogue snapshot into a fresh projection, checking everything on the way. Another process may
- * replace the snapshot while this one reads it (its old chunks go): an unreadable result is read once more when the
- * head moved meanwhile, so that race is not reported as corruption.
- */
-export async function readCatalogueSnapshot(store: SnapshotStore): Promise<SnapshotRead> {
-  const head = await store.head(CATALOGUE_SNAPSHOT);
-  if (!head) return { kind: 'none' };
-  const read = await readFrom(store, head);
-  if (read.kind !== 'corrupt') return read;
-  const now = await store.head(CATALOGUE_SNAPSHOT);
-  return now && now.id !== head.id ? readFrom(store, now) : read;
-}
+/** Read the stored catalogue snapshot into a fresh projection, checking everything on the way. */
+export const readCatalogueSnapshot = (store: SnapshotStore): Promise<SnapshotRead> => readStoredSnapshot(store, CATALOGUE_SNAPSHOT, (head) => readFrom(store, head));
 
 async function readFrom(store: SnapshotStore, head: StoredSnapshotHead): Promise<SnapshotRead> {
   const t0 = performance.now();

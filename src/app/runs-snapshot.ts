@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { SnapshotStore, StoredSnapshotHead } from './ports.ts';
 import type { RunEntry } from './runs-index.ts';
+import { readStoredSnapshot } from './snapshot-read.ts';
 
 export const RUNS_SNAPSHOT = 'runs';
 /** Bumped with any change to what a run line holds or how the index folds. */
@@ -72,15 +73,7 @@ const decodeRun = (line: string): RunEntry => {
 };
 
 /** Read the stored runs snapshot, checking everything on the way. */
-export async function readRunsSnapshot(store: SnapshotStore): Promise<RunsSnapshotRead> {
-  const head = await store.head(RUNS_SNAPSHOT);
-  if (!head) return { kind: 'none' };
-  const read = await readFrom(store, head);
-  if (read.kind !== 'corrupt') return read;
-  // Replaced while it was read (the old chunks go with it): read the new one once rather than call that corruption.
-  const now = await store.head(RUNS_SNAPSHOT);
-  return now && now.id !== head.id ? readFrom(store, now) : read;
-}
+export const readRunsSnapshot = (store: SnapshotStore): Promise<RunsSnapshotRead> => readStoredSnapshot(store, RUNS_SNAPSHOT, (head) => readFrom(store, head));
 
 async function readFrom(store: SnapshotStore, head: StoredSnapshotHead): Promise<RunsSnapshotRead> {
   if (head.version !== RUNS_SNAPSHOT_VERSION) return { kind: 'stale', version: head.version };

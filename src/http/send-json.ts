@@ -1,9 +1,12 @@
 /**
- * Every JSON answer Estate's HTTP routes send: the length known up front, so no answer is ever chunked; one its client
- * does not take is dropped with its connection after STALL_MS (./unsent.ts).
+ * Every JSON answer Estate's HTTP routes send: the length known up front, so no answer is ever chunked; a large one its
+ * client does not take is dropped with its connection after STALL_MS (./unsent.ts).
  */
 import type { ServerResponse } from 'node:http';
 import { dropWhenNotTaken } from './unsent.ts';
+
+/** Answers of at least this many bytes are dropped when their client does not take them. */
+const WATCHED_ANSWER_BYTES = 64 * 1024;
 
 export const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void =>
   sendJsonText(res, status, JSON.stringify(body), headers);
@@ -21,5 +24,6 @@ export const sendJsonText = (res: ServerResponse, status: number, body: string |
     for (const piece of body) res.write(piece);
     res.end();
   }
-  dropWhenNotTaken(res);
+  // A small answer a client leaves untaken holds little (and calls per subject are bounded): only a large one is watched.
+  if (length >= WATCHED_ANSWER_BYTES) dropWhenNotTaken(res);
 };
