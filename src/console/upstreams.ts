@@ -25,6 +25,11 @@ export interface UpstreamDriftView {
    * for later (an upstream's changes are recorded at a bounded pace): when it is recorded.
    */
   newerWaiting?: string;
+  /**
+   * Read from the events, on every replica: the tool's changes in the window are all undecided, so a change the
+   * upstream makes now is recorded no sooner than this (shown when this process has not seen a newer one itself).
+   */
+  nextRecordedAfter?: string;
 }
 
 export interface UpstreamView {

@@ -62,6 +62,12 @@ export interface SyncResult {
  */
 export const DRIFT_WINDOW_MS = 10 * 60_000;
 
+/** The times (ms) of a tool's recorded changes within the window that ends at `nowMs`, oldest first. */
+const changesWithin = (t: UpstreamToolState | undefined, nowMs: number): number[] => (t?.changes ?? []).map((at) => Date.parse(at)).filter((ms) => nowMs - ms < DRIFT_WINDOW_MS);
+
+/** When an undecided tool whose changes in the window are `mine` may have its next change recorded; undefined: now. */
+const windowFullUntil = (mine: readonly number[]): string | undefined => (mine.length >= CHANGE_HISTORY ? new Date((mine[0] as number) + DRIFT_WINDOW_MS).toISOString() : undefined);
+
 export interface PendingView {
   ns: string;
   tool: string;
@@ -72,6 +78,11 @@ export interface PendingView {
   candidateHash: string;
   at: string;
   textDiff?: string;
+  /**
+   * In `overview` only: the tool's changes in the window are all undecided (CHANGE_HISTORY of them), so its next change
+   * is recorded no sooner than this.
+   */
+  nextRecordedAfter?: string;
 }
 
 const MAX_ATTEMPTS = 20;
@@ -256,7 +267,7 @@ export class UpstreamRegistry {
    */
   private changeWindow(state: UpstreamState, now: string): { wait(t: UpstreamToolState | undefined, pinned: ToolDefinition | undefined): string | undefined } {
     const nowMs = Date.parse(now);
-    const within = (t: UpstreamToolState | undefined): number[] => (t?.changes ?? []).map((at) => Date.parse(at)).filter((ms) => nowMs - ms < DRIFT_WINDOW_MS);
+    const within = (t: UpstreamToolState | undefined): number[] => changesWithin(t, nowMs);
     // The upstream's first sightings and changes within the window, and the oldest of each: when the window frees a
     // place (this sync's own are at `now`).
     const counts = { first: { n: 0, oldest: nowMs }, change: { n: 0, oldest: nowMs } };
@@ -273,7 +284,10 @@ export class UpstreamRegistry {
         // Its last change is undecided: a vanishing, or a candidate neither rejected nor approved.
         const undecided = t !== undefined && (t.vanished || pendingDrift(t, pinned ? contentHash(pinned) : undefined) !== undefined);
         const mine = within(t);
-        if (undecided && mine.length >= CHANGE_HISTORY) return new Date((mine[0] as number) + DRIFT_WINDOW_MS).toISOString();
+        if (undecided) {
+          const full = windowFullUntil(mine);
+          if (full !== undefined) return full;
+        }
         const c = t === undefined ? counts.first : counts.change;
         if (c.n >= MAX_UPSTREAM_TOOLS) return new Date(c.oldest + DRIFT_WINDOW_MS).toISOString();
         c.n++;
@@ -434,7 +448,13 @@ export class UpstreamRegistry {
     for (const t of state.tools.keys()) pinned.set(t, await this.pinned(t));
     const active = state.status === 'active';
     const tools = active ? [...pinned.values()].filter((d) => d !== undefined).length : 0;
-    const pending = active ? await this.pendingIn(state, (t) => Promise.resolve(pinned.get(t))) : [];
+    const nowMs = Date.parse(this.clock.now());
+    // A pending drift is undecided: with its window full, its next change is recorded no sooner than that (read from
+    // the events, so every replica's console can say so, not only the one whose sync saw a newer change).
+    const pending = (active ? await this.pendingIn(state, (t) => Promise.resolve(pinned.get(t))) : []).map((d) => {
+      const full = windowFullUntil(changesWithin(state.tools.get(d.tool), nowMs));
+      return full === undefined ? d : { ...d, nextRecordedAfter: full };
+    });
     return { ns, transport: state.target.transport, target: describeTarget(state.target), tools, pending, status: state.status };
   }
 }

@@ -123,6 +123,12 @@ describe('console html', () => {
     const out = upstreamsPage([crm], () => true).text;
     expect(out).toContain('<strong>The upstream has changed this tool again since.</strong> That change is recorded after <time datetime="2026-12-01T00:10:00.000Z">');
     expect(out).toContain('approving now publishes what is shown here');
+    // Another replica's console has not seen the newer change: it says, from the events, when one would be recorded.
+    const elsewhere = upstreamsPage([{ ...crm, pending: [{ ...drift, newerWaiting: undefined, nextRecordedAfter: '2026-12-01T00:10:00.000Z' }] }], () => true).text;
+    expect(elsewhere).toContain('a change the upstream makes to it now is recorded no sooner than <time datetime="2026-12-01T00:10:00.000Z">');
+    expect(elsewhere).not.toContain('changed this tool again');
+    // Seen by this process, the newer change is what it says.
+    expect(upstreamsPage([{ ...crm, pending: [{ ...drift, nextRecordedAfter: '2026-12-01T00:10:00.000Z' }] }], () => true).text).not.toContain('no sooner than');
   });
 });
 

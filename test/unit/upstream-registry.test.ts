@@ -301,8 +301,13 @@ describe('how often an upstream\'s changes are recorded (DRIFT_WINDOW_MS)', () =
     }
     const again = await still.sync('st', [changed(CHANGE_HISTORY + 1)], 't');
     expect([again.drift, again.deferred, again.retryAt]).toEqual([[], ['st.echo'], '2026-12-01T00:10:00.000Z']);
+    // Any replica's overview says so from the events alone (a console that did not run this sync).
+    const seen = new UpstreamRegistry({ store, commands, definitions: inlineDefinitions(), clock });
+    expect((await seen.overview('st')).pending.map((p) => p.nextRecordedAfter)).toEqual(['2026-12-01T00:10:00.000Z']);
     expect((await still.pending('st')).map((p) => p.at)).toEqual([`2026-12-01T00:0${CHANGE_HISTORY - 1}:00.000Z`]); // the last recorded
     clock.advance(DRIFT_WINDOW_MS - CHANGE_HISTORY * 60_000);
+    // The window has freed a place: nothing to say.
+    expect((await seen.overview('st')).pending.map((p) => p.nextRecordedAfter)).toEqual([undefined]);
     expect((await still.sync('st', [changed(CHANGE_HISTORY + 2)], 't')).drift.map((d) => d.tool)).toEqual(['st.echo']);
     expect((await still.pending('st')).map((p) => p.at)).toEqual(['2026-12-01T00:10:00.000Z']);
   });
