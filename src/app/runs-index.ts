@@ -27,7 +27,10 @@ export interface RunSummary {
   last: string;
   subject: string;
   tenant: string;
+  /** The tools it called, in the order first called; at most the index's `maxToolsPerRun` of them. */
   tools: string[];
+  /** Present (true) when it called more tools than `tools` names. */
+  moreTools?: true;
 }
 
 export interface RunFilter {
@@ -63,6 +66,8 @@ export interface RunsListing {
 export interface RunsIndexOptions {
   /** Runs kept, those most recently written to (default DEFAULT_INDEXED_RUNS; Infinity: every run). */
   maxRuns?: number;
+  /** Tool names kept per run (default DEFAULT_TOOLS_PER_RUN; Infinity: every one). */
+  maxToolsPerRun?: number;
   /** Where the index's snapshot is kept (the store's `snapshots`); none: it is rebuilt from the log in each process. */
   snapshots?: SnapshotStore;
   /** Write the snapshot once this many events were folded since the last one (default 10,000). */
@@ -71,6 +76,8 @@ export interface RunsIndexOptions {
 }
 
 export const DEFAULT_INDEXED_RUNS = 10_000;
+/** A run may call hundreds of tools: the index keeps this many names per run, and says when there were more. */
+export const DEFAULT_TOOLS_PER_RUN = 16;
 const DEFAULT_SNAPSHOT_EVERY = 10_000;
 
 const str = (d: unknown, k: string): string | undefined => {
@@ -95,10 +102,13 @@ const emptyEntry = (e: StoredEvent, at: string): RunEntry => ({
   partial: false,
 });
 
-/** Count one call event into its run; true when it is the run's latest call so far. */
-const count = (r: RunEntry, e: StoredEvent, at: string): boolean => {
+/** Count one call event into its run, keeping at most `maxTools` tool names; true when it is the run's latest call so far. */
+const count = (r: RunEntry, e: StoredEvent, at: string, maxTools: number): boolean => {
   const tool = str(e.data, 'tool');
-  if (tool !== undefined && !r.tools.includes(tool)) r.tools.push(tool);
+  if (tool !== undefined && !r.tools.includes(tool)) {
+    if (r.tools.length < maxTools) r.tools.push(tool);
+    else r.moreTools = true;
+  }
   if (at < r.first) r.first = at;
   const latest = at >= r.last;
   if (latest) r.last = at;
@@ -110,7 +120,7 @@ const count = (r: RunEntry, e: StoredEvent, at: string): boolean => {
   return latest;
 };
 
-const summary = (r: RunEntry): RunSummary => ({ runId: r.runId, calls: r.calls, unfinished: r.open.size, first: r.first, last: r.last, subject: r.subject, tenant: r.tenant, tools: r.tools });
+const summary = (r: RunEntry): RunSummary => ({ runId: r.runId, calls: r.calls, unfinished: r.open.size, first: r.first, last: r.last, subject: r.subject, tenant: r.tenant, tools: r.tools, ...(r.moreTools ? { moreTools: true as const } : {}) });
 
 /** Newest latest call first; calls in the same millisecond in the order they were written (newest first). */
 const newestFirst = (a: RunEntry, b: RunEntry): number => (a.last < b.last ? 1 : a.last > b.last ? -1 : b.lastSeq - a.lastSeq);
@@ -119,6 +129,7 @@ export class RunsIndex {
   /** Every run kept, in the order each was last written to: the first is the one the bound drops next. */
   private readonly runs = new Map<string, RunEntry>();
   private readonly maxRuns: number;
+  private readonly maxTools: number;
   private readonly snapshotEvery: number;
   private position: string | null = null;
   private seq = 0;
@@ -140,6 +151,7 @@ export class RunsIndex {
     private readonly o: RunsIndexOptions = {},
   ) {
     this.maxRuns = o.maxRuns ?? DEFAULT_INDEXED_RUNS;
+    this.maxTools = o.maxToolsPerRun ?? DEFAULT_TOOLS_PER_RUN;
     this.snapshotEvery = o.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
   }
 
@@ -215,7 +227,7 @@ export class RunsIndex {
     else r = { ...emptyEntry(e, at), partial: e.revision > 0 };
     this.runs.set(e.streamId, r);
     r.revision = e.revision;
-    if (count(r, e, at)) r.lastSeq = ++this.seq;
+    if (count(r, e, at, this.maxTools)) r.lastSeq = ++this.seq;
   }
 
   private dropOldest(): void {
@@ -232,8 +244,9 @@ export class RunsIndex {
     const first = events.find(isCall);
     if (!first) return;
     const whole = emptyEntry(first, str(first.data, 'at') ?? first.recordedAt);
-    for (const e of events) if (isCall(e)) count(whole, e, str(e.data, 'at') ?? e.recordedAt);
+    for (const e of events) if (isCall(e)) count(whole, e, str(e.data, 'at') ?? e.recordedAt, this.maxTools);
     Object.assign(r, { calls: whole.calls, first: whole.first, last: whole.last, tools: whole.tools, open: whole.open, partial: false });
+    if (whole.moreTools) r.moreTools = true;
     r.revision = Math.max(r.revision, (events[events.length - 1] as StoredEvent).revision);
   }
 
@@ -244,7 +257,11 @@ export class RunsIndex {
       if (kept.length >= limit) break;
       if (r.partial) await this.readBack(r);
       if (filter.since !== undefined && r.last < filter.since) continue;
-      if (filter.tool !== undefined && !r.tools.includes(filter.tool)) continue;
+      if (filter.tool !== undefined && !r.tools.includes(filter.tool)) {
+        // A run that called more tools than it names may have called this one: only the whole log can say.
+        if (r.moreTools) return listRuns(this.store, filter);
+        continue;
+      }
       kept.push(summary(r));
     }
     // The runs dropped by the bound may hold the ones a filter asks for: only the whole log can say.
@@ -277,7 +294,7 @@ export class RunsIndex {
   private writeSnapshot(snapshots: SnapshotStore): void {
     const cut = this.cut();
     // The cut's runs are this index's own objects, which later reads change: their text is made now, in one step.
-    const lines = cut.runs.map((r) => JSON.stringify([r.streamId, r.runId, r.calls, r.first, r.last, r.subject, r.tenant, r.tools, [...r.open], r.lastSeq, r.revision, r.partial]));
+    const lines = cut.runs.map((r) => JSON.stringify([r.streamId, r.runId, r.calls, r.first, r.last, r.subject, r.tenant, r.tools, [...r.open], r.lastSeq, r.revision, r.partial, r.moreTools === true]));
     this.foldedAtSnapshot = this.folded;
     this.writing = writeRunsSnapshot(snapshots, { ...cut, runs: [] }, lines)
       .then((written) => this.o.log?.debug({ runs: lines.length, position: cut.position, chars: written.chars }, 'runs snapshot written'))
@@ -292,8 +309,11 @@ export class RunsIndex {
 }
 
 /**
- * Every run of the log, read from its first event (an index without a bound, used once): `estate calls` on a store
- * without snapshots, and a filtered listing the bounded index cannot answer exactly.
+ * Every run of the log, read from its first event (an index without a bound, used once): a filtered listing the
+ * bounded index cannot answer exactly.
  */
-export const listRuns = async (store: EventStore, filter: RunFilter = {}): Promise<RunSummary[]> =>
-  (await new RunsIndex(store, { maxRuns: Infinity }).list(filter)).runs;
+export const listRuns = async (store: EventStore, filter: RunFilter = {}): Promise<RunSummary[]> => {
+  const runs = (await new RunsIndex(store, { maxRuns: Infinity, maxToolsPerRun: Infinity }).list(filter)).runs;
+  // Read whole to decide the filter; shown with as many tool names as the index keeps.
+  return runs.map((r) => (r.tools.length <= DEFAULT_TOOLS_PER_RUN ? r : { ...r, tools: r.tools.slice(0, DEFAULT_TOOLS_PER_RUN), moreTools: true as const }));
+};

@@ -11,7 +11,7 @@ import { readStoredSnapshot } from './snapshot-read.ts';
 
 export const RUNS_SNAPSHOT = 'runs';
 /** Bumped with any change to what a run line holds or how the index folds. */
-export const RUNS_SNAPSHOT_VERSION = 'runs-1';
+export const RUNS_SNAPSHOT_VERSION = 'runs-2';
 const CHUNK_CHARS = 256 * 1024;
 
 /** The index's state at one position. */
@@ -63,13 +63,15 @@ const isInt = (v: unknown): v is number => Number.isSafeInteger(v);
 
 const decodeRun = (line: string): RunEntry => {
   const a: unknown = JSON.parse(line);
-  if (!Array.isArray(a) || a.length !== 12) throw new Corrupt('a run line is not a 12-field array');
-  const [streamId, runId, calls, first, last, subject, tenant, tools, open, lastSeq, revision, partial] = a as unknown[];
+  if (!Array.isArray(a) || a.length !== 13) throw new Corrupt('a run line is not a 13-field array');
+  const [streamId, runId, calls, first, last, subject, tenant, tools, open, lastSeq, revision, partial, moreTools] = a as unknown[];
   const strings = [streamId, runId, first, last, subject, tenant];
-  if (!strings.every(isStr) || !isInt(calls) || !isInt(lastSeq) || !isInt(revision) || typeof partial !== 'boolean') throw new Corrupt('a run line has a field of the wrong type');
+  if (!strings.every(isStr) || !isInt(calls) || !isInt(lastSeq) || !isInt(revision) || typeof partial !== 'boolean' || typeof moreTools !== 'boolean') throw new Corrupt('a run line has a field of the wrong type');
   if (!Array.isArray(tools) || !tools.every(isStr) || !Array.isArray(open) || !open.every(isStr)) throw new Corrupt('a run line has a field of the wrong type');
   const [sid, rid, f, l, s, t] = strings as string[];
-  return { streamId: sid as string, runId: rid as string, calls, first: f as string, last: l as string, subject: s as string, tenant: t as string, tools, open: new Set(open), lastSeq, revision, partial };
+  const run: RunEntry = { streamId: sid as string, runId: rid as string, calls, first: f as string, last: l as string, subject: s as string, tenant: t as string, tools, open: new Set(open), lastSeq, revision, partial };
+  if (moreTools) run.moreTools = true;
+  return run;
 };
 
 /** Read the stored runs snapshot, checking everything on the way. */

@@ -8,7 +8,7 @@ const fmt = new Intl.NumberFormat('en-US');
 
 export const runsPage = ({ runs, reading }: RunsListing): Html =>
   html`<h1>Recent runs</h1>${reading ? html`<p class="muted" role="status">Reading the call log: ${fmt.format(reading.events)} call records so far. Reload in a moment.</p>` : runs.length === 0 ? html`<p>No calls are recorded yet.</p>` : html`<table><caption>The ${runs.length} most recent runs, newest last call first.</caption><thead><tr><th scope="col">Run</th><th scope="col">Calls</th><th scope="col">Unfinished</th><th scope="col">First call</th><th scope="col">Last call</th><th scope="col">Subject</th><th scope="col">Tenant</th><th scope="col">Tools</th></tr></thead><tbody>${runs.map(
-    (r) => html`<tr><td><a href="/console/runs/${seg(r.runId)}">${r.runId}</a></td><td>${r.calls}</td><td>${r.unfinished}</td><td>${r.first}</td><td>${r.last}</td><td>${r.subject}</td><td>${r.tenant}</td><td>${r.tools.join(', ')}</td></tr>`,
+    (r) => html`<tr><td><a href="/console/runs/${seg(r.runId)}">${r.runId}</a></td><td>${r.calls}</td><td>${r.unfinished}</td><td>${r.first}</td><td>${r.last}</td><td>${r.subject}</td><td>${r.tenant}</td><td>${r.tools.join(', ')}${r.moreTools ? ', and more' : ''}</td></tr>`,
   )}</tbody></table>`}`;
 
 const callRow = (c: CallView): Html =>

@@ -154,6 +154,26 @@ describe('RunsIndex', () => {
     expect((await index.list({ limit: 1 })).runs[0]).toMatchObject({ runId: 'run-0', calls: 3, last: at(4) });
   });
 
+  it('keeps at most 16 tool names a run, says there were more, and still finds the run by any tool it called', async () => {
+    const store = createMemoryEventStore();
+    const snapshots = createMemorySnapshots();
+    const owner = owners[0]!;
+    const events = Array.from({ length: 20 }, (_, i) => ({ type: 'ToolCalled', data: { runId: 'wide', ...owner, tool: `t.tool${i}`, version: '1.0.0', at: at(i), callId: `w${i}`, outcome: 'ok' } }));
+    await store.append(runStream('wide', owner), events, { expectedRevision: 'any' });
+    await record(store, [{ run: 1, owner: 0, tool: 0, ms: 30, kind: 'called' }]);
+    const first = new RunsIndex(store, { snapshots, snapshotEvery: 1 });
+    const [, wide] = (await first.list()).runs;
+    expect(wide).toMatchObject({ runId: 'wide', calls: 20, moreTools: true });
+    expect(wide?.tools).toEqual(Array.from({ length: 16 }, (_, i) => `t.tool${i}`));
+    expect((await listRuns(store)).find((r) => r.runId === 'wide')).toEqual(wide);
+    // The 20th tool is not among the names kept: the listing reads the whole log to decide.
+    expect((await first.list({ tool: 't.tool19' })).runs.map((r) => r.runId)).toEqual(['wide']);
+    await first.settled();
+    const next = new RunsIndex(store, { snapshots });
+    expect((await next.list({ tool: 't.tool19' })).runs).toEqual([wide]);
+    expect(String(runsPage(await next.list()))).toContain('t.tool15, and more');
+  });
+
   it('ignores a snapshot of another version and a damaged one, and reads the log instead', async () => {
     const store = createMemoryEventStore();
     const snapshots = createMemorySnapshots();
