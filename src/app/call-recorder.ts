@@ -158,5 +158,7 @@ export const scanRunStreams = async (store: EventStore, runId: string, visit: (e
     if (page.length === 0) break;
     for (const e of page) visit(e);
     after = (page[page.length - 1] as StoredEvent).position;
+    // Between pages the thread is let go: a store that answers at once (SQLite) held it for a whole long run's read.
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
 };

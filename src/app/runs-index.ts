@@ -85,6 +85,8 @@ const str = (d: unknown, k: string): string | undefined => {
   return typeof v === 'string' ? v : undefined;
 };
 
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 const isCall = (e: StoredEvent): boolean => e.type === 'ToolCalled' || e.type === 'ToolCallStarted';
 
 const emptyEntry = (e: StoredEvent, at: string): RunEntry => ({
@@ -208,6 +210,9 @@ export class RunsIndex {
       this.reading += page.length;
       this.position = (page[page.length - 1] as StoredEvent).position;
       this.dropOldest();
+      // A store that answers at once (SQLite) would otherwise hold the thread for the whole read: 7 s for the first
+      // read of 1,500,000 call records, every call the process serves waiting, and the page's wait never ending.
+      await yieldToLoop();
     }
     this.current = true;
     if (this.o.snapshots && this.folded - this.foldedAtSnapshot >= this.snapshotEvery && !this.writing) this.writeSnapshot(this.o.snapshots);

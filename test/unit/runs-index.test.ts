@@ -215,6 +215,22 @@ describe('RunsIndex', () => {
     expect(runs).toEqual(await listRuns(store));
   });
 
+  it('lets the thread go between pages of a store that answers at once: the wait ends, other work runs', async () => {
+    const store = createMemoryEventStore();
+    const owner = owners[0]!;
+    for (let b = 0; b < 30; b++) {
+      const requests = Array.from({ length: 1000 }, (_, k) => ({ streamId: runStream(`r${(b * 1000 + k) % 500}`, owner), expectedRevision: 'any' as const, events: [{ type: 'ToolCalled', data: { runId: `r${(b * 1000 + k) % 500}`, ...owner, tool: 't.a', version: '1.0.0', at: at(b * 1000 + k), callId: `x${b}-${k}`, outcome: 'ok' } }] }));
+      await store.appendMany(requests);
+    }
+    const index = new RunsIndex(store);
+    let ranMeanwhile = false;
+    setTimeout(() => (ranMeanwhile = true), 0);
+    const waited = await index.list({}, { waitMs: 1 });
+    expect(waited.reading?.events).toBeLessThan(30_000);
+    expect(ranMeanwhile).toBe(true);
+    expect((await index.list({ limit: 500 })).runs).toHaveLength(500);
+  });
+
   it('says how far it has read when the read outlasts the wait, and shares one read between views', async () => {
     const inner = createMemoryEventStore();
     await record(inner, [{ run: 1, owner: 0, tool: 0, ms: 1, kind: 'called' }]);

@@ -169,11 +169,17 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     },
 
     async runs(filter) {
-      // From the runs snapshot a serving process's console (or the last `estate calls`) left, plus the log after it.
+      // From the runs snapshot a serving process's console (or the last `estate calls`) left, plus the log after it. A
+      // long read (a log of millions of calls and no snapshot yet) says how far it has got, every 2 s, on stderr.
       const index = estate.runsIndex();
-      const { runs } = await index.list(filter);
-      await index.settled();
-      return runs;
+      for (;;) {
+        const listed = await index.list(filter, { waitMs: 2000 });
+        if (!listed.reading) {
+          await index.settled();
+          return listed.runs;
+        }
+        process.stderr.write(`estate calls: reading the call log, ${listed.reading.events} call records so far\n`);
+      }
     },
 
     calls: (runId) => readRun(estate.store, runId),
