@@ -18,6 +18,24 @@ import { currentAnswerAccount, type AnswerAccount } from './answer-budget.ts';
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
+const OPEN_BRACE = 0x7b;
+
+/**
+ * Lines that are not JSON-RPC messages one connection may send before it is closed. A server that prints to stdout by
+ * mistake sends a few; one that sends nothing else held the serving thread: each such line cost a failed parse, ~4 µs,
+ * so a MiB of newlines took 4.4 s (the SDK's reader too). A line that cannot be a message (not starting with `{`) is
+ * now passed over without a parse, and past this many the connection is closed (its child is restarted, with backoff).
+ */
+export const MAX_JUNK_LINES = 1000;
+
+/** Where the line's first byte that is not a space, tab or carriage return is; -1 when there is none. */
+const firstByteAt = (line: Buffer): number => {
+  for (let i = 0; i < line.length; i++) {
+    const b = line[i];
+    if (b !== 0x20 && b !== 0x09 && b !== CARRIAGE_RETURN) return i;
+  }
+  return -1;
+};
 /** Requests whose account is noted at most, before those of calls that ended are swept. */
 const SWEEP_AT = 1024;
 
@@ -37,6 +55,8 @@ export class AnswerLines {
   private held = 0;
   /** Where the search for the next newline goes on: chunks before it were searched already. */
   private searchFrom = 0;
+  /** Lines read that were not JSON-RPC messages. */
+  private junk = 0;
   /** The account each request still unanswered was sent from. */
   private readonly accounts = new Map<Id, AnswerAccount>();
 
@@ -52,6 +72,10 @@ export class AnswerLines {
   }
 
   append(chunk: Buffer): void {
+    if (this.junk > MAX_JUNK_LINES) {
+      this.clear();
+      throw new Error(`the upstream sent more than ${MAX_JUNK_LINES} lines that are not JSON-RPC messages`);
+    }
     if (this.held + chunk.length > this.maxBytes) {
       this.clear();
       throw new Error(`ReadBuffer exceeded maximum size of ${this.maxBytes} bytes`);
@@ -65,13 +89,24 @@ export class AnswerLines {
     for (;;) {
       const line = this.nextLine();
       if (line === null) return null;
+      if (this.junk > MAX_JUNK_LINES) {
+        // Nothing more of this connection is read: the next append closes it.
+        this.clear();
+        return null;
+      }
+      const start = firstByteAt(line);
+      if (start < 0 || line[start] !== OPEN_BRACE) {
+        this.junk++;
+        continue;
+      }
       let message: JSONRPCMessage;
       try {
         const end = line[line.length - 1] === CARRIAGE_RETURN ? line.length - 1 : line.length;
-        message = deserializeMessage(line.toString('utf8', 0, end));
+        message = deserializeMessage(line.toString('utf8', start, end));
       } catch (e) {
-        if (e instanceof SyntaxError) continue;
-        throw e;
+        if (!(e instanceof SyntaxError)) throw e;
+        this.junk++;
+        continue;
       }
       if (!isResponse(message)) return message;
       const id = idOf(message) as Id;

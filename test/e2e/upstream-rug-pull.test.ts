@@ -41,6 +41,7 @@ const others = [
   },
   { name: 'whoami', description: 'Tells what it was given.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'huge', description: 'Answers more than one stdio message may hold.', inputSchema: { type: 'object', properties: {} } },
+  { name: 'spew', description: 'Writes lines that are not messages before it answers.', inputSchema: { type: 'object', properties: {} } },
 ];
 
 const textOf = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : `<${c.type}>`)).join('\n');
@@ -79,7 +80,7 @@ describe('upstream rug pull, through estate serve', () => {
     expect(add.code, add.stderr).toBe(0);
     const sync = await cli(['upstream', 'sync', 'fx', '--json']);
     expect(sync.code, sync.stderr).toBe(0);
-    expect((sync.json?.drift as unknown[]).length).toBe(11);
+    expect((sync.json?.drift as unknown[]).length).toBe(1 + others.length);
     const approve = await cli(['upstream', 'approve', 'fx', '--all', '--json']);
     expect(approve.code, approve.stderr).toBe(0);
     http = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstream-sync-interval', '0'], { env: { FIX_TOK: 'fixture-secret-123', ESTATE_SECRET: 'do-not-leak' } });
@@ -196,6 +197,15 @@ describe('upstream rug pull, through estate serve', () => {
     expect(textOf(next)).toBe('echo: after the flood');
     const [huge, echo] = [callLog().findLast((c) => c.tool === 'huge'), callLog().findLast((c) => c.tool === 'echo')];
     expect(echo?.pid).not.toBe(huge?.pid); // the connection was closed, its child stopped and a new one started
+  });
+
+  it('an upstream that writes more than 1,000 lines that are not messages is disconnected; the child restarts and the next call works', async () => {
+    const r = await client.callTool({ name: 'fx.spew', arguments: {} });
+    expect([r.isError, textOf(r)]).toEqual([true, 'upstream fx unavailable']);
+    const next = await client.callTool({ name: 'fx.echo', arguments: { message: 'after the spew' } });
+    expect(textOf(next)).toBe('echo: after the spew');
+    const [spew, echo] = [callLog().findLast((c) => c.tool === 'spew'), callLog().findLast((c) => c.tool === 'echo')];
+    expect(echo?.pid).not.toBe(spew?.pid);
   });
 
   it('retries a read-only call that died (at most 2 more times), never a non_idempotent one', async () => {

@@ -9,7 +9,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AnswerBudget, MAX_UPSTREAM_BODY_BYTES } from '#upstream/answer-budget';
-import { AnswerLines, useAnswerLines } from '#upstream/stdio-answers';
+import { AnswerLines, MAX_JUNK_LINES, useAnswerLines } from '#upstream/stdio-answers';
 
 const drain = (r: { readMessage(): unknown }): unknown[] => {
   const out: unknown[] = [];
@@ -98,5 +98,16 @@ describe('AnswerLines', () => {
     const t = new StdioClientTransport({ command: process.execPath });
     expect(useAnswerLines(t)).toBe(true);
     expect((t as unknown as { _readBuffer: unknown })._readBuffer).toBeInstanceOf(AnswerLines);
+  });
+});
+
+describe('AnswerLines and lines that are not messages', () => {
+  it(`passes over up to ${MAX_JUNK_LINES} of them; past that it reads nothing more and its next append closes the connection`, () => {
+    const lines = new AnswerLines();
+    lines.append(Buffer.from(`${'\n  \r\nnot json\n{"half":\n'.repeat(MAX_JUNK_LINES / 4)}{"jsonrpc":"2.0","method":"ok"}\n`));
+    expect(drain(lines)).toEqual([{ jsonrpc: '2.0', method: 'ok' }]);
+    lines.append(Buffer.from('{\n{"jsonrpc":"2.0","method":"after"}\n'));
+    expect(drain(lines)).toEqual([]);
+    expect(() => lines.append(Buffer.from('{"jsonrpc":"2.0","method":"later"}\n'))).toThrow(`the upstream sent more than ${MAX_JUNK_LINES} lines that are not JSON-RPC messages`);
   });
 });
