@@ -37,6 +37,8 @@ export interface UpstreamHooks {
   onClose?(): void;
   /** One line the child wrote on stderr. */
   onStderr?(line: string): void;
+  /** The connection reported an error (the SDK's transport or protocol: a message past its bound, a flood, ...). */
+  onError?(error: Error): void;
 }
 
 export type ProgressListener = (progress: number, total?: number, message?: string) => void;
@@ -153,6 +155,7 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
     return (await hooks.onRoots(key)) as never;
   });
   client.onclose = () => hooks.onClose?.();
+  client.onerror = (e) => hooks.onError?.(e);
   try {
     await client.connect(transport, { timeout: timeoutMs });
   } catch (e) {

@@ -77,12 +77,15 @@ export class UpstreamLink {
   private readonly relay: CallRelay;
   /** Answers refused for room, in the log at most once per 10 s (each is also counted: estate_upstream_answers_refused_total). */
   private readonly warnRefused: (fields: Record<string, unknown>) => void;
+  /** What the connection reports going wrong (a stdio message past its bound, lines that are not messages, a flood). */
+  private readonly warnConnection: (fields: Record<string, unknown>) => void;
 
   constructor(private readonly o: LinkOptions) {
     this.ns = o.ns;
     this.breaker = new CircuitBreaker(o.breaker);
     this.relay = new CallRelay(o.ns, o.target.transport === 'stdio', o.log);
     this.warnRefused = throttledWarning(o.log, 'upstream answer refused: the process holds too much of upstream answers');
+    this.warnConnection = throttledWarning(o.log, 'upstream connection error');
   }
 
   /** A failure said in the MCP client's terms (its errors' codes): for the pool, which loads the client only with a link. */
@@ -128,6 +131,7 @@ export class UpstreamLink {
       onSample: (params, key) => this.relay.sample(params, key),
       onRoots: (key) => this.relay.roots(key),
       onStderr: (line) => this.o.log.debug({ upstream: this.ns, stderr: line }, 'upstream stderr'),
+      onError: (e) => this.warnConnection({ upstream: this.ns, error: describeFailure(e) }),
       onClose: () => {
         if (!opened.session) return;
         void this.onClosed();

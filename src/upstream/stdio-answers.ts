@@ -28,6 +28,14 @@ const OPEN_BRACE = 0x7b;
  */
 export const MAX_JUNK_LINES = 1000;
 
+/**
+ * Lines one connection may send in one second (clock second). Each message read costs the serving thread its parse
+ * and the SDK's dispatch, so an upstream writing small valid notifications as fast as its pipe takes them would hold
+ * it as junk did; past this many the connection is closed the same way. Far above what a served upstream sends: Estate
+ * relays at most 10,000 progress notifications per call, and serves some 15,000 calls a second in all.
+ */
+export const MAX_LINES_PER_SECOND = 20_000;
+
 /** Where the line's first byte that is not a space, tab or carriage return is; -1 when there is none. */
 const firstByteAt = (line: Buffer): number => {
   for (let i = 0; i < line.length; i++) {
@@ -57,6 +65,11 @@ export class AnswerLines {
   private searchFrom = 0;
   /** Lines read that were not JSON-RPC messages. */
   private junk = 0;
+  /** The clock second lines are being counted in, and how many came in it. */
+  private second = 0;
+  private inSecond = 0;
+  /** Why nothing more of this connection is read (its next append throws it): the transport then closes. */
+  private givenUp: string | undefined;
   /** The account each request still unanswered was sent from. */
   private readonly accounts = new Map<Id, AnswerAccount>();
 
@@ -72,9 +85,9 @@ export class AnswerLines {
   }
 
   append(chunk: Buffer): void {
-    if (this.junk > MAX_JUNK_LINES) {
+    if (this.givenUp !== undefined) {
       this.clear();
-      throw new Error(`the upstream sent more than ${MAX_JUNK_LINES} lines that are not JSON-RPC messages`);
+      throw new Error(this.givenUp);
     }
     if (this.held + chunk.length > this.maxBytes) {
       this.clear();
@@ -89,7 +102,8 @@ export class AnswerLines {
     for (;;) {
       const line = this.nextLine();
       if (line === null) return null;
-      if (this.junk > MAX_JUNK_LINES) {
+      this.giveUpIfFlooding();
+      if (this.givenUp !== undefined) {
         // Nothing more of this connection is read: the next append closes it.
         this.clear();
         return null;
@@ -116,6 +130,16 @@ export class AnswerLines {
       // Refused: the answer is gone, and the call or sync that waits for it ends now with the refusal.
       if (account.refusal) account.fail(account.refusal);
     }
+  }
+
+  private giveUpIfFlooding(): void {
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.inSecond = 0;
+    }
+    if (++this.inSecond > MAX_LINES_PER_SECOND) this.givenUp ??= `the upstream sent more than ${MAX_LINES_PER_SECOND} lines in one second`;
+    if (this.junk > MAX_JUNK_LINES) this.givenUp ??= `the upstream sent more than ${MAX_JUNK_LINES} lines that are not JSON-RPC messages`;
   }
 
   clear(): void {

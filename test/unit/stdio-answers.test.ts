@@ -7,9 +7,9 @@
 import { ReadBuffer, type JSONRPCMessage } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AnswerBudget, MAX_UPSTREAM_BODY_BYTES } from '#upstream/answer-budget';
-import { AnswerLines, MAX_JUNK_LINES, useAnswerLines } from '#upstream/stdio-answers';
+import { AnswerLines, MAX_JUNK_LINES, MAX_LINES_PER_SECOND, useAnswerLines } from '#upstream/stdio-answers';
 
 const drain = (r: { readMessage(): unknown }): unknown[] => {
   const out: unknown[] = [];
@@ -109,5 +109,25 @@ describe('AnswerLines and lines that are not messages', () => {
     lines.append(Buffer.from('{\n{"jsonrpc":"2.0","method":"after"}\n'));
     expect(drain(lines)).toEqual([]);
     expect(() => lines.append(Buffer.from('{"jsonrpc":"2.0","method":"later"}\n'))).toThrow(`the upstream sent more than ${MAX_JUNK_LINES} lines that are not JSON-RPC messages`);
+  });
+});
+
+describe('AnswerLines and a flood of messages', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it(`reads ${MAX_LINES_PER_SECOND} lines in one second; past that nothing more, and its next append closes the connection`, () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(new Date('2026-12-01T00:00:00.100Z'));
+    const lines = new AnswerLines();
+    const note = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n';
+    lines.append(Buffer.from(note.repeat(MAX_LINES_PER_SECOND)));
+    expect(drain(lines)).toHaveLength(MAX_LINES_PER_SECOND);
+    // The next second starts a new count.
+    vi.setSystemTime(new Date('2026-12-01T00:00:01.000Z'));
+    lines.append(Buffer.from(note.repeat(MAX_LINES_PER_SECOND)));
+    expect(drain(lines)).toHaveLength(MAX_LINES_PER_SECOND);
+    lines.append(Buffer.from(note.repeat(2)));
+    expect(drain(lines)).toEqual([]);
+    expect(() => lines.append(Buffer.from(note))).toThrow(`the upstream sent more than ${MAX_LINES_PER_SECOND} lines in one second`);
   });
 });
