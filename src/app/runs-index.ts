@@ -10,8 +10,9 @@
  * filtered listing that finds fewer runs than asked for in an index that has dropped runs falls back to a scan of
  * the whole log (listRuns), so a filter never misses a run: what the index cannot answer exactly it does not answer.
  *
- * Kept as a snapshot (name `runs`, ./runs-snapshot.ts) where the store keeps snapshots: a restarted console, or the
- * next `estate calls`, reads the tail after it, not the log.
+ * Kept as a snapshot (name `runs`, ./runs-snapshot.ts) where the store keeps snapshots, written by a serving process's
+ * console: a restarted console, and `estate calls` (which reads it and, a read-only verb, writes none), read the tail
+ * after it, not the log.
  */
 import type { Log } from './log.ts';
 import type { EventStore, SnapshotStore, StoredEvent } from './ports.ts';
@@ -72,6 +73,8 @@ export interface RunsIndexOptions {
   snapshots?: SnapshotStore;
   /** Write the snapshot once this many events were folded since the last one (default 10,000). */
   snapshotEvery?: number;
+  /** Read the snapshot but never write one (a read-only verb: `estate calls` creates nothing in the store). */
+  readSnapshotOnly?: boolean;
   log?: Log;
 }
 
@@ -215,7 +218,7 @@ export class RunsIndex {
       await yieldToLoop();
     }
     this.current = true;
-    if (this.o.snapshots && this.folded - this.foldedAtSnapshot >= this.snapshotEvery && !this.writing) this.writeSnapshot(this.o.snapshots);
+    if (this.o.snapshots && !this.o.readSnapshotOnly && this.folded - this.foldedAtSnapshot >= this.snapshotEvery && !this.writing) this.writeSnapshot(this.o.snapshots);
   }
 
   private fold(e: StoredEvent): void {

@@ -37,5 +37,5 @@ export const composeConsole = (p: ConsoleParts): ConsoleRoutes | undefined => {
       ? tokenAccess(p.authenticator, { ...config.consoleSignIn, resource: config.auth.audience, issuer: createIssuerMetadata(config.auth.issuer) })
       : operatorAccess(estate.config.actor);
   const registry = new UpstreamRegistry({ store: estate.store, commands: estate.commands, definitions: estate.definitions });
-  return createConsole({ reader: p.reader, commands: estate.commands, store: estate.store, access, upstreams: consoleUpstreams(registry, p.pool), runs: estate.runsIndex(p.log) });
+  return createConsole({ reader: p.reader, commands: estate.commands, store: estate.store, access, upstreams: consoleUpstreams(registry, p.pool), runs: estate.runsIndex({ log: p.log }) });
 };

@@ -38,8 +38,11 @@ export interface Estate {
    * returns, called once the reader is current, keeps the snapshot fresh (null: no snapshots here).
    */
   restoreReader(reader: CatalogueReader, log: Log): Promise<() => SnapshotKeeper | null>;
-  /** The recent runs (src/app/runs-index.ts), kept as a snapshot where the catalogue's is (ESTATE_SNAPSHOTS). */
-  runsIndex(log?: Log): RunsIndex;
+  /**
+   * The recent runs (src/app/runs-index.ts), kept as a snapshot where the catalogue's is (ESTATE_SNAPSHOTS); `readOnly`:
+   * the snapshot is read, never written (a read-only verb).
+   */
+  runsIndex(o?: { log?: Log; readOnly?: boolean }): RunsIndex;
   close(): Promise<void>;
 }
 
@@ -79,7 +82,8 @@ export const openEstate = async (config: EstateConfig, options: OpenStoreOptions
     reader: (options) => new CatalogueReader(store, options),
     followChanges: followChangesFor(config, store),
     restoreReader: restoreReaderFor(config, store),
-    runsIndex: (log) => new RunsIndex(store, { ...(config.snapshots && store.snapshots ? { snapshots: store.snapshots } : {}), ...(log ? { log } : {}) }),
+    runsIndex: (o = {}) =>
+      new RunsIndex(store, { ...(config.snapshots && store.snapshots ? { snapshots: store.snapshots } : {}), ...(o.log ? { log: o.log } : {}), readSnapshotOnly: o.readOnly === true }),
     close: async () => {
       await definitions.close();
       await store.close();

@@ -201,6 +201,23 @@ describe('RunsIndex', () => {
     expect(logged).toHaveLength(1);
   });
 
+  it('as a read-only verb\'s, reads the snapshot and never writes one', async () => {
+    const store = createMemoryEventStore();
+    const snapshots = createMemorySnapshots();
+    await record(store, Array.from({ length: 30 }, (_, i): Rec => ({ run: i % 4, owner: 0, tool: 0, ms: i, kind: 'called' })));
+    const reader = new RunsIndex(store, { snapshots, snapshotEvery: 1, readSnapshotOnly: true });
+    await reader.list();
+    await reader.settled();
+    expect(snapshots.stored(RUNS_SNAPSHOT)).toBeUndefined();
+    const writer = new RunsIndex(store, { snapshots, snapshotEvery: 1 });
+    await writer.list();
+    await writer.settled();
+    await record(store, [{ run: 5, owner: 1, tool: 1, ms: 40, kind: 'called' }]);
+    const counted = counting(store);
+    expect((await new RunsIndex(counted, { snapshots, readSnapshotOnly: true }).list()).runs).toEqual(await listRuns(store));
+    expect(counted.read).toBe(1);
+  });
+
   it('starts from the snapshot: only the events after it are read', async () => {
     const store = counting(createMemoryEventStore());
     const snapshots = createMemorySnapshots();

@@ -169,15 +169,12 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     },
 
     async runs(filter) {
-      // From the runs snapshot a serving process's console (or the last `estate calls`) left, plus the log after it. A
-      // long read (a log of millions of calls and no snapshot yet) says how far it has got, every 2 s, on stderr.
-      const index = estate.runsIndex();
+      // From the runs snapshot a serving process's console left, plus the log after it; a read-only verb, it writes none.
+      // A long read (a log of millions of calls and no snapshot) says how far it has got, every 2 s, on stderr.
+      const index = estate.runsIndex({ readOnly: true });
       for (;;) {
         const listed = await index.list(filter, { waitMs: 2000 });
-        if (!listed.reading) {
-          await index.settled();
-          return listed.runs;
-        }
+        if (!listed.reading) return listed.runs;
         process.stderr.write(`estate calls: reading the call log, ${listed.reading.events} call records so far\n`);
       }
     },
