@@ -17,7 +17,7 @@
 import type { Log } from './log.ts';
 import type { EventStore, SnapshotStore, StoredEvent } from './ports.ts';
 import { pageThrough } from './read-pages.ts';
-import { readRunsSnapshot, writeRunsSnapshot, type RunsCut } from './runs-snapshot.ts';
+import { readRunsSnapshot, writeRunsSnapshot, type RunEntry, type RunsCut } from './runs-snapshot.ts';
 
 export interface RunSummary {
   runId: string;
@@ -42,21 +42,6 @@ export interface RunFilter {
   limit?: number;
 }
 
-/** One run stream (one owner's calls under a run id) as folded so far. */
-export interface RunEntry extends Omit<RunSummary, 'unfinished'> {
-  streamId: string;
-  /**
-   * Intents with no outcome seen yet. An outcome follows its intent in the run's stream, so it is removed when it
-   * comes: what is held is the unfinished calls, not every call id of the run.
-   */
-  open: Set<string>;
-  /** Where in the fold its latest call came: orders runs whose latest calls share a millisecond. */
-  lastSeq: number;
-  /** The stream's revision last folded: an event at or below it is one already counted (a stream read back). */
-  revision: number;
-  /** Written to again after it was dropped: its counts lack the calls before, until its stream is read back. */
-  partial: boolean;
-}
 
 export interface RunsListing {
   runs: RunSummary[];
@@ -301,11 +286,9 @@ export class RunsIndex {
 
   private writeSnapshot(snapshots: SnapshotStore): void {
     const cut = this.cut();
-    // The cut's runs are this index's own objects, which later reads change: their text is made now, in one step.
-    const lines = cut.runs.map((r) => JSON.stringify([r.streamId, r.runId, r.calls, r.first, r.last, r.subject, r.tenant, r.tools, [...r.open], r.lastSeq, r.revision, r.partial, r.moreTools === true]));
     this.foldedAtSnapshot = this.folded;
-    this.writing = writeRunsSnapshot(snapshots, { ...cut, runs: [] }, lines)
-      .then((written) => this.o.log?.debug({ runs: lines.length, position: cut.position, chars: written.chars }, 'runs snapshot written'))
+    this.writing = writeRunsSnapshot(snapshots, cut)
+      .then((written) => this.o.log?.debug({ runs: cut.runs.length, position: cut.position, chars: written.chars }, 'runs snapshot written'))
       .catch((e: unknown) => this.o.log?.warn({ err: e }, 'runs snapshot not written (tried again later)'))
       .finally(() => (this.writing = null));
   }

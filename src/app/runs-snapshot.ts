@@ -6,13 +6,39 @@
  */
 import { createHash } from 'node:crypto';
 import type { SnapshotStore, StoredSnapshotHead } from './ports.ts';
-import type { RunEntry } from './runs-index.ts';
 import { readStoredSnapshot } from './snapshot-read.ts';
 
 export const RUNS_SNAPSHOT = 'runs';
 /** Bumped with any change to what a run line holds or how the index folds. */
 export const RUNS_SNAPSHOT_VERSION = 'runs-2';
 const CHUNK_CHARS = 256 * 1024;
+
+/** One run stream (one owner's calls under a run id) as the index has folded it so far, and as its snapshot holds it. */
+export interface RunEntry {
+  streamId: string;
+  runId: string;
+  /** Outcomes on record. */
+  calls: number;
+  first: string;
+  last: string;
+  subject: string;
+  tenant: string;
+  /** The tools it called, in the order first called, as many as the index keeps. */
+  tools: string[];
+  /** Present (true) when it called more tools than `tools` names. */
+  moreTools?: true;
+  /**
+   * Intents with no outcome seen yet. An outcome follows its intent in the run's stream, so it is removed when it
+   * comes: what is held is the unfinished calls, not every call id of the run.
+   */
+  open: Set<string>;
+  /** Where in the fold its latest call came: orders runs whose latest calls share a millisecond. */
+  lastSeq: number;
+  /** The stream's revision last folded: an event at or below it is one already counted (a stream read back). */
+  revision: number;
+  /** Written to again after it was dropped: its counts lack the calls before, until its stream is read back. */
+  partial: boolean;
+}
 
 /** The index's state at one position. */
 export interface RunsCut {
@@ -27,10 +53,16 @@ export type RunsSnapshotRead = { kind: 'none' } | { kind: 'stale'; version: stri
 
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** Store the cut's counters and `lines` (each run's JSON, as the index made it). */
-export async function writeRunsSnapshot(store: SnapshotStore, cut: RunsCut, lines: readonly string[]): Promise<{ chars: number }> {
+const encodeRun = (r: RunEntry): string => JSON.stringify([r.streamId, r.runId, r.calls, r.first, r.last, r.subject, r.tenant, r.tools, [...r.open], r.lastSeq, r.revision, r.partial, r.moreTools === true]);
+
+/**
+ * Store the cut. Its runs are the index's own objects, which its later reads change: their text is made at once, in
+ * this call's first step, before anything is awaited.
+ */
+export async function writeRunsSnapshot(store: SnapshotStore, cut: RunsCut): Promise<{ chars: number }> {
   const position = cut.position;
   if (position === null) return { chars: 0 };
+  const lines = cut.runs.map(encodeRun);
   const hash = createHash('sha256');
   let chunkCount = 0;
   let chars = 0;
