@@ -19,20 +19,11 @@ import type { EventStore, SnapshotStore, StoredEvent } from './ports.ts';
 import { pageThrough } from './read-pages.ts';
 import { readRunsSnapshot, writeRunsSnapshot, type RunEntry, type RunsCut } from './runs-snapshot.ts';
 
-export interface RunSummary {
-  runId: string;
-  calls: number;
+/** One run as listed: its entry's counts and names (runs-snapshot.ts), and how many of its calls are unfinished. */
+export type RunSummary = Pick<RunEntry, 'runId' | 'calls' | 'first' | 'last' | 'subject' | 'tenant' | 'tools' | 'moreTools'> & {
   /** Intents (`ToolCallStarted`) with no outcome on record. */
   unfinished: number;
-  first: string;
-  last: string;
-  subject: string;
-  tenant: string;
-  /** The tools it called, in the order first called; at most the index's `maxToolsPerRun` of them. */
-  tools: string[];
-  /** Present (true) when it called more tools than `tools` names. */
-  moreTools?: true;
-}
+};
 
 export interface RunFilter {
   /** ISO-8601: runs with a call at or after it. */
