@@ -1,7 +1,7 @@
 /**
  * Reading a stdio upstream's output (src/upstream/stdio-answers.ts): the serving thread's time to frame and parse
  * what the pipe delivers, Estate's reader beside the MCP SDK's ReadBuffer (which StdioClientTransport uses), on the
- * same bytes in the pipe's 64 KiB chunks: one 10 MiB answer (the SDK's bound per message), 2,000 answers of 1 KiB, and
+ * same bytes in the pipe's 64 KiB chunks: one 10 MiB answer (the SDK's bound per message), 20,000 answers of 1 KiB, and
  * 1 MiB of lines that are not messages (`{` and empty lines: what a hostile or broken upstream can write; Estate's
  * reader closes the connection past MAX_JUNK_LINES of them, the SDK's parses every one). Medians of 5 runs each, the
  * two alternating. Runnable alone: `node --import tsx bench/stdio-read.ts`.
@@ -45,7 +45,7 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 export const run = async (): Promise<BenchRow[]> => {
   const cases = [
     { name: 'one 10 MiB answer', bytes: Buffer.from(answer(1, 10 * 1024 * 1024 - 200)), messages: 1 },
-    { name: '2,000 answers of 1 KiB', bytes: Buffer.from(Array.from({ length: 2000 }, (_, i) => answer(i, 1024)).join('')), messages: 2000 },
+    { name: '20,000 answers of 1 KiB', bytes: Buffer.from(Array.from({ length: 20_000 }, (_, i) => answer(i, 1024)).join('')), messages: 20_000 },
     { name: '1 MiB of lines that are not messages', bytes: Buffer.from('{\n\n'.repeat(1024 * 1024 / 3)), messages: 'closed' as const },
   ];
   const rows: BenchRow[] = [];

@@ -63,6 +63,8 @@ export class AnswerLines {
   private held = 0;
   /** Where the search for the next newline goes on: chunks before it were searched already. */
   private searchFrom = 0;
+  /** Bytes of the first chunk already read (a line ended in it). */
+  private offset = 0;
   /** Lines read that were not JSON-RPC messages. */
   private junk = 0;
   /** The clock second lines are being counted in, and how many came in it. */
@@ -144,6 +146,7 @@ export class AnswerLines {
 
   clear(): void {
     this.chunks = [];
+    this.offset = 0;
     this.held = 0;
     this.searchFrom = 0;
   }
@@ -151,13 +154,22 @@ export class AnswerLines {
   private nextLine(): Buffer | null {
     for (let i = this.searchFrom; i < this.chunks.length; i++) {
       const chunk = this.chunks[i] as Buffer;
-      const at = chunk.indexOf(NEWLINE);
+      const at = chunk.indexOf(NEWLINE, i === 0 ? this.offset : 0);
       if (at < 0) continue;
-      const parts = this.chunks.slice(0, i);
-      parts.push(chunk.subarray(0, at));
-      const line = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
-      const rest = chunk.subarray(at + 1);
-      this.chunks = rest.length > 0 ? [rest, ...this.chunks.slice(i + 1)] : this.chunks.slice(i + 1);
+      let line: Buffer;
+      if (i === 0) {
+        // The usual case, many lines in one chunk: a view of it, and the chunk kept until it is read through.
+        line = chunk.subarray(this.offset, at);
+      } else {
+        const parts = [(this.chunks[0] as Buffer).subarray(this.offset), ...this.chunks.slice(1, i), chunk.subarray(0, at)];
+        line = Buffer.concat(parts);
+        this.chunks = this.chunks.slice(i);
+      }
+      this.offset = at + 1;
+      if (this.offset === (this.chunks[0] as Buffer).length) {
+        this.chunks.shift();
+        this.offset = 0;
+      }
       this.held -= line.length + 1;
       this.searchFrom = 0;
       return line;
