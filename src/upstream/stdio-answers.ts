@@ -112,7 +112,7 @@ export class AnswerLines {
       }
       const start = firstByteAt(line);
       if (start < 0 || line[start] !== OPEN_BRACE) {
-        this.junk++;
+        this.countJunk();
         continue;
       }
       let message: JSONRPCMessage;
@@ -120,8 +120,10 @@ export class AnswerLines {
         const end = line[line.length - 1] === CARRIAGE_RETURN ? line.length - 1 : line.length;
         message = deserializeMessage(line.toString('utf8', start, end));
       } catch (e) {
+        // Not JSON (passed over, as the SDK does), or JSON that is no JSON-RPC message (thrown on to the transport,
+        // which reports it, as the SDK does): either way one more line that is not a message.
+        this.countJunk();
         if (!(e instanceof SyntaxError)) throw e;
-        this.junk++;
         continue;
       }
       if (!isResponse(message)) return message;
@@ -141,7 +143,10 @@ export class AnswerLines {
       this.inSecond = 0;
     }
     if (++this.inSecond > MAX_LINES_PER_SECOND) this.givenUp ??= `the upstream sent more than ${MAX_LINES_PER_SECOND} lines in one second`;
-    if (this.junk > MAX_JUNK_LINES) this.givenUp ??= `the upstream sent more than ${MAX_JUNK_LINES} lines that are not JSON-RPC messages`;
+  }
+
+  private countJunk(): void {
+    if (++this.junk > MAX_JUNK_LINES) this.givenUp ??= `the upstream sent more than ${MAX_JUNK_LINES} lines that are not JSON-RPC messages`;
   }
 
   clear(): void {

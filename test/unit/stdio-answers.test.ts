@@ -131,3 +131,20 @@ describe('AnswerLines and a flood of messages', () => {
     expect(() => lines.append(Buffer.from(note))).toThrow(`the upstream sent more than ${MAX_LINES_PER_SECOND} lines in one second`);
   });
 });
+
+describe('AnswerLines and JSON that is no JSON-RPC message', () => {
+  it('reports each as the SDK does, and counts it against the same bound', () => {
+    const lines = new AnswerLines();
+    lines.append(Buffer.from('{}\n'.repeat(MAX_JUNK_LINES + 1)));
+    let reported = 0;
+    for (;;) {
+      try {
+        if (lines.readMessage() === null) break;
+      } catch {
+        reported++; // the SDK's transport catches it, reports it and reads on
+      }
+    }
+    expect(reported).toBe(MAX_JUNK_LINES + 1);
+    expect(() => lines.append(Buffer.from('{"jsonrpc":"2.0","method":"later"}\n'))).toThrow(`more than ${MAX_JUNK_LINES} lines that are not JSON-RPC messages`);
+  });
+});
