@@ -159,6 +159,6 @@ export const scanRunStreams = async (store: EventStore, runId: string, visit: (e
     for (const e of page) visit(e);
     after = (page[page.length - 1] as StoredEvent).position;
     // Between pages the thread is let go: a store that answers at once (SQLite) held it for a whole long run's read.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await setImmediateTurn();
   }
 };

@@ -14,6 +14,7 @@
  * console: a restarted console, and `estate calls` (which reads it and, a read-only verb, writes none), read the tail
  * after it, not the log.
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Log } from './log.ts';
 import type { EventStore, SnapshotStore, StoredEvent } from './ports.ts';
 import { pageThrough } from './read-pages.ts';
@@ -63,8 +64,6 @@ const str = (d: unknown, k: string): string | undefined => {
   const v = (d as Record<string, unknown> | null)?.[k];
   return typeof v === 'string' ? v : undefined;
 };
-
-const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 const isCall = (e: StoredEvent): boolean => e.type === 'ToolCalled' || e.type === 'ToolCallStarted';
 

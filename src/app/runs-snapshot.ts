@@ -4,6 +4,7 @@
  * version tag, the chunk count, the checksum and every line's shape check; otherwise the index is read from the log,
  * as if there were no snapshot (it only ever saves time).
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { createHash } from 'node:crypto';
 import type { SnapshotStore, StoredSnapshotHead } from './ports.ts';
 import { readStoredSnapshot } from './snapshot-read.ts';
@@ -50,8 +51,6 @@ export interface RunsCut {
 }
 
 export type RunsSnapshotRead = { kind: 'none' } | { kind: 'stale'; version: string } | { kind: 'corrupt'; reason: string } | { kind: 'loaded'; cut: RunsCut };
-
-const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 const encodeRun = (r: RunEntry): string => JSON.stringify([r.streamId, r.runId, r.calls, r.first, r.last, r.subject, r.tenant, r.tools, [...r.open], r.lastSeq, r.revision, r.partial, r.moreTools === true]);
 

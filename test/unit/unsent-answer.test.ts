@@ -1,7 +1,7 @@
 /**
  * A whole answer its client does not take (src/http/unsent.ts, `dropWhenNotTaken`): a client that reads nothing of a
  * 32 MiB answer is dropped, its connection closed, once a check finds none of it taken; one that reads slowly gets it
- * whole. Real sockets on loopback; the stall is shortened so the test waits for outcomes, not for 30 s.
+ * whole. Real sockets on loopback; the stall is shortened to 1 s so the test waits for outcomes, not for 30 s.
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
@@ -9,6 +9,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { dropWhenNotTaken } from '#http/unsent';
 
 const BODY = Buffer.alloc(32 * 1024 * 1024, 0x61);
+/**
+ * The check's period here. The slow reader reads for one turn of the loop every 50 ms, some twenty times between two
+ * checks (its answer takes several checks to read: the progress check is exercised), so only a stall of the whole
+ * event loop longer than this (not a busy CI machine's scheduling) could find it idle.
+ */
+const STALL_MS = 1000;
 let server: Server | undefined;
 let client: Socket | undefined;
 afterEach(async () => {
@@ -25,7 +31,7 @@ const serve = async (seen: (res: ServerResponse, sent: { whole: boolean }) => vo
     res.once('finish', () => (sent.whole = !res.destroyed));
     res.writeHead(200, { 'content-length': String(BODY.length) });
     res.end(BODY);
-    dropWhenNotTaken(res, 200);
+    dropWhenNotTaken(res, STALL_MS);
     seen(res, sent);
   });
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
@@ -60,10 +66,10 @@ describe('dropWhenNotTaken', () => {
     let received = 0;
     client.on('data', (c: Buffer) => (received += c.length));
     client.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n');
-    // A little at a time: reading for 10 ms of every 50, so some is taken between any two checks 200 ms apart.
+    // A little at a time: reading for one turn of the loop every 50 ms, some twenty times between two checks.
     const slow = setInterval(() => {
       client?.resume();
-      setTimeout(() => client?.pause(), 10);
+      setImmediate(() => client?.pause());
     }, 50);
     try {
       await expect.poll(() => received, { timeout: 60_000, interval: 100 }).toBeGreaterThan(BODY.length);
