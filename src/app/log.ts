@@ -20,16 +20,17 @@ const nothing = (): void => undefined;
 export const silentLog: Log = { debug: nothing, info: nothing, warn: nothing, error: nothing };
 
 /**
- * A warning logged at most once per 10 s, with how many times it was raised since the last line (`refused`): an
- * attack (refused connections, bodies, upstream answers) must be visible in the log without flooding it.
+ * A warning logged at most once per 10 s, with how many times it was raised since the last line (as `countAs`:
+ * `refused` by default): an attack (refused connections, bodies, upstream answers) must be visible in the log without
+ * flooding it.
  */
-export const throttledWarning = (log: Log, msg: string): ((fields: Record<string, unknown>) => void) => {
+export const throttledWarning = (log: Log, msg: string, countAs = 'refused'): ((fields: Record<string, unknown>) => void) => {
   let unwarned = 0;
   let warnedAt = Number.NEGATIVE_INFINITY;
   return (fields) => {
     unwarned++;
     if (Date.now() - warnedAt < 10_000) return;
-    log.warn({ ...fields, refused: unwarned }, msg);
+    log.warn({ ...fields, [countAs]: unwarned }, msg);
     warnedAt = Date.now();
     unwarned = 0;
   };

@@ -10,6 +10,7 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { DomainError } from '#domain/errors';
 import type { UpstreamTarget } from '#domain/events';
 import { MAX_UPSTREAM_TOOLS, tooManyTools, type UpstreamTool } from './candidate.ts';
+import { EndpointPaces } from './event-pace.ts';
 import { createUpstreamFetch } from './http-fetch.ts';
 import { useAnswerLines } from './stdio-answers.ts';
 
@@ -39,6 +40,8 @@ export interface UpstreamHooks {
   onStderr?(line: string): void;
   /** The connection reported an error (the SDK's transport or protocol: a message past its bound, a flood, ...). */
   onError?(error: Error): void;
+  /** An event stream of this HTTP upstream sends faster than it is read: not read on for `ms` (./event-pace.ts). */
+  onPaced?(ms: number): void;
 }
 
 export type ProgressListener = (progress: number, total?: number, message?: string) => void;
@@ -91,11 +94,13 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
     }
     return t;
   }
-  return new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: resolveNamed(ns, target.headers, env, '--header') }, fetch: upstreamFetch });
+  // One fetch a connection, to tell its link when its streams are paced; the kept-alive connections and the paces
+  // (per upstream endpoint) are shared by all (http-fetch.ts, event-pace.ts).
+  const fetch = createUpstreamFetch(undefined, undefined, undefined, { paces: upstreamPaces, onPaced: (ms) => hooks.onPaced?.(ms) });
+  return new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: resolveNamed(ns, target.headers, env, '--header') }, fetch });
 };
 
-/** One for every HTTP upstream: its kept-alive connections are shared (http-fetch.ts). */
-const upstreamFetch = createUpstreamFetch();
+const upstreamPaces = new EndpointPaces();
 
 /**
  * Upstream progress, routed by token as the transport reads each message, ahead of the SDK's dispatch. The SDK's own

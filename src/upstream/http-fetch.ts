@@ -17,11 +17,13 @@
  * over): an upstream is not trusted to send a sane amount. And what every answer holds is charged to the account of
  * the call or sync it belongs to (./answer-budget.ts), found when the request starts: a refused charge drops the
  * answer and tells the account, which ends the call (a stream that fails before its response would otherwise leave
- * the SDK's request waiting for its deadline).
+ * the SDK's request waiting for its deadline). Nor how fast: a stream handed over as a stream, and the standalone GET
+ * stream, are read at the pace of ./event-pace.ts (lines a second per upstream endpoint).
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { currentAnswerAccount, MAX_UPSTREAM_BODY_BYTES } from './answer-budget.ts';
+import { EndpointPaces, lineEnds } from './event-pace.ts';
 /**
  * Most bytes of an event stream read before deciding: past it (a large result, or an event that never ends) the
  * stream is handed over as it is, so what is searched for event boundaries stays small.
@@ -29,6 +31,12 @@ import { currentAnswerAccount, MAX_UPSTREAM_BODY_BYTES } from './answer-budget.t
 const SNIFF_BYTES = 1024 * 1024;
 /** How long a stream that has sent its response may stay open before it is handed over as a stream (default). */
 const END_AFTER_RESPONSE_MS = 25;
+/**
+ * Events without data (priming events, comments) read before deciding: an upstream may send one or two before its
+ * response; past this many the stream is handed over as a stream, and read at its pace, instead of searched event by
+ * event here (up to a MiB of them: 350,000).
+ */
+const MAX_EVENTS_WITHOUT_DATA = 64;
 
 /**
  * How long a kept-alive connection may sit idle in the pool. With a timeout of its own, Node's agent also honours an
@@ -93,6 +101,7 @@ const isResponse = (data: string): boolean => {
 class StreamSniffer {
   /** The text after the last complete event. */
   private pending = '';
+  private withoutData = 0;
   response: string | undefined;
   other = false;
 
@@ -122,7 +131,11 @@ class StreamSniffer {
       else if (field === 'event') type = value;
     }
     const joined = data.join('\n');
-    if (joined === '') return; // a priming event (its id only): the SDK skips events without data too
+    if (joined === '') {
+      // A priming event (its id only): the SDK skips events without data too. Many of them are not a priming.
+      if (++this.withoutData > MAX_EVENTS_WITHOUT_DATA) this.other = true;
+      return;
+    }
     // Only a first event with data may be the response; any other event with data is something else.
     if (type === 'message' && this.response === undefined && !this.other && isResponse(joined)) this.response = joined;
     else this.other = true;
@@ -162,12 +175,24 @@ export class EventSize {
   }
 }
 
+/** Which upstream a request goes to, for its pace: its origin and path (an unreadable address: its text). */
+const endpointOf = (input: Parameters<Fetch>[0]): string => {
+  const href = input instanceof Request ? input.url : String(input);
+  try {
+    const u = new URL(href);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return href;
+  }
+};
+
 /**
  * An event stream the fallback fetched (the standalone GET stream), with its events bounded as a POST's stream is:
  * one event past MAX_UPSTREAM_BODY_BYTES fails the stream, nothing more read. The SDK's parser holds an event until it
- * ends, and an upstream is not trusted to end it.
+ * ends, and an upstream is not trusted to end it. And read at its upstream's pace (`paced`: how long to wait after a
+ * chunk of so many lines): the pipe takes nothing more meanwhile, so the socket pushes back.
  */
-const boundedEvents = (r: Response): Response => {
+const boundedEvents = (r: Response, paced: (lines: number) => number): Response => {
   const type = r.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
   if (r.body === null || type !== 'text/event-stream') return r;
   const size = new EventSize();
@@ -178,6 +203,8 @@ const boundedEvents = (r: Response): Response => {
           return controller.error(new Error(`upstream event larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`));
         }
         controller.enqueue(chunk);
+        const ms = paced(lineEnds(chunk));
+        if (ms > 0) return new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
       },
     }),
   );
@@ -187,13 +214,30 @@ const boundedEvents = (r: Response): Response => {
 /**
  * `fallback`: for what this does not handle itself. `lingerMs`: how long a stream may stay open after its response
  * before it is handed over as a stream. `pool`: the kept-alive connections (shared by every upstream by default).
+ * `pace`: how fast the streams of each upstream are read (./event-pace.ts: shared by every fetch given the same), and
+ * who is told when a stream waits for it.
  */
-export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs = END_AFTER_RESPONSE_MS, pool: { http: HttpAgent; https: HttpsAgent } = agents): Fetch => {
+export const createUpstreamFetch = (
+  fallback: Fetch = globalThis.fetch,
+  lingerMs = END_AFTER_RESPONSE_MS,
+  pool: { http: HttpAgent; https: HttpsAgent } = agents,
+  pace: { paces?: EndpointPaces; onPaced?: (ms: number) => void } = {},
+): Fetch => {
+  const shared = pace.paces ?? new EndpointPaces();
+  const paces = {
+    take: (endpoint: string, lines: number): number => {
+      const ms = shared.take(endpoint, lines);
+      if (ms > 0) pace.onPaced?.(ms);
+      return ms;
+    },
+  };
   const upstreamFetch = (input: Parameters<Fetch>[0], init?: RequestInit): Promise<Response> => {
     const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : undefined;
     if (url === undefined || init?.method !== 'POST' || typeof init.body !== 'string' || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      return fallback(input, init).then(boundedEvents);
+      const endpoint = endpointOf(input);
+      return fallback(input, init).then((r) => boundedEvents(r, (lines) => paces.take(endpoint, lines)));
     }
+    const endpoint = `${url.origin}${url.pathname}`;
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(abortError(signal));
     const account = currentAnswerAccount();
@@ -297,8 +341,21 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
             if ((controller.desiredSize ?? 0) >= 1) controller.error(e);
             else failure = e;
           };
+          /** While the upstream's pace holds this stream back: nothing is read until it ends. */
+          let paced: NodeJS.Timeout | undefined;
+          const pauseFor = (ms: number, controller: ReadableStreamDefaultController<Uint8Array>): void => {
+            if (ms <= 0 || res.readableEnded) return;
+            res.pause();
+            clearTimeout(paced);
+            paced = setTimeout(() => {
+              paced = undefined;
+              if ((controller.desiredSize ?? 0) > 0) res.resume();
+            }, ms);
+          };
           const stream = new ReadableStream<Uint8Array>({
             start(controller) {
+              // What was read before deciding (at most SNIFF_BYTES, or up to the first event that is not the response)
+              // is not paced: the stream is paced from here on.
               for (const c of chunks) controller.enqueue(new Uint8Array(c));
               chunks.length = 0;
               if (failed !== undefined) return fail(controller, failed);
@@ -311,19 +368,22 @@ export const createUpstreamFetch = (fallback: Fetch = globalThis.fetch, lingerMs
                 if (sinceBoundary > MAX_UPSTREAM_BODY_BYTES) return fail(controller, drop(new Error(`upstream event larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`)));
                 if (sinceBoundary > charged && !charge(sinceBoundary - charged)) return fail(controller, drop(account?.refusal ?? new Error('refused')));
                 controller.enqueue(new Uint8Array(c));
-                // Backpressure: read on only as fast as the SDK takes the stream (pull resumes).
+                // Backpressure: read on only as fast as the SDK takes the stream (pull resumes), and the upstream's pace.
                 if ((controller.desiredSize ?? 0) <= 0) res.pause();
+                pauseFor(paces.take(endpoint, lineEnds(c)), controller);
               });
               res.on('end', () => controller.close());
               res.on('close', () => {
+                clearTimeout(paced);
                 if (!res.complete) fail(controller, failed ?? new Error('upstream closed the stream before its end'));
               });
             },
             pull(controller) {
               if (failure !== undefined) return controller.error(failure);
-              res.resume();
+              if (paced === undefined) res.resume();
             },
             cancel() {
+              clearTimeout(paced);
               res.destroy();
             },
           });

@@ -21,6 +21,7 @@ import { MISSING_CLIENT_CAPABILITY } from '#mcp/jsonrpc';
 import { CLIENT_CAPABILITIES_META } from '#mcp/revisions';
 import { AnswerRefused, type AnswerBudget } from './answer-budget.ts';
 import { CircuitBreaker, type BreakerOptions } from './breaker.ts';
+import { MAX_EVENT_LINES_PER_SECOND } from './event-pace.ts';
 import { describeFailure, openUpstream, STATELESS_REVISION, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
 import { keepListening } from './listen.ts';
 import { CallRelay } from './relay.ts';
@@ -79,13 +80,16 @@ export class UpstreamLink {
   private readonly warnRefused: (fields: Record<string, unknown>) => void;
   /** What the connection reports going wrong (a stdio message past its bound, lines that are not messages, a flood). */
   private readonly warnConnection: (fields: Record<string, unknown>) => void;
+  /** An HTTP upstream whose event streams are read slower than it sends them (src/upstream/event-pace.ts). */
+  private readonly warnPaced: (fields: Record<string, unknown>) => void;
 
   constructor(private readonly o: LinkOptions) {
     this.ns = o.ns;
     this.breaker = new CircuitBreaker(o.breaker);
     this.relay = new CallRelay(o.ns, o.target.transport === 'stdio', o.log);
     this.warnRefused = throttledWarning(o.log, 'upstream answer refused: the process holds too much of upstream answers');
-    this.warnConnection = throttledWarning(o.log, 'upstream connection error');
+    this.warnConnection = throttledWarning(o.log, 'upstream connection error', 'times');
+    this.warnPaced = throttledWarning(o.log, 'upstream paced: its event streams send more lines a second than are read', 'times');
   }
 
   /** A failure said in the MCP client's terms (its errors' codes): for the pool, which loads the client only with a link. */
@@ -132,6 +136,7 @@ export class UpstreamLink {
       onRoots: (key) => this.relay.roots(key),
       onStderr: (line) => this.o.log.debug({ upstream: this.ns, stderr: line }, 'upstream stderr'),
       onError: (e) => this.warnConnection({ upstream: this.ns, error: describeFailure(e) }),
+      onPaced: (ms) => this.warnPaced({ upstream: this.ns, waitMs: ms, linesPerSecond: MAX_EVENT_LINES_PER_SECOND }),
       onClose: () => {
         if (!opened.session) return;
         void this.onClosed();

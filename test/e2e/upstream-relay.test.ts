@@ -7,8 +7,9 @@
  */
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import type { ChildProcess } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MAX_LOG_LINES_PER_CALL, MAX_LOG_MESSAGE_CHARS, MAX_PROGRESS_PER_CALL } from '#mcp/client-channel';
+import { MAX_EVENT_LINES_PER_SECOND } from '#upstream/event-pace';
 import { MAX_QUESTIONS_PER_CALL } from '#upstream/relay';
 import { startFixtureHttp } from '../fixtures/upstream/fixture-http.ts';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
@@ -105,6 +106,40 @@ describe('upstream messages reach only the caller they belong to', () => {
       // Nobody else was told anything, and the server still answers others.
       expect(other.logs.filter((l) => /^\d+:x/.test(l))).toEqual([]);
       expect((await other.client.listTools()).tools.map((t) => t.name)).toContain('rl.flood');
+    } finally {
+      await c.client.close();
+      await other.client.close();
+    }
+  });
+
+  it('an upstream flooding a call\'s stream is read at its pace: the log names it, others are served, the caller can cancel', { timeout: 60_000 }, async () => {
+    const c = await caller('client-paced');
+    const other = await caller('client-beside');
+    try {
+      // 20 million comment lines (40 MB, never an event's end): read unpaced, the SDK's parser takes them in ~4 s of this
+      // server's thread; paced, they would take over an hour, so the call is cancelled once the pace shows.
+      const logged = front.logs.seen.length;
+      const cancel = new AbortController();
+      const flooding = c.client.callTool({ name: 'rl.flood', arguments: { comments: 20_000_000 } }, { signal: cancel.signal, timeout: 55_000 }).then(
+        () => 'answered',
+        (e: unknown) => String(e),
+      );
+      // Said at most once per 10 s per upstream: the flood test before this one may have been paced too.
+      const paced = await vi.waitFor(
+        () => {
+          const line = front.logs.seen.slice(logged).find((l) => l.msg === 'upstream paced: its event streams send more lines a second than are read');
+          expect(line, 'the pace warning').toBeDefined();
+          return line;
+        },
+        { timeout: 30_000, interval: 50 },
+      );
+      expect(paced).toMatchObject({ upstream: 'rl', linesPerSecond: MAX_EVENT_LINES_PER_SECOND });
+      for (let i = 0; i < 3; i++) expect((await other.client.listTools()).tools.map((t) => t.name)).toContain('rl.flood');
+      cancel.abort();
+      expect(await flooding).toMatch(/abort/i);
+      // The upstream link is still there for everyone else.
+      const r = await other.client.callTool({ name: 'rl.bulk', arguments: { mib: 1 } });
+      expect(r.isError ?? false).toBe(false);
     } finally {
       await c.client.close();
       await other.client.close();

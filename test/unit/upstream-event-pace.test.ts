@@ -1,0 +1,165 @@
+/**
+ * How fast an HTTP upstream's event streams are read (src/upstream/event-pace.ts): the pace's arithmetic on a clock
+ * of the test's own, and the upstream fetch (src/upstream/http-fetch.ts) against a real node:http server that sends
+ * lines as fast as its socket takes them. With the clock stopped, a paced stream is read a second's worth of lines
+ * and then (almost) no further: the server must come to rest held back by its socket, never reaching its end; with
+ * the pace at its default and time moving, the same stream is read whole.
+ */
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { EndpointPaces, LinePace, lineEnds } from '#upstream/event-pace';
+import { createUpstreamFetch } from '#upstream/http-fetch';
+
+const NOTE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}';
+/** Events that hold only a comment, 8 MiB of them: 2.8 million events, 5.6 million lines. */
+const FLOOD_BYTES = 8 * 1024 * 1024;
+const EMPTY_EVENTS = Buffer.from(':\n\n'.repeat(21_845)); // 64 KiB less one byte
+
+interface Flood {
+  sent: number;
+  blocked: boolean;
+  ended: boolean;
+}
+const floods: Flood[] = [];
+
+/** A log line (so a POST's stream is handed over as a stream), then the flood, as fast as the socket takes it. */
+const flood = (res: ServerResponse): void => {
+  const f: Flood = { sent: 0, blocked: false, ended: false };
+  floods.push(f);
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(`data: ${NOTE}\n\n`);
+  const more = (): void => {
+    while (f.sent < FLOOD_BYTES) {
+      f.sent += EMPTY_EVENTS.length;
+      if (!res.write(EMPTY_EVENTS)) {
+        f.blocked = true;
+        return void res.once('drain', more);
+      }
+    }
+    f.ended = true;
+    res.end();
+  };
+  more();
+};
+
+let server: Server;
+let base = '';
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    req.resume();
+    if (req.url === '/many-primings') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      return void res.end(`${':\n\n'.repeat(100)}data: {"jsonrpc":"2.0","id":7,"result":{}}\n\n`);
+    }
+    flood(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+const post = (f: typeof fetch, path: string) =>
+  f(new URL(`${base}${path}`), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":7,"method":"tools/call"}' });
+const get = (f: typeof fetch, path: string) => f(new URL(`${base}${path}`), { method: 'GET', headers: { accept: 'text/event-stream' } });
+
+/** Read a body as fast as it comes; `read.bytes` says how far. */
+const drain = (r: Response) => {
+  const read = { bytes: 0, done: false };
+  const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+  const all = (async () => {
+    for (let c = await reader.read(); !c.done; c = await reader.read()) read.bytes += c.value.byteLength;
+    read.done = true;
+  })();
+  return { read, all, cancel: () => reader.cancel() };
+};
+
+/** The server has come to rest: held back by its socket, nothing more sent over many looks (or it ended). */
+const atRest = async (f: Flood): Promise<void> => {
+  let last = -1;
+  let still = 0;
+  await vi.waitFor(
+    () => {
+      still = f.sent === last ? still + 1 : 0;
+      last = f.sent;
+      expect(f.ended || (f.blocked && still >= 30)).toBe(true);
+    },
+    { timeout: 30_000, interval: 10 },
+  );
+};
+
+describe('the pace of an upstream event stream', () => {
+  it('counts the lines a chunk ends, whatever ends them', () => {
+    expect(lineEnds(Buffer.from('a\nb\nc'))).toBe(2);
+    expect(lineEnds(Buffer.from('a\r\nb\r\n\r\n'))).toBe(3);
+    expect(lineEnds(Buffer.from('a\rb\r\r'))).toBe(3);
+    expect(lineEnds(Buffer.from('no line end'))).toBe(0);
+  });
+
+  it('lets a tenth of a second of lines through at once, then makes the reader wait what it took past that, and refills with time', () => {
+    let now = 0;
+    const pace = new LinePace(1000, () => now);
+    expect(pace.burst).toBe(100);
+    expect(pace.take(60)).toBe(0);
+    expect(pace.take(40)).toBe(0);
+    expect(pace.take(500)).toBe(500); // 500 lines past the burst: half a second
+    now = 500;
+    expect(pace.take(0)).toBe(0);
+    expect(pace.rested).toBe(false);
+    now = 600;
+    expect(pace.rested).toBe(true);
+    now = 5000;
+    expect(pace.take(100)).toBe(0); // never more than the burst saved up, however long it rested
+    expect(pace.take(1)).toBe(1);
+  });
+
+  it('is shared by every stream of one upstream endpoint, and separate between endpoints', () => {
+    const paces = new EndpointPaces({ linesPerSecond: 1000, now: () => 0 });
+    expect(paces.take('http://a/mcp', 100)).toBe(0);
+    expect(paces.take('http://a/mcp', 10)).toBe(10);
+    expect(paces.take('http://b/mcp', 100)).toBe(0);
+  });
+
+  it('holds a flooding stream back with the clock stopped: the upstream comes to rest far short of its end (a POST stream)', async () => {
+    const paced: number[] = [];
+    const stopped = createUpstreamFetch(undefined, undefined, undefined, { paces: new EndpointPaces({ linesPerSecond: 10_000, now: () => 0 }), onPaced: (ms) => paced.push(ms) });
+    const r = await post(stopped, '/flood');
+    expect(r.headers.get('content-type')).toBe('text/event-stream');
+    const body = drain(r);
+    const f = floods.at(-1) as Flood;
+    await atRest(f);
+    expect(f.ended).toBe(false);
+    expect(paced.length).toBeGreaterThan(0);
+    // A burst of lines (1,000: ~1.5 KiB of these events), and the chunks read before each wait began.
+    expect(body.read.bytes).toBeLessThan(2 * 1024 * 1024);
+    await body.cancel();
+  });
+
+  it('holds the standalone GET stream back the same way', async () => {
+    const stopped = createUpstreamFetch(undefined, undefined, undefined, { paces: new EndpointPaces({ linesPerSecond: 10_000, now: () => 0 }) });
+    const r = await get(stopped, '/flood-get');
+    const body = drain(r);
+    const f = floods.at(-1) as Flood;
+    await atRest(f);
+    expect(f.ended).toBe(false);
+    expect(body.read.bytes).toBeLessThan(2 * 1024 * 1024);
+    await body.cancel();
+  });
+
+  it('reads the same stream whole at a pace whose clock moves: nothing is dropped, every byte comes', async () => {
+    const moving = createUpstreamFetch(undefined, undefined, undefined, { paces: new EndpointPaces({ linesPerSecond: 100_000_000 }) });
+    const r = await post(moving, '/flood');
+    const body = drain(r);
+    await body.all;
+    expect(body.read.bytes).toBe(Buffer.byteLength(`data: ${NOTE}\n\n`) + Math.ceil(FLOOD_BYTES / EMPTY_EVENTS.length) * EMPTY_EVENTS.length);
+  });
+
+  it('hands a stream of many events without data over as a stream rather than searching them one by one', async () => {
+    const r = await post(createUpstreamFetch(undefined, 60_000), '/many-primings');
+    expect(r.headers.get('content-type')).toBe('text/event-stream');
+    expect(await r.text()).toBe(`${':\n\n'.repeat(100)}data: {"jsonrpc":"2.0","id":7,"result":{}}\n\n`);
+  });
+});
