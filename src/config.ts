@@ -20,6 +20,8 @@ export const DEFAULT_TOPIC = 'estate.catalogue.changes';
 export const SESSION_LIMIT_DEFAULTS = { sessionIdleMs: 30 * 60 * 1000, maxSessionsPerSubject: 100, maxSessions: 10_000 } as const;
 /** Default of the bound on tools/calls running at once for one subject (docs/security.md). */
 export const DEFAULT_MAX_CALLS_PER_SUBJECT = 256;
+/** Default of the bound on bytes of answers one subject's clients have left untaken (docs/security.md). */
+export const DEFAULT_MAX_UNTAKEN_BYTES_PER_SUBJECT = 64 * 1024 * 1024;
 /** Default of the bound on 2026-07-28 `subscriptions/listen` streams open at once for one subject (docs/security.md). */
 export const DEFAULT_MAX_LISTENS_PER_SUBJECT = 100;
 /** Defaults of the 2025-03-26 batch bound (docs/security.md). */
@@ -42,6 +44,8 @@ const configSchema = z.object({
   maxSessions: positiveInt('ESTATE_MAX_SESSIONS'),
   /** tools/calls running at once for one subject, whatever the transport (src/mcp/server-core.ts). */
   maxCallsPerSubject: positiveInt('ESTATE_MAX_CALLS_PER_SUBJECT'),
+  /** Bytes of answers one subject's clients have left untaken, past which its tools/calls are refused (server-core.ts). */
+  maxUntakenBytesPerSubject: positiveInt('ESTATE_MAX_UNTAKEN_BYTES_PER_SUBJECT'),
   /** 2026-07-28 listen streams open at once for one subject, over HTTP (src/mcp/streamable-http.ts). */
   maxListensPerSubject: positiveInt('ESTATE_MAX_LISTENS_PER_SUBJECT'),
   /** Open HTTP connections in total and from one address (src/http/connection-limits.ts); absent: from the open-file limit. */
@@ -111,6 +115,7 @@ export const loadConfig = (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     maxSessionsPerSubject: env.ESTATE_MAX_SESSIONS_PER_SUBJECT ?? SESSION_LIMIT_DEFAULTS.maxSessionsPerSubject,
     maxSessions: env.ESTATE_MAX_SESSIONS ?? SESSION_LIMIT_DEFAULTS.maxSessions,
     maxCallsPerSubject: env.ESTATE_MAX_CALLS_PER_SUBJECT ?? DEFAULT_MAX_CALLS_PER_SUBJECT,
+    maxUntakenBytesPerSubject: env.ESTATE_MAX_UNTAKEN_BYTES_PER_SUBJECT ?? DEFAULT_MAX_UNTAKEN_BYTES_PER_SUBJECT,
     maxListensPerSubject: env.ESTATE_MAX_LISTENS_PER_SUBJECT ?? DEFAULT_MAX_LISTENS_PER_SUBJECT,
     ...(env.ESTATE_MAX_CONNECTIONS ? { maxConnections: env.ESTATE_MAX_CONNECTIONS } : {}),
     ...(env.ESTATE_MAX_CONNECTIONS_PER_PEER ? { maxConnectionsPerPeer: env.ESTATE_MAX_CONNECTIONS_PER_PEER } : {}),

@@ -191,6 +191,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     stateKey: resolveStateKey(estate.config.stateKey),
     storeRefusal: () => storeHealth.refusal(),
     maxCallsPerSubject: estate.config.maxCallsPerSubject,
+    maxUntakenBytesPerSubject: estate.config.maxUntakenBytesPerSubject,
     metrics,
   });
   // After the notifier's own listener, so this line follows any notification the update caused.

@@ -30,21 +30,45 @@ const untaken = (res: ServerResponse): number => {
 };
 
 /**
+ * Whom an answer's untaken bytes are charged to while its client has not taken them (the caller's subject, in the
+ * core that bounds them): `hold` charges, and the function it returns gives back.
+ */
+export interface UntakenAccount {
+  hold(bytes: number): () => void;
+}
+
+const accounts = new WeakMap<ServerResponse, UntakenAccount>();
+
+/** Charge what `res` leaves untaken (an answer dropWhenNotTaken watches) to `account`: the request's caller. */
+export const chargeUntakenTo = (res: ServerResponse, account: UntakenAccount): void => {
+  accounts.set(res, account);
+};
+
+/**
  * A whole answer written at once (JSON) that its client does not take: checked every `stallMs` while any of it is
  * unsent, and dropped with its connection when none of it was taken since the last check. A client that reads slowly
  * keeps its answer; one that reads nothing no longer holds it (and what it was made of) for as long as the connection
- * lasts. An answer handed to the kernel at once (the usual case) costs one property read.
+ * lasts. Meanwhile what it left untaken is charged to the caller's account (chargeUntakenTo), given back when the
+ * answer is taken whole or dropped: a caller that leaves answers unread cannot go on making more of them. An answer
+ * handed to the kernel at once (the usual case) costs one property read.
  */
 export const dropWhenNotTaken = (res: ServerResponse, stallMs = STALL_MS): void => {
   if (res.writableLength === 0 || res.writableFinished) return;
   let left = untaken(res);
+  const release = accounts.get(res)?.hold(left);
   const check = setInterval(() => {
     const now = untaken(res);
     if (now >= left) res.destroy();
     left = now;
   }, stallMs);
   check.unref();
-  const stop = (): void => clearInterval(check);
+  let stopped = false;
+  const stop = (): void => {
+    if (stopped) return;
+    stopped = true;
+    clearInterval(check);
+    release?.();
+  };
   res.once('finish', stop);
   res.once('close', stop);
 };

@@ -70,6 +70,18 @@ export const storeUnavailable = (ran: boolean, reason: string): McpError =>
 export const tooManyCalls = (subject: string, max: number): McpError =>
   new McpError(TOO_MANY_CALLS, `Too many calls in flight: subject '${subject.slice(0, 80)}' already has ${max} tools/calls running (at most ${max}, ESTATE_MAX_CALLS_PER_SUBJECT); try again when one has ended`, { retryable: true });
 
+/**
+ * The caller's clients have left `held` bytes of answers untaken (written, not read), past `max`: its next tools/call
+ * is refused before anything is resolved or run, as one past the calls bound is. Retryable once it reads them (or
+ * they are dropped, after 30 s of reading nothing).
+ */
+export const tooManyUntaken = (subject: string, held: number, max: number): McpError =>
+  new McpError(
+    TOO_MANY_CALLS,
+    `Too many answers unread: subject '${subject.slice(0, 80)}' has left ${held} bytes of answers untaken (at most ${max}, ESTATE_MAX_UNTAKEN_BYTES_PER_SUBJECT); read them, then try again`,
+    { retryable: true },
+  );
+
 /** Anything thrown while dispatching, as a JSON-RPC error object. Internal details never leave the server. */
 export const toJsonRpcError = (e: unknown): JsonRpcErrorObject => {
   if (e instanceof McpError) return e.toJson();

@@ -11,12 +11,13 @@ import type { JsonObject } from '#domain/types';
 import { handlerOutsideNamespace } from '#domain/tool-definition';
 import type { Principal } from '#domain/types';
 import type { RootLog } from '#app/log';
-import { DEFAULT_MAX_CALLS_PER_SUBJECT } from '#config';
+import { DEFAULT_MAX_CALLS_PER_SUBJECT, DEFAULT_MAX_UNTAKEN_BYTES_PER_SUBJECT } from '#config';
 import { handlerLogOver } from '#handlers/handler-log';
+import type { UntakenAccount } from '#http/unsent';
 import type { CallToolResult, HandlerLog, HandlerMap } from '#handlers/types';
 import type { CatalogueVersion } from '#projections/catalogue';
 import { ChangeNotifier } from './change-notifier.ts';
-import { tooManyCalls } from './error-map.ts';
+import { tooManyCalls, tooManyUntaken } from './error-map.ts';
 import type { InputRequiredResult } from './input-required.ts';
 import { isPlainObject } from './jsonrpc.ts';
 import { createSchemaWarmup, type SchemaWarmup } from './schema-warmup.ts';
@@ -47,6 +48,13 @@ export interface ServerCoreOptions {
    * default DEFAULT_MAX_CALLS_PER_SUBJECT): one caller's burst must not take every handler and upstream slot there is.
    */
   maxCallsPerSubject?: number;
+  /**
+   * Bytes of answers one subject's clients may leave untaken (written, not read) before its next tools/call is refused
+   * (ESTATE_MAX_UNTAKEN_BYTES_PER_SUBJECT; default DEFAULT_MAX_UNTAKEN_BYTES_PER_SUBJECT): an answer is held until its
+   * client takes it or 30 s pass with none of it taken, so without this a caller that never reads could go on making
+   * answers for this process to hold, one call after another.
+   */
+  maxUntakenBytesPerSubject?: number;
   /** Why calls must be refused now (the store cannot write: src/ops/store-health.ts); null or absent: serve them. */
   storeRefusal?: () => string | null;
   /** Operations hooks (src/ops/metrics.ts); absent: nothing is counted. */
@@ -78,6 +86,9 @@ export class ServerCore {
   private readonly maxCallsPerSubject: number;
   /** tools/calls running now, per subject. */
   private readonly running = new SubjectCounts();
+  private readonly maxUntakenBytesPerSubject: number;
+  /** Bytes of answers written and not yet taken by their clients, per subject (#http/unsent). */
+  private readonly untaken = new SubjectCounts();
 
   constructor(o: ServerCoreOptions) {
     this.reader = o.reader;
@@ -87,6 +98,7 @@ export class ServerCore {
     this.pageSize = o.pageSize;
     this.listTtlMs = o.listTtlMs;
     this.maxCallsPerSubject = o.maxCallsPerSubject ?? DEFAULT_MAX_CALLS_PER_SUBJECT;
+    this.maxUntakenBytesPerSubject = o.maxUntakenBytesPerSubject ?? DEFAULT_MAX_UNTAKEN_BYTES_PER_SUBJECT;
     const isOffered = isOfferedBy(o.handlers);
     // Validators compiled ahead of the first call, in slices off the request path (compiled-schemas.ts).
     this.warmup = createSchemaWarmup({ compiler: o.compiler, reader: o.reader, isOffered, log: o.log, deferStart: o.deferWarmup === true, ...(o.offThread ? { offThread: o.offThread } : {}) });
@@ -129,17 +141,34 @@ export class ServerCore {
   }
 
   /**
-   * A call, counted against its subject's bound while it runs (maxCallsPerSubject); refused past it, before any work.
+   * A call, counted against its subject's bound while it runs (maxCallsPerSubject); refused past it, before any work,
+   * and while the subject's clients leave more than maxUntakenBytesPerSubject of answers untaken.
    * Not an async wrapper: the caller awaits the pipeline's own promise (no extra turn), the count is given back beside.
    */
   callTool(req: ToolCallRequest): Promise<CallToolResult | InputRequiredResult> {
     const subject = subjectOf(req.principal);
     if (this.running.of(subject) >= this.maxCallsPerSubject) return Promise.reject(tooManyCalls(subject, this.maxCallsPerSubject));
+    const unread = this.untaken.of(subject);
+    if (unread > this.maxUntakenBytesPerSubject) return Promise.reject(tooManyUntaken(subject, unread, this.maxUntakenBytesPerSubject));
     this.running.take(subject);
     const release = (): void => this.running.give(subject);
     const call = this.pipeline.call(req); // async: it cannot throw, only reject
     call.then(release, release);
     return call;
+  }
+
+  /**
+   * What answers to `principal` leave untaken is charged to its subject (#http/unsent: chargeUntakenTo), and counted
+   * against maxUntakenBytesPerSubject by callTool.
+   */
+  untakenAccount(principal: Principal): UntakenAccount {
+    const subject = subjectOf(principal);
+    return {
+      hold: (bytes) => {
+        this.untaken.take(subject, bytes);
+        return () => this.untaken.give(subject, bytes);
+      },
+    };
   }
 
   async close(): Promise<void> {

@@ -13,7 +13,7 @@ import type { Principal } from '#domain/types';
 import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson, sendJsonText } from '#http/send-json';
-import { MAX_UNSENT_BYTES } from '#http/unsent';
+import { chargeUntakenTo, MAX_UNSENT_BYTES } from '#http/unsent';
 import { DEFAULT_MAX_LISTENS_PER_SUBJECT } from '#config';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
@@ -253,6 +253,8 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
 
   const handle = async (req: IncomingMessage, res: ServerResponse, caller?: McpCaller): Promise<void> => {
     if (caller) callers.set(req, caller);
+    // A large answer its client leaves untaken counts against the caller (#http/unsent, ServerCore.callTool).
+    chargeUntakenTo(res, core.untakenAccount(principalOf(req)));
     switch (req.method) {
       case 'POST':
         return post(req, res);

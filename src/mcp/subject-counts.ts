@@ -1,5 +1,6 @@
 /**
- * How many of something each subject holds now (open sessions, running tools/calls, open listen streams), for the
+ * How many of something each subject holds now (open sessions, running tools/calls, open listen streams, bytes of
+ * answers its clients have not taken), for the
  * per-subject bounds of docs/security.md. A subject is the token's `sub`, or without one (no authorization: the
  * flags' principal) `anonymous`; every bound keys callers the same way.
  */
@@ -15,12 +16,12 @@ export class SubjectCounts {
     return this.held.get(subject) ?? 0;
   }
 
-  take(subject: string): void {
-    this.held.set(subject, this.of(subject) + 1);
+  take(subject: string, n = 1): void {
+    this.held.set(subject, this.of(subject) + n);
   }
 
-  give(subject: string): void {
-    const left = this.of(subject) - 1;
+  give(subject: string, n = 1): void {
+    const left = this.of(subject) - n;
     if (left > 0) this.held.set(subject, left);
     else this.held.delete(subject);
   }

@@ -18,9 +18,9 @@ describe('loadConfig', () => {
     expect(loadConfig({}, { ESTATE_STATE_KEY: '' }).stateKey).toBeUndefined();
   });
   it('session and batch limits: defaults, and from the environment', () => {
-    expect(loadConfig({}, {})).toMatchObject({ sessionIdleMs: 1_800_000, maxSessionsPerSubject: 100, maxSessions: 10_000, maxCallsPerSubject: 256, maxListensPerSubject: 100, maxBatchMessages: 100, maxBatchBytes: 262_144 });
-    const env = { ESTATE_SESSION_IDLE_MS: '60000', ESTATE_MAX_SESSIONS_PER_SUBJECT: '3', ESTATE_MAX_SESSIONS: '50', ESTATE_MAX_CALLS_PER_SUBJECT: '8', ESTATE_MAX_LISTENS_PER_SUBJECT: '4', ESTATE_MAX_BATCH_MESSAGES: '10', ESTATE_MAX_BATCH_BYTES: '4096' };
-    expect(loadConfig({}, env)).toMatchObject({ sessionIdleMs: 60_000, maxSessionsPerSubject: 3, maxSessions: 50, maxCallsPerSubject: 8, maxListensPerSubject: 4, maxBatchMessages: 10, maxBatchBytes: 4096 });
+    expect(loadConfig({}, {})).toMatchObject({ sessionIdleMs: 1_800_000, maxSessionsPerSubject: 100, maxSessions: 10_000, maxCallsPerSubject: 256, maxUntakenBytesPerSubject: 67_108_864, maxListensPerSubject: 100, maxBatchMessages: 100, maxBatchBytes: 262_144 });
+    const env = { ESTATE_SESSION_IDLE_MS: '60000', ESTATE_MAX_SESSIONS_PER_SUBJECT: '3', ESTATE_MAX_SESSIONS: '50', ESTATE_MAX_CALLS_PER_SUBJECT: '8', ESTATE_MAX_UNTAKEN_BYTES_PER_SUBJECT: '1048576', ESTATE_MAX_LISTENS_PER_SUBJECT: '4', ESTATE_MAX_BATCH_MESSAGES: '10', ESTATE_MAX_BATCH_BYTES: '4096' };
+    expect(loadConfig({}, env)).toMatchObject({ sessionIdleMs: 60_000, maxSessionsPerSubject: 3, maxSessions: 50, maxCallsPerSubject: 8, maxUntakenBytesPerSubject: 1_048_576, maxListensPerSubject: 4, maxBatchMessages: 10, maxBatchBytes: 4096 });
   });
   it('takes the connection bounds from the environment; unset, they are left to the listener (from the open-file limit)', () => {
     expect(loadConfig({}, { ESTATE_MAX_CONNECTIONS: '100', ESTATE_MAX_CONNECTIONS_PER_PEER: '10', ESTATE_MAX_BODY_BUFFER_BYTES: '2097152' })).toMatchObject({
