@@ -3,7 +3,7 @@
  * client does not take is dropped with its connection after STALL_MS (./unsent.ts).
  */
 import type { ServerResponse } from 'node:http';
-import { dropWhenNotTaken } from './unsent.ts';
+import { dropWhenNotTaken, type UntakenOwners } from './unsent.ts';
 
 /** Answers of at least this many bytes are dropped when their client does not take them. */
 const WATCHED_ANSWER_BYTES = 64 * 1024;
@@ -13,9 +13,9 @@ export const sendJson = (res: ServerResponse, status: number, body: unknown, hea
 
 /**
  * The same, for a body already serialized: text, or pieces of bytes (a cached page's are written as they are, in one
- * gathered write).
+ * gathered write). `owners`: whom a large answer left untaken is charged to (./unsent.ts).
  */
-export const sendJsonText = (res: ServerResponse, status: number, body: string | Buffer[], headers: Record<string, string> = {}): void => {
+export const sendJsonText = (res: ServerResponse, status: number, body: string | Buffer[], headers: Record<string, string> = {}, owners?: UntakenOwners): void => {
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.reduce((n, b) => n + b.length, 0);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(length), ...headers });
   if (typeof body === 'string') res.end(body);
@@ -25,5 +25,5 @@ export const sendJsonText = (res: ServerResponse, status: number, body: string |
     res.end();
   }
   // A small answer a client leaves untaken holds little (and calls per subject are bounded): only a large one is watched.
-  if (length >= WATCHED_ANSWER_BYTES) dropWhenNotTaken(res);
+  if (length >= WATCHED_ANSWER_BYTES) dropWhenNotTaken(res, undefined, owners);
 };

@@ -6,7 +6,7 @@
  * to read, its messages kept in the session's replay buffer, and drops it after STALL_MS; a 2026-07-28 call's stream
  * drops further notifications.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export const MAX_UNSENT_BYTES = 1024 * 1024;
 
@@ -37,25 +37,26 @@ export interface UntakenAccount {
   hold(bytes: number): () => void;
 }
 
-const accounts = new WeakMap<ServerResponse, UntakenAccount>();
-
-/** Charge what `res` leaves untaken (an answer dropWhenNotTaken watches) to `account`: the request's caller. */
-export const chargeUntakenTo = (res: ServerResponse, account: UntakenAccount): void => {
-  accounts.set(res, account);
-};
+/**
+ * Finds the account of the request an answer answers, only when that answer is left untaken (one resolver per endpoint,
+ * given where the answer is written: nothing is made per request, the usual answer is taken at once).
+ */
+export interface UntakenOwners {
+  accountOf(req: IncomingMessage): UntakenAccount;
+}
 
 /**
  * A whole answer written at once (JSON) that its client does not take: checked every `stallMs` while any of it is
  * unsent, and dropped with its connection when none of it was taken since the last check. A client that reads slowly
  * keeps its answer; one that reads nothing no longer holds it (and what it was made of) for as long as the connection
- * lasts. Meanwhile what it left untaken is charged to the caller's account (chargeUntakenTo), given back when the
- * answer is taken whole or dropped: a caller that leaves answers unread cannot go on making more of them. An answer
- * handed to the kernel at once (the usual case) costs one property read.
+ * lasts. Meanwhile what it left untaken is charged to the caller's account (`owners`), given back when the answer is
+ * taken whole or dropped: a caller that leaves answers unread cannot go on making more of them. An answer handed to
+ * the kernel at once (the usual case) costs one property read.
  */
-export const dropWhenNotTaken = (res: ServerResponse, stallMs = STALL_MS): void => {
+export const dropWhenNotTaken = (res: ServerResponse, stallMs = STALL_MS, owners?: UntakenOwners): void => {
   if (res.writableLength === 0 || res.writableFinished) return;
   let left = untaken(res);
-  const release = accounts.get(res)?.hold(left);
+  const release = owners?.accountOf(res.req).hold(left);
   const check = setInterval(() => {
     const now = untaken(res);
     if (now >= left) res.destroy();

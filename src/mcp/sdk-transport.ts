@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ReadableStreamDefaultReader, ReadableStreamReadResult } from 'node:stream/web';
 import { sendJson } from '#http/send-json';
-import { dropWhenNotTaken, STALL_MS } from '#http/unsent';
+import { dropWhenNotTaken, STALL_MS, type UntakenOwners } from '#http/unsent';
 import { failure, INTERNAL_ERROR } from './jsonrpc.ts';
 
 type SdkServer = typeof import('@modelcontextprotocol/server');
@@ -76,6 +76,8 @@ export interface ServeOverNodeOptions {
   stallMs?: number;
   /** Counts the bytes of the answer written to the response, as they are (what the transport holds is what is not). */
   written?: { bytes: number };
+  /** Whom a last write left untaken is charged to (#http/unsent). */
+  owners?: UntakenOwners;
 }
 
 export const serveOverNode = async (transport: SdkTransport, req: IncomingMessage, res: ServerResponse, parsedBody?: unknown, o: ServeOverNodeOptions = {}): Promise<void> => {
@@ -153,7 +155,7 @@ const writeResponse = async (response: Response, res: ServerResponse, o: ServeOv
       // The last piece and the end of the stream in one write.
       if (ready?.done) {
         res.end(piece.value);
-        return dropWhenNotTaken(res, o.stallMs ?? STALL_MS);
+        return dropWhenNotTaken(res, o.stallMs ?? STALL_MS, o.owners);
       }
       // A slow reader: wait for the socket to drain (or go away, or stall) before taking more from the transport.
       if (!res.write(piece.value)) await drained(res, o.stallMs ?? STALL_MS);

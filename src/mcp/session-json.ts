@@ -15,6 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { header } from '#http/header';
 import { sendJson, sendJsonText } from '#http/send-json';
+import type { UntakenOwners } from '#http/unsent';
 import { isPlainObject, responseBody, type JsonRpcRequest } from './jsonrpc.ts';
 import type { StatefulSession } from './stateful-session.ts';
 
@@ -22,6 +23,8 @@ import type { StatefulSession } from './stateful-session.ts';
 export interface SessionJsonOptions {
   revisions: readonly string[];
   onRefused?: (why: string) => void;
+  /** Whom a large answer left untaken is charged to (#http/unsent). */
+  owners?: UntakenOwners;
 }
 
 interface Refusal {
@@ -93,5 +96,5 @@ export const answerAsJson = async (
   if (refusedAsSdk(req, res, s, message, raw, o)) return;
   const answer = await s.session.handle(message);
   // A client that hung up gets nothing (as on the SDK's JSON path); the call itself ran and was recorded.
-  if (answer && !res.destroyed) sendJsonText(res, 200, responseBody(answer), { 'mcp-session-id': s.id });
+  if (answer && !res.destroyed) sendJsonText(res, 200, responseBody(answer), { 'mcp-session-id': s.id }, o.owners);
 };

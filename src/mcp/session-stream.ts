@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
-import { dropWhenNotTaken, overUnsentBound, STALL_MS } from '#http/unsent';
+import { dropWhenNotTaken, overUnsentBound, STALL_MS, type UntakenOwners } from '#http/unsent';
 import { failure, INTERNAL_ERROR, type JsonRpcCall, type JsonRpcRequest, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
 import { refusedAsSdk, type SessionJsonOptions } from './session-json.ts';
 import type { ReplayBuffer } from './sse-replay-store.ts';
@@ -44,6 +44,8 @@ export interface CallStreamOptions {
   onEnd(): void;
   /** How long a connection that fell behind (MAX_UNSENT_BYTES unread) may read nothing before it is dropped. */
   stallMs?: number;
+  /** Whom the answer's last write, left untaken, is charged to (#http/unsent). */
+  owners?: UntakenOwners;
 }
 
 const eventText = (id: string, json: string): string => `event: message\nid: ${id}\ndata: ${json}\n\n`;
@@ -151,7 +153,7 @@ export class CallStream {
     // connection is dropped, not ended as if the call had no answer.
     if (this.sent === this.answerId) {
       res.end();
-      dropWhenNotTaken(res, this.o.stallMs ?? STALL_MS);
+      dropWhenNotTaken(res, this.o.stallMs ?? STALL_MS, this.o.owners);
     } else res.destroy();
   }
 
@@ -247,7 +249,7 @@ export class CallStream {
       // end() also sends whatever was held (Node uncorks on end). A client that is not reading is not waited for.
       if (answer !== undefined) {
         res.end(answer.event);
-        dropWhenNotTaken(res, this.o.stallMs ?? STALL_MS);
+        dropWhenNotTaken(res, this.o.stallMs ?? STALL_MS, this.o.owners);
       } else if (this.stalled) res.destroy();
       else res.end();
     }
@@ -288,6 +290,7 @@ export const answerAsStream = async (
     buffer: s.replay,
     keepAliveMs: o.keepAliveMs,
     priming: revision >= PRIMING_FROM && o.revisions.includes(revision),
+    ...(o.owners ? { owners: o.owners } : {}),
     onEnd: () => {
       if (s.calls.get(message.id) === stream) s.calls.delete(message.id);
     },

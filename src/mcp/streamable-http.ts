@@ -13,7 +13,7 @@ import type { Principal } from '#domain/types';
 import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson, sendJsonText } from '#http/send-json';
-import { chargeUntakenTo, MAX_UNSENT_BYTES } from '#http/unsent';
+import { MAX_UNSENT_BYTES, type UntakenOwners } from '#http/unsent';
 import { DEFAULT_MAX_LISTENS_PER_SUBJECT } from '#config';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
@@ -71,7 +71,9 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
   /** Listen streams open per subject: each is a connection, a transport and a watcher every catalogue change visits. */
   const listening = new SubjectCounts();
   const maxListens = o.maxListensPerSubject ?? DEFAULT_MAX_LISTENS_PER_SUBJECT;
-  const jsonOptions = { revisions: SESSION_TRANSPORT_REVISIONS, onRefused: (why: string) => core.log.debug({ err: why }, 'transport error') };
+  /** A large answer its client leaves untaken counts against the caller (#http/unsent, ServerCore.callTool). */
+  const owners: UntakenOwners = { accountOf: (req) => core.untakenAccount(principalOf(req)) };
+  const jsonOptions = { revisions: SESSION_TRANSPORT_REVISIONS, onRefused: (why: string) => core.log.debug({ err: why }, 'transport error'), owners };
   const streamOptions = { ...jsonOptions, keepAliveMs: KEEP_ALIVE_MS, onError: (e: unknown) => core.log.error({ err: e }, 'session call failed') };
 
   const stateless = async (req: IncomingMessage, res: ServerResponse, raw: unknown): Promise<void> => {
@@ -93,7 +95,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       return;
     }
     if (out.kind === 'response') {
-      return sendJsonText(res, out.status, responseBody(out.response));
+      return sendJsonText(res, out.status, responseBody(out.response), {}, owners);
     }
     // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included). At most
     // maxListens of them per subject, as sessions are capped: refused before anything is opened.
@@ -122,7 +124,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       });
     };
     await transport.start();
-    await serveOverNode(transport, req, res, raw);
+    await serveOverNode(transport, req, res, raw, { owners });
   };
 
   /**
@@ -156,7 +158,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
     };
     res.on('close', () => void transport.close().catch(() => undefined));
     await transport.start();
-    await serveOverNode(transport, req, res, raw, { written });
+    await serveOverNode(transport, req, res, raw, { written, owners });
   };
 
   const stateful = async (req: IncomingMessage, res: ServerResponse, raw: unknown, bytes: number): Promise<void> => {
@@ -178,7 +180,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       const refusal = sessions.admit(principalOf(req));
       if (refusal) return sendJson(res, refusal.status, failure(m.id, FORBIDDEN, refusal.message), refusal.status === 503 ? { 'retry-after': '60' } : {});
       const s = sessions.create(principalOf(req), ownerOf(req));
-      await serveOverNode(s.transport, req, res, raw);
+      await serveOverNode(s.transport, req, res, raw, { owners });
       if (!s.session.isInitialized) sessions.drop(s.id);
       return;
     }
@@ -212,7 +214,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       if (s.session.isInitialized && s.session.sendsOnlyItsAnswer(env.message)) return answerAsJson(req, res, s, env.message, raw, jsonOptions);
       if (s.session.isInitialized) return answerAsStream(req, res, s, env.message, raw, streamOptions);
     }
-    await serveOverNode(s.transport, req, res, raw);
+    await serveOverNode(s.transport, req, res, raw, { owners });
   };
 
   const post = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -248,13 +250,11 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       const last = header(req, 'last-event-id');
       if (last !== undefined && header(req, 'accept')?.includes('text/event-stream') && resumeCallStream(s, res, last)) return;
     }
-    await serveOverNode(s.transport, req, res);
+    await serveOverNode(s.transport, req, res, undefined, { owners });
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse, caller?: McpCaller): Promise<void> => {
     if (caller) callers.set(req, caller);
-    // A large answer its client leaves untaken counts against the caller (#http/unsent, ServerCore.callTool).
-    chargeUntakenTo(res, core.untakenAccount(principalOf(req)));
     switch (req.method) {
       case 'POST':
         return post(req, res);
