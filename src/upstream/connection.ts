@@ -40,7 +40,7 @@ export interface UpstreamHooks {
   onStderr?(line: string): void;
   /** The connection reported an error (the SDK's transport or protocol: a message past its bound, a flood, ...). */
   onError?(error: Error): void;
-  /** An event stream of this HTTP upstream sends faster than it is read: not read on for `ms` (./event-pace.ts). */
+  /** This upstream sends faster than it is read (a stdio child's output, an HTTP event stream): not read on for `ms`. */
   onPaced?(ms: number): void;
 }
 
@@ -77,8 +77,8 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
       env: { ...getDefaultEnvironment(), ...resolveNamed(ns, target.env, env, '--env') },
       stderr: 'pipe',
     });
-    // Read in linear time, each answer charged to the call or sync that asked (./stdio-answers.ts).
-    useAnswerLines(t);
+    // Read in linear time and at a pace, each answer charged to the call or sync that asked (./stdio-answers.ts).
+    useAnswerLines(t, (ms) => hooks.onPaced?.(ms));
     const stderr = t.stderr;
     if (stderr) {
       let buf = '';

@@ -1,16 +1,17 @@
 /**
- * How fast an HTTP upstream's event streams are read: at most MAX_EVENT_LINES_PER_SECOND lines a second over all the
- * streams of one upstream endpoint (its calls' streams once handed over as streams, and its standalone GET stream).
+ * How fast an upstream's output is read: at most MAX_EVENT_LINES_PER_SECOND lines a second over all the event streams
+ * of one HTTP upstream endpoint (its calls' streams once handed over as streams, and its standalone GET stream;
+ * ./http-fetch.ts), and of one stdio child's output (./stdio-answers.ts).
  *
- * Every event with data an upstream sends costs the serving thread the SDK's reading of it (web streams, the event
- * parser, its JSON and its schema checks, the dispatch): ~110 µs each for a log line of one character, measured
- * (`.cache/ab/sse-flood.mts`, an upstream flooding one call's stream with 50,000 of them held the serving thread for
- * 5.3 s; every other caller of the process waited behind them, a tools/list up to 390 ms). Estate relays at most 1,000
- * log lines and 10,000 progress notifications of a call (src/mcp/client-channel.ts) and reads the rest only to drop
- * them. So what one upstream sends is paced: past its lines for the second, its stream is not read until the pace
- * allows again (the socket pushes back, the upstream waits), nothing dropped, every byte delivered in order. A stream
- * that only answers (a JSON body, or an event stream holding its response alone) is not paced: those are calls, and
- * calls have their own bounds.
+ * Every event with data an HTTP upstream sends costs the serving thread the SDK's reading of it (web streams, the
+ * event parser, its JSON and its schema checks, the dispatch): ~110 µs each for a log line of one character; a stdio
+ * message ~40 µs. Measured with `bench/upstream-flood.ts`: an upstream flooding one call with 30,000 of them held the
+ * serving thread ~3 s (HTTP) or ~1 s (stdio), every other caller of the process waiting behind them (a tools/list up
+ * to 965 ms). Estate relays at most 1,000 log lines and 10,000 progress notifications of a call
+ * (src/mcp/client-channel.ts) and reads the rest only to drop them. So what one upstream sends is paced: past its
+ * lines, nothing more is read until the pace allows again (the socket or the pipe pushes back, the upstream waits),
+ * nothing dropped, every byte delivered in order. An HTTP stream that only answers (a JSON body, or an event stream
+ * holding its response alone) is not paced: those are calls, and calls have their own bounds.
  *
  * Lines, not events: a comment line (`:`) costs the event parser a step too, and an upstream that never ends an event
  * could otherwise send 64 MiB of them (32 million lines) before the event bound stops it.

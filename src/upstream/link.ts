@@ -80,7 +80,7 @@ export class UpstreamLink {
   private readonly warnRefused: (fields: Record<string, unknown>) => void;
   /** What the connection reports going wrong (a stdio message past its bound, lines that are not messages, a flood). */
   private readonly warnConnection: (fields: Record<string, unknown>) => void;
-  /** An HTTP upstream whose event streams are read slower than it sends them (src/upstream/event-pace.ts). */
+  /** An upstream whose output (stdio) or event streams (HTTP) are read slower than it sends (./event-pace.ts). */
   private readonly warnPaced: (fields: Record<string, unknown>) => void;
 
   constructor(private readonly o: LinkOptions) {
@@ -89,7 +89,7 @@ export class UpstreamLink {
     this.relay = new CallRelay(o.ns, o.target.transport === 'stdio', o.log);
     this.warnRefused = throttledWarning(o.log, 'upstream answer refused: the process holds too much of upstream answers');
     this.warnConnection = throttledWarning(o.log, 'upstream connection error', 'times');
-    this.warnPaced = throttledWarning(o.log, 'upstream paced: its event streams send more lines a second than are read', 'times');
+    this.warnPaced = throttledWarning(o.log, 'upstream paced: it sends more lines a second than are read', 'times');
   }
 
   /** A failure said in the MCP client's terms (its errors' codes): for the pool, which loads the client only with a link. */

@@ -15,6 +15,7 @@
  */
 import { deserializeMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import { currentAnswerAccount, type AnswerAccount } from './answer-budget.ts';
+import { LinePace, lineEnds } from './event-pace.ts';
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
@@ -30,9 +31,11 @@ export const MAX_JUNK_LINES = 1000;
 
 /**
  * Lines one connection may send in one second (clock second). Each message read costs the serving thread its parse
- * and the SDK's dispatch, so an upstream writing small valid notifications as fast as its pipe takes them would hold
- * it as junk did; past this many the connection is closed the same way. Far above what a served upstream sends: Estate
- * relays at most 10,000 progress notifications per call, and serves some 15,000 calls a second in all.
+ * and the SDK's dispatch (~40 µs a log notification: 30,000 of them held it 1.1 s, another client's tools/list
+ * waiting up to 466 ms), so an upstream writing small valid notifications as fast as its pipe takes them would hold
+ * it as junk did. The output is read at the pace of HTTP upstreams' event streams (./event-pace.ts: 6,000 lines a
+ * second, the child's pipe pushing back past it); past this many in one second anyway (a pace that did not hold) the
+ * connection is closed the same way as for junk.
  */
 export const MAX_LINES_PER_SECOND = 20_000;
 
@@ -75,7 +78,15 @@ export class AnswerLines {
   /** The account each request still unanswered was sent from. */
   private readonly accounts = new Map<Id, AnswerAccount>();
 
-  constructor(readonly maxBytes: number = STDIO_DEFAULT_MAX_BUFFER_SIZE) {}
+  /**
+   * `hold`: stop reading the child's output for so many ms (the pace's wait); absent, the output is not paced (a test
+   * of the reader alone).
+   */
+  constructor(
+    readonly maxBytes: number = STDIO_DEFAULT_MAX_BUFFER_SIZE,
+    private readonly hold?: (ms: number) => void,
+    private readonly pace: LinePace = new LinePace(),
+  ) {}
 
   /** Note the account a request is sent from (the call or sync running now), so that its answer is charged to it. */
   sent(message: JSONRPCMessage): void {
@@ -97,6 +108,10 @@ export class AnswerLines {
     }
     this.chunks.push(chunk);
     this.held += chunk.length;
+    if (this.hold) {
+      const ms = this.pace.take(lineEnds(chunk));
+      if (ms > 0) this.hold(ms);
+    }
   }
 
   /** The next message, or null until a whole line is in. An answer its account refuses is dropped here. */
@@ -188,11 +203,22 @@ export class AnswerLines {
  * Give an SDK StdioClientTransport the reader above. False when the transport does not hold its reader where this
  * SDK version does (an upgrade moved it): it then reads as the SDK does, and a unit test fails to say so.
  */
-export const useAnswerLines = (transport: Transport): boolean => {
-  const t = transport as Transport & { _readBuffer?: { append?: unknown; readMessage?: unknown; clear?: unknown } };
+export const useAnswerLines = (transport: Transport, onPaced?: (ms: number) => void): boolean => {
+  const t = transport as Transport & { _readBuffer?: { append?: unknown; readMessage?: unknown; clear?: unknown }; _process?: { stdout?: NodeJS.ReadableStream | null } };
   const sdk = t._readBuffer;
   if (typeof sdk?.append !== 'function' || typeof sdk.readMessage !== 'function' || typeof sdk.clear !== 'function') return false;
-  const lines = new AnswerLines();
+  // The pace's wait: the child's output is not read meanwhile (its pipe fills, and it waits to write).
+  let resumeAt: NodeJS.Timeout | undefined;
+  const hold = (ms: number): void => {
+    const out = t._process?.stdout;
+    if (!out) return;
+    out.pause();
+    clearTimeout(resumeAt);
+    resumeAt = setTimeout(() => out.resume(), ms);
+    resumeAt.unref();
+    onPaced?.(ms);
+  };
+  const lines = new AnswerLines(undefined, hold);
   t._readBuffer = lines;
   const send = transport.send.bind(transport);
   transport.send = (message, options) => {

@@ -127,7 +127,7 @@ describe('upstream messages reach only the caller they belong to', () => {
       // Said at most once per 10 s per upstream: the flood test before this one may have been paced too.
       const paced = await vi.waitFor(
         () => {
-          const line = front.logs.seen.slice(logged).find((l) => l.msg === 'upstream paced: its event streams send more lines a second than are read');
+          const line = front.logs.seen.slice(logged).find((l) => l.msg === 'upstream paced: it sends more lines a second than are read');
           expect(line, 'the pace warning').toBeDefined();
           return line;
         },

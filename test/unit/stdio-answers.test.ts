@@ -9,6 +9,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AnswerBudget, MAX_UPSTREAM_BODY_BYTES } from '#upstream/answer-budget';
+import { LinePace } from '#upstream/event-pace';
 import { AnswerLines, MAX_JUNK_LINES, MAX_LINES_PER_SECOND, useAnswerLines } from '#upstream/stdio-answers';
 
 const drain = (r: { readMessage(): unknown }): unknown[] => {
@@ -129,6 +130,21 @@ describe('AnswerLines and a flood of messages', () => {
     lines.append(Buffer.from(note.repeat(2)));
     expect(drain(lines)).toEqual([]);
     expect(() => lines.append(Buffer.from(note))).toThrow(`the upstream sent more than ${MAX_LINES_PER_SECOND} lines in one second`);
+  });
+
+  it('asks to hold the output for what a chunk takes past the pace, every message of it still read', () => {
+    let now = 0;
+    const held: number[] = [];
+    const lines = new AnswerLines(undefined, (ms) => held.push(ms), new LinePace(1000, () => now));
+    const note = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n';
+    lines.append(Buffer.from(note.repeat(100))); // the burst: a tenth of a second's lines
+    expect(held).toEqual([]);
+    lines.append(Buffer.from(note.repeat(400)));
+    expect(held).toEqual([400]); // 400 lines past the burst at 1,000 a second
+    expect(drain(lines)).toHaveLength(500);
+    now = 1000;
+    lines.append(Buffer.from(note.repeat(100)));
+    expect(held).toEqual([400]); // paid back, and the burst whole again
   });
 });
 
