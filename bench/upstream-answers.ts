@@ -15,10 +15,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { startFixtureHttp } from '../test/fixtures/upstream/fixture-http.ts';
 import { cli, waitFor } from './upstream.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
-const FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'upstream', 'fixture-http.mjs');
 const MiB = 1024 * 1024;
 
 const { values } = parseArgs({
@@ -43,16 +43,8 @@ const dir = mkdtempSync(join(tmpdir(), 'estate-probe-answers-'));
 const store = `sqlite:${join(dir, 'e.db')}`;
 const children: ChildProcess[] = [];
 try {
-  const fixture = spawn(process.execPath, [FIXTURE, '0', '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(fixture);
-  const url = await new Promise<string>((resolve) => {
-    let out = '';
-    fixture.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening (\S+)/.exec(out);
-      if (m?.[1]) resolve(m[1]);
-    });
-  });
+  const { child, url } = await startFixtureHttp();
+  children.push(child);
   await cli(['upstream', 'add', 'big', '--url', url, '--scopes', 'big.use', '--clearance', 'internal'], store, estate);
   await cli(['upstream', 'sync', 'big'], store, estate);
   await cli(['upstream', 'approve', 'big', '--all'], store, estate);

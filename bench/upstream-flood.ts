@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { startFixtureHttp } from '../test/fixtures/upstream/fixture-http.ts';
 import { percentile } from './lib.ts';
 import { cli, waitFor } from './upstream.ts';
 
@@ -55,16 +56,8 @@ try {
   let tool: string;
   let args: Record<string, number>;
   if (values.transport === 'http') {
-    const fixture = spawn(process.execPath, [join(FIXTURES, 'fixture-http.mjs'), '0', '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(fixture);
-    const url = await new Promise<string>((resolve) => {
-      let out = '';
-      fixture.stdout.on('data', (c: Buffer) => {
-        out += c.toString();
-        const m = /listening (\S+)/.exec(out);
-        if (m?.[1]) resolve(m[1]);
-      });
-    });
+    const { child, url } = await startFixtureHttp();
+    children.push(child);
     await cli(['upstream', 'add', 'fx', '--url', url, '--scopes', 'fx.use', '--clearance', 'internal'], store, estate);
     tool = 'fx.flood';
     args = { logs: counts.logs, size: 1, comments: counts.comments, empty: counts.empty };
