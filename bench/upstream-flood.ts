@@ -3,13 +3,13 @@
  * serve --http` fronts one upstream: over HTTP test/fixtures/upstream/fixture-http.mjs (its `flood` tool: `--logs`
  * log lines of one character on the call's event stream, or `--comments` comment lines, or `--empty` events holding
  * only a comment), over stdio test/fixtures/upstream/fixture-server.mjs (its `chatter` tool: `--logs` log
- * notifications). While the flooding call runs, a second client asks tools/list again and again. Printed as JSON: how
+ * notifications; or with `--stderr N`, its `grumble` tool: N MiB of one-character lines on its stderr). While the flooding call runs, a second client asks tools/list again and again. Printed as JSON: how
  * long the flooding call took and how it ended, the serving process's CPU time over it (from /proc, Linux), and the
  * second client's tools/list count, p50, p99 and longest wait. `--estate <checkout>` runs another checkout's
  * bin/estate.js (built; its fixtures are this checkout's), to compare two builds.
  *
  *   node --import tsx bench/upstream-flood.ts [--transport http|stdio] [--logs 30000] [--comments N] [--empty N]
- *     [--estate /work/base]
+ *     [--stderr MiB] [--estate /work/base]
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -34,13 +34,15 @@ const { values } = parseArgs({
     logs: { type: 'string', default: '30000' },
     comments: { type: 'string', default: '0' },
     empty: { type: 'string', default: '0' },
+    stderr: { type: 'string', default: '0' },
     estate: { type: 'string', default: REPO_ROOT },
   },
 });
 if (values.transport !== 'http' && values.transport !== 'stdio') throw new Error(`--transport must be http or stdio (got ${values.transport})`);
-const counts = { logs: Number(values.logs), comments: Number(values.comments), empty: Number(values.empty) };
+const counts = { logs: Number(values.logs), comments: Number(values.comments), empty: Number(values.empty), stderr: Number(values.stderr) };
 for (const [k, v] of Object.entries(counts)) if (!Number.isInteger(v) || v < 0) throw new Error(`--${k} must be a whole number (got ${String(v)})`);
 if (values.transport === 'stdio' && (counts.comments > 0 || counts.empty > 0)) throw new Error('--comments and --empty are event-stream lines: HTTP only');
+if (values.transport === 'http' && counts.stderr > 0) throw new Error('--stderr is a stdio child\'s: stdio only');
 const estate = join(values.estate, 'bin', 'estate.js');
 
 /** User + system CPU time of a process, ms (/proc/<pid>/stat; clock ticks of 10 ms). */
@@ -63,12 +65,15 @@ try {
     args = { logs: counts.logs, size: 1, comments: counts.comments, empty: counts.empty };
   } else {
     const spec = join(dir, 'tools.json');
-    const tools = [{ name: 'chatter', description: 'Logs, then answers.', inputSchema: { type: 'object', properties: { logs: { type: 'integer' } } }, annotations: { readOnlyHint: true } }];
+    const tools = [
+      { name: 'chatter', description: 'Logs, then answers.', inputSchema: { type: 'object', properties: { logs: { type: 'integer' } } }, annotations: { readOnlyHint: true } },
+      { name: 'grumble', description: 'Writes to stderr, then answers.', inputSchema: { type: 'object', properties: { mib: { type: 'integer' } } }, annotations: { readOnlyHint: true } },
+    ];
     writeFileSync(spec, JSON.stringify({ tools }));
     const command = `${process.execPath} ${join(FIXTURES, 'fixture-server.mjs')} ${spec} ${join(dir, 'calls.log')}`;
     await cli(['upstream', 'add', 'fx', '--command', command, '--scopes', 'fx.use', '--clearance', 'internal'], store, estate);
-    tool = 'fx.chatter';
-    args = { logs: counts.logs };
+    tool = counts.stderr > 0 ? 'fx.grumble' : 'fx.chatter';
+    args = counts.stderr > 0 ? { mib: counts.stderr } : { logs: counts.logs };
   }
   await cli(['upstream', 'sync', 'fx'], store, estate);
   await cli(['upstream', 'approve', 'fx', '--all'], store, estate);

@@ -5,6 +5,7 @@
  * resolved here, at connect time, never stored and never logged. A child gets a minimal environment (the SDK's
  * default: PATH, HOME, ...) plus what was named for it, never the whole environment of the serving process.
  */
+import type { Readable } from 'node:stream';
 import { Client, ProtocolError, SdkError, SdkErrorCode, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { DomainError } from '#domain/errors';
@@ -38,6 +39,8 @@ export interface UpstreamHooks {
   onClose?(): void;
   /** One line the child wrote on stderr. */
   onStderr?(line: string): void;
+  /** `bytes` of the child's stderr were dropped unread: it writes more than STDERR_BYTES_PER_SECOND. */
+  onStderrDropped?(bytes: number): void;
   /** The connection reported an error (the SDK's transport or protocol: a message past its bound, a flood, ...). */
   onError?(error: Error): void;
   /** This upstream sends faster than it is read (a stdio child's output, an HTTP event stream): not read on for `ms`. */
@@ -79,10 +82,28 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
     });
     // Read in linear time and at a pace, each answer charged to the call or sync that asked (./stdio-answers.ts).
     useAnswerLines(t, (ms) => hooks.onPaced?.(ms));
-    const stderr = t.stderr;
+    // The child's stderr pipe (the SDK types it as a Stream: with stderr 'pipe' it is the child's readable end).
+    const stderr = t.stderr as Readable | null;
     if (stderr) {
       let buf = '';
+      // A second's first STDERR_BYTES_PER_SECOND are looked at; the chunk past it is dropped unread, and the pipe is not
+      // read again before the next second (the child waits to write).
+      let second = 0;
+      let taken = 0;
       stderr.on('data', (chunk: Buffer) => {
+        const now = Date.now();
+        if (Math.floor(now / 1000) !== second) {
+          second = Math.floor(now / 1000);
+          taken = 0;
+        }
+        taken += chunk.length;
+        if (taken > STDERR_BYTES_PER_SECOND) {
+          buf = '';
+          hooks.onStderrDropped?.(chunk.length);
+          stderr.pause();
+          setTimeout(() => stderr.resume(), 1000 - (now % 1000)).unref();
+          return;
+        }
         buf += chunk.toString('utf8');
         let nl: number;
         while ((nl = buf.indexOf('\n')) >= 0) {
@@ -101,6 +122,16 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
 };
 
 const upstreamPaces = new EndpointPaces();
+
+/**
+ * What of a stdio child's stderr is read, a second: its lines are only logged (at debug), yet reading and looking at
+ * them cost the serving thread as much as the child cared to write: one writing 64 MiB of short lines held it for a
+ * second (another client's tools/list p50 36-52 ms beside it: `bench/upstream-flood.ts --transport stdio --stderr
+ * 64`). Past this in one clock second, the chunk that passes it is dropped unread and the pipe is not read again before
+ * the next second (the child waits to write, as it would behind a slow terminal); the link says so at most once per
+ * 10 s.
+ */
+export const STDERR_BYTES_PER_SECOND = 1024 * 1024;
 
 /**
  * Upstream progress, routed by token as the transport reads each message, ahead of the SDK's dispatch. The SDK's own

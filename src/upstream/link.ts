@@ -22,7 +22,7 @@ import { CLIENT_CAPABILITIES_META } from '#mcp/revisions';
 import { AnswerRefused, type AnswerBudget } from './answer-budget.ts';
 import { CircuitBreaker, type BreakerOptions } from './breaker.ts';
 import { MAX_EVENT_LINES_PER_SECOND } from './event-pace.ts';
-import { describeFailure, openUpstream, STATELESS_REVISION, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
+import { describeFailure, openUpstream, STATELESS_REVISION, STDERR_BYTES_PER_SECOND, upstreamAnswered, type UpstreamHooks, type UpstreamSession } from './connection.ts';
 import { keepListening } from './listen.ts';
 import { CallRelay } from './relay.ts';
 
@@ -82,6 +82,8 @@ export class UpstreamLink {
   private readonly warnConnection: (fields: Record<string, unknown>) => void;
   /** An upstream whose output (stdio) or event streams (HTTP) are read slower than it sends (./event-pace.ts). */
   private readonly warnPaced: (fields: Record<string, unknown>) => void;
+  /** A stdio child writing more to stderr than is looked at (./connection.ts: STDERR_BYTES_PER_SECOND). */
+  private readonly warnStderr: (fields: Record<string, unknown>) => void;
 
   constructor(private readonly o: LinkOptions) {
     this.ns = o.ns;
@@ -90,6 +92,7 @@ export class UpstreamLink {
     this.warnRefused = throttledWarning(o.log, 'upstream answer refused: the process holds too much of upstream answers');
     this.warnConnection = throttledWarning(o.log, 'upstream connection error', 'times');
     this.warnPaced = throttledWarning(o.log, 'upstream paced: it sends more lines a second than are read', 'times');
+    this.warnStderr = throttledWarning(o.log, 'upstream stderr dropped: the child writes more to stderr than is read a second', 'times');
   }
 
   /** A failure said in the MCP client's terms (its errors' codes): for the pool, which loads the client only with a link. */
@@ -135,6 +138,7 @@ export class UpstreamLink {
       onSample: (params, key) => this.relay.sample(params, key),
       onRoots: (key) => this.relay.roots(key),
       onStderr: (line) => this.o.log.debug({ upstream: this.ns, stderr: line }, 'upstream stderr'),
+      onStderrDropped: (bytes) => this.warnStderr({ upstream: this.ns, bytes, bytesPerSecond: STDERR_BYTES_PER_SECOND }),
       onError: (e) => this.warnConnection({ upstream: this.ns, error: describeFailure(e) }),
       onPaced: (ms) => this.warnPaced({ upstream: this.ns, waitMs: ms, linesPerSecond: MAX_EVENT_LINES_PER_SECOND }),
       onClose: () => {

@@ -4,12 +4,14 @@
  * within one call. Before, each cost the serving thread ~40 µs, read as fast as they came (another client's tools/list
  * waited up to ~0.5 s), and past 20,000 in a clock second the connection was closed. Now the child's output is read
  * at 6,000 lines a second (its pipe pushing back): the log says the upstream is paced, the call gets its answer from
- * the same child (nothing dropped, no restart), and another client is served meanwhile.
+ * the same child (nothing dropped, no restart), and another client is served meanwhile. Its stderr (only ever logged)
+ * is read at most 1 MiB a second, the rest of that second dropped and the child made to wait.
  */
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { STDERR_BYTES_PER_SECOND } from '#upstream/connection';
 import { MAX_EVENT_LINES_PER_SECOND } from '#upstream/event-pace';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
@@ -31,6 +33,7 @@ describe('a stdio upstream read at a pace', () => {
       tools: [
         { name: 'chatter', description: 'Logs, then answers.', inputSchema: { type: 'object', properties: { logs: { type: 'integer' } } }, annotations: { readOnlyHint: true } },
         { name: 'echo', description: 'Echoes.', inputSchema: { type: 'object', properties: { message: { type: 'string' } } }, annotations: { readOnlyHint: true } },
+        { name: 'grumble', description: 'Writes to stderr, then answers.', inputSchema: { type: 'object', properties: { mib: { type: 'integer' } } }, annotations: { readOnlyHint: true } },
       ],
     });
     calls = store.file('calls.log', '');
@@ -81,5 +84,25 @@ describe('a stdio upstream read at a pace', () => {
     expect(textOf(await beside.callTool({ name: 'fx.echo', arguments: { message: 'after' } }))).toBe('echo: after');
     expect(new Set(pids()).size).toBe(1);
     expect(http.logs.seen.filter((l) => l.msg === 'upstream connection error')).toEqual([]);
+  });
+
+  it('a child flooding its stderr is read 1 MiB a second: the rest of each second dropped unread, the child made to wait', { timeout: 60_000 }, async () => {
+    const flooded = await connect('grumbled-at');
+    const beside = await connect('beside-grumble');
+    let answered = false;
+    // 4 MiB of one-character lines: read whole, ~0.1 s of this server's thread each MiB; bounded, the child waits.
+    const call = flooded.callTool({ name: 'fx.grumble', arguments: { mib: 4 } }, { timeout: 55_000 }).finally(() => (answered = true));
+    const dropped = await vi.waitFor(
+      () => {
+        const line = http.logs.seen.find((l) => l.msg === 'upstream stderr dropped: the child writes more to stderr than is read a second');
+        expect(line, 'the stderr warning').toBeDefined();
+        return line;
+      },
+      { timeout: 30_000, interval: 50 },
+    );
+    expect(dropped).toMatchObject({ upstream: 'fx', bytesPerSecond: STDERR_BYTES_PER_SECOND });
+    expect((await beside.listTools()).tools.map((t) => t.name)).toContain('fx.grumble');
+    expect(answered).toBe(false); // the child is still waiting to write the rest
+    expect(textOf(await call)).toBe('grumbled');
   });
 });
