@@ -82,7 +82,8 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
     });
     // Read in linear time and at a pace, each answer charged to the call or sync that asked (./stdio-answers.ts).
     useAnswerLines(t, (ms) => hooks.onPaced?.(ms));
-    // The child's stderr pipe (the SDK types it as a Stream: with stderr 'pipe' it is the child's readable end).
+    // The child's stderr: with stderr 'pipe' the SDK hands out a PassThrough the child's pipe is piped into (typed as a
+    // Stream), so pausing it pushes back through the pipe to the child.
     const stderr = t.stderr as Readable | null;
     if (stderr) {
       let buf = '';
