@@ -1,6 +1,6 @@
 /**
  * A stdio upstream whose output is read at a pace (src/upstream/stdio-answers.ts, src/upstream/event-pace.ts): the
- * fixture (test/fixtures/upstream/fixture-server.mjs) writes 12,000 log notifications as fast as its pipe takes them,
+ * fixture (test/fixtures/upstream/fixture-server.mjs) writes 36,000 log notifications as fast as its pipe takes them,
  * within one call. Before, each cost the serving thread ~40 µs, read as fast as they came (another client's tools/list
  * waited up to ~0.5 s), and past 20,000 in a clock second the connection was closed. Now the child's output is read
  * at 6,000 lines a second (its pipe pushing back): the log says the upstream is paced, the call gets its answer from
@@ -66,7 +66,9 @@ describe('a stdio upstream read at a pace', () => {
     const beside = await connect('beside');
     const pids = (): number[] => readFileSync(calls, 'utf8').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { pid: number }).pid);
     let answered = false;
-    const call = flooded.callTool({ name: 'fx.chatter', arguments: { logs: 12_000 } }, { timeout: 55_000 }).finally(() => (answered = true));
+    // 36,000 lines at 6,000 a second: ~6 s from the first pause to the answer, however loaded the machine (the pace is
+    // the clock's), so the checks below come well inside it.
+    const call = flooded.callTool({ name: 'fx.chatter', arguments: { logs: 36_000 } }, { timeout: 55_000 }).finally(() => (answered = true));
     const paced = await vi.waitFor(
       () => {
         const line = http.logs.seen.find((l) => l.msg === PACED);
@@ -90,8 +92,9 @@ describe('a stdio upstream read at a pace', () => {
     const flooded = await connect('grumbled-at');
     const beside = await connect('beside-grumble');
     let answered = false;
-    // 4 MiB of one-character lines: read whole, ~0.1 s of this server's thread each MiB; bounded, the child waits.
-    const call = flooded.callTool({ name: 'fx.grumble', arguments: { mib: 4 } }, { timeout: 55_000 }).finally(() => (answered = true));
+    // 8 MiB of one-character lines: read whole, ~0.1 s of this server's thread each MiB; bounded, the child waits some
+    // 6 s (1 MiB a clock second), so the checks below come well inside it.
+    const call = flooded.callTool({ name: 'fx.grumble', arguments: { mib: 8 } }, { timeout: 55_000 }).finally(() => (answered = true));
     const dropped = await vi.waitFor(
       () => {
         const line = http.logs.seen.find((l) => l.msg === 'upstream stderr dropped: the child writes more to stderr than is read a second');

@@ -1,47 +1,26 @@
 /**
  * How fast an HTTP upstream's event streams are read (src/upstream/event-pace.ts): the pace's arithmetic on a clock
  * of the test's own, and the upstream fetch (src/upstream/http-fetch.ts) against a real node:http server that sends
- * lines as fast as its socket takes them. With the clock stopped, a paced stream is read a second's worth of lines
- * and then (almost) no further: the server must come to rest held back by its socket, never reaching its end; with
+ * lines as fast as its socket takes them. With the clock stopped, a paced stream is read a burst of lines and then
+ * (almost) no further: the server must come to rest held back by its socket, never reaching its end; with
  * the pace at its default and time moving, the same stream is read whole.
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EndpointPaces, LinePace, lineEnds } from '#upstream/event-pace';
 import { createUpstreamFetch } from '#upstream/http-fetch';
+import { cameToRest, flood, type Flood } from '../fixtures/upstream/route-server.ts';
 
 const NOTE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}';
-/** Events that hold only a comment, 8 MiB of them: 2.8 million events, 5.6 million lines. */
-const FLOOD_BYTES = 8 * 1024 * 1024;
+/**
+ * Events that hold only a comment: 48 MiB of them (33 million events) to flood with, far past what loopback's socket
+ * buffers take while nobody reads; 8 MiB (`/small-flood`) to read whole.
+ */
+const FLOOD_BYTES = 48 * 1024 * 1024;
+const SMALL_FLOOD_BYTES = 8 * 1024 * 1024;
 const EMPTY_EVENTS = Buffer.from(':\n\n'.repeat(21_845)); // 64 KiB less one byte
-
-interface Flood {
-  sent: number;
-  blocked: boolean;
-  ended: boolean;
-}
 const floods: Flood[] = [];
-
-/** A log line (so a POST's stream is handed over as a stream), then the flood, as fast as the socket takes it. */
-const flood = (res: ServerResponse): void => {
-  const f: Flood = { sent: 0, blocked: false, ended: false };
-  floods.push(f);
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  res.write(`data: ${NOTE}\n\n`);
-  const more = (): void => {
-    while (f.sent < FLOOD_BYTES) {
-      f.sent += EMPTY_EVENTS.length;
-      if (!res.write(EMPTY_EVENTS)) {
-        f.blocked = true;
-        return void res.once('drain', more);
-      }
-    }
-    f.ended = true;
-    res.end();
-  };
-  more();
-};
 
 let server: Server;
 let base = '';
@@ -52,7 +31,10 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       return void res.end(`${':\n\n'.repeat(100)}data: {"jsonrpc":"2.0","id":7,"result":{}}\n\n`);
     }
-    flood(res);
+    // A log line (so a POST's stream is handed over as a stream), then the flood.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(`data: ${NOTE}\n\n`);
+    floods.push(flood(res, EMPTY_EVENTS, req.url === '/small-flood' ? SMALL_FLOOD_BYTES : FLOOD_BYTES));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -75,20 +57,6 @@ const drain = (r: Response) => {
     read.done = true;
   })();
   return { read, all, cancel: () => reader.cancel() };
-};
-
-/** The server has come to rest: held back by its socket, nothing more sent over many looks (or it ended). */
-const atRest = async (f: Flood): Promise<void> => {
-  let last = -1;
-  let still = 0;
-  await vi.waitFor(
-    () => {
-      still = f.sent === last ? still + 1 : 0;
-      last = f.sent;
-      expect(f.ended || (f.blocked && still >= 30)).toBe(true);
-    },
-    { timeout: 30_000, interval: 10 },
-  );
 };
 
 describe('the pace of an upstream event stream', () => {
@@ -130,7 +98,7 @@ describe('the pace of an upstream event stream', () => {
     expect(r.headers.get('content-type')).toBe('text/event-stream');
     const body = drain(r);
     const f = floods.at(-1) as Flood;
-    await atRest(f);
+    await cameToRest(f);
     expect(f.ended).toBe(false);
     expect(paced.length).toBeGreaterThan(0);
     // A burst of lines (1,000: ~1.5 KiB of these events), and the chunks read before each wait began.
@@ -143,7 +111,7 @@ describe('the pace of an upstream event stream', () => {
     const r = await get(stopped, '/flood-get');
     const body = drain(r);
     const f = floods.at(-1) as Flood;
-    await atRest(f);
+    await cameToRest(f);
     expect(f.ended).toBe(false);
     expect(body.read.bytes).toBeLessThan(2 * 1024 * 1024);
     await body.cancel();
@@ -151,10 +119,10 @@ describe('the pace of an upstream event stream', () => {
 
   it('reads the same stream whole at a pace whose clock moves: nothing is dropped, every byte comes', async () => {
     const moving = createUpstreamFetch(undefined, undefined, undefined, { paces: new EndpointPaces({ linesPerSecond: 100_000_000 }) });
-    const r = await post(moving, '/flood');
+    const r = await post(moving, '/small-flood');
     const body = drain(r);
     await body.all;
-    expect(body.read.bytes).toBe(Buffer.byteLength(`data: ${NOTE}\n\n`) + Math.ceil(FLOOD_BYTES / EMPTY_EVENTS.length) * EMPTY_EVENTS.length);
+    expect(body.read.bytes).toBe(Buffer.byteLength(`data: ${NOTE}\n\n`) + Math.ceil(SMALL_FLOOD_BYTES / EMPTY_EVENTS.length) * EMPTY_EVENTS.length);
   });
 
   it('hands a stream of many events without data over as a stream rather than searching them one by one', async () => {

@@ -6,10 +6,10 @@
 import { spawn } from 'node:child_process';
 import { Agent as HttpAgent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_UPSTREAM_BODY_BYTES } from '#upstream/answer-budget';
 import { createUpstreamFetch, EventSize } from '#upstream/http-fetch';
-import { useRouteServer } from '../fixtures/upstream/route-server.ts';
+import { cameToRest, flood, useRouteServer, type Flood } from '../fixtures/upstream/route-server.ts';
 
 const RESPONSE = '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: x"}]}}';
 const NOTE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}';
@@ -57,18 +57,7 @@ const routes: Record<string, Handler> = {
     // Events as fast as the socket takes them (a log line before the response: handed over as a stream).
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const event = Buffer.from(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x'.repeat(64 * 1024) } })}\n\n`);
-    const more = (): void => {
-      while (firehose.sent < 48 * 1024 * 1024) {
-        firehose.sent += event.length;
-        if (!res.write(event)) {
-          firehose.blocked = true;
-          return void res.once('drain', more);
-        }
-      }
-      firehose.ended = true;
-      res.end();
-    };
-    more();
+    firehose = flood(res, event, 48 * 1024 * 1024);
   },
   '/many-events': (_req, res) => {
     // 48 MiB of events of 64 KiB each, as fast as the socket takes them.
@@ -112,7 +101,7 @@ const routes: Record<string, Handler> = {
 };
 
 /** What /firehose managed to send, and whether the socket ever pushed back. */
-const firehose = { sent: 0, blocked: false, ended: false };
+let firehose: Flood = { sent: 0, blocked: false, ended: false };
 const upstream = useRouteServer((req, res) => (routes[req.url ?? ''] ?? ((_q, r) => r.writeHead(500).end()))(req, res));
 const { post, upstreamFetch } = upstream;
 
@@ -188,16 +177,7 @@ describe('the upstream fetch', () => {
     // it has sent everything (read on regardless, the whole 48 MiB would pile up in memory and the server would end).
     const reader = (r.body as ReadableStream<Uint8Array>).getReader();
     for (let i = 0; i < 20; i++) await reader.read();
-    let last = -1;
-    let still = 0;
-    await vi.waitFor(
-      () => {
-        still = firehose.sent === last ? still + 1 : 0;
-        last = firehose.sent;
-        expect(firehose.ended || (firehose.blocked && still >= 30)).toBe(true);
-      },
-      { timeout: 30_000, interval: 10 },
-    );
+    await cameToRest(firehose);
     expect(firehose.ended).toBe(false);
     expect(firehose.sent).toBeLessThan(16 * 1024 * 1024);
     await reader.cancel();
