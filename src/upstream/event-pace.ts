@@ -1,7 +1,7 @@
 /**
  * How fast an upstream's output is read: at most MAX_EVENT_LINES_PER_SECOND lines a second over all the event streams
  * of one HTTP upstream endpoint (its calls' streams once handed over as streams, and its standalone GET stream;
- * ./http-fetch.ts), and of one stdio child's output (./stdio-answers.ts).
+ * ./http-fetch.ts), shared fairly between the streams reading, and of one stdio child's output (./stdio-answers.ts).
  *
  * Every event with data an HTTP upstream sends costs the serving thread the SDK's reading of it (web streams, the
  * event parser, its JSON and its schema checks, the dispatch): ~110 µs each for a log line of one character; a stdio
@@ -77,22 +77,125 @@ export interface PaceOptions {
   now?: () => number;
 }
 
-/** Paces per upstream endpoint (origin and path): every stream of one upstream shares one. */
+/** How long a stream still counts as reading once it has paid for what it took (ms). */
+const READING_FOR_MS = 1000;
+
+/**
+ * One stream's share of its endpoint's pace: `take(lines)` says how many ms the stream waits before it reads on;
+ * `close()` once the stream has ended (it no longer counts as reading).
+ */
+export interface StreamPace {
+  take(lines: number): number;
+  close(): void;
+}
+
+/**
+ * One upstream endpoint's pace, shared fairly by its streams. The endpoint has a bucket at its rate, and each stream
+ * reading now (open, and it took lines within the last second or has not yet paid for them) one at the rate divided by
+ * how many are reading. A stream that keeps to its share reads on at once, whatever the others took; one past it
+ * waits until either its own bucket or the endpoint's has paid for what it took, whichever comes first. So one stream
+ * flooding is held to what the others leave of the endpoint's rate (all of it, if they send little), and another
+ * stream of the same upstream, sending little, is not made to wait for the flood: one bucket for the whole endpoint
+ * did that (a call streaming ten log lines 20 ms apart beside another call's flood of events holding only a comment
+ * took 7.3 s, p50, up to 90 s: `bench/upstream-flood.ts --beside call --logs 0 --empty 300000`). The streams together
+ * are still read at about the endpoint's rate: each reads past its share only while the endpoint's bucket has room.
+ */
+class SharedPace {
+  private readonly total: LinePace;
+  private readonly reading = new Set<StreamShare>();
+
+  constructor(
+    readonly perSecond: number,
+    readonly now: () => number,
+  ) {
+    this.total = new LinePace(perSecond, now);
+  }
+
+  stream(): StreamPace {
+    return new StreamShare(this);
+  }
+
+  /** Take `lines` from the endpoint's bucket: how many ms until it has paid for them. */
+  takeTotal(lines: number): number {
+    return this.total.take(lines);
+  }
+
+  /** How many streams read now, `s` counted among them. */
+  readers(s: StreamShare, t: number): number {
+    this.reading.add(s);
+    for (const r of this.reading) if (r.paidAt + READING_FOR_MS <= t && r !== s) this.reading.delete(r);
+    return this.reading.size;
+  }
+
+  leave(s: StreamShare): void {
+    this.reading.delete(s);
+  }
+
+  /** How many streams read now (their shares of the rate). */
+  readingNow(t: number): number {
+    let n = 0;
+    for (const r of this.reading) if (r.paidAt + READING_FOR_MS > t) n++;
+    return n;
+  }
+
+  /** No stream reads now and the endpoint's bucket is full: the endpoint may be forgotten. */
+  idle(t: number): boolean {
+    return this.readingNow(t) === 0 && this.total.rested;
+  }
+}
+
+class StreamShare implements StreamPace {
+  private tokens = Number.NaN;
+  private at = 0;
+  private closed = false;
+  /** When what it took is paid for (it reads on then). */
+  paidAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly shared: SharedPace) {}
+
+  take(lines: number): number {
+    if (lines === 0) return 0;
+    const t = this.shared.now();
+    const rate = this.shared.perSecond / (this.closed ? 1 : this.shared.readers(this, t));
+    const burst = Math.max(1, Math.ceil(rate / 10));
+    this.tokens = Number.isNaN(this.tokens) ? burst : Math.min(burst, this.tokens + ((t - this.at) * rate) / 1000);
+    this.at = t;
+    this.tokens -= lines;
+    const own = this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / rate);
+    const wait = Math.min(own, this.shared.takeTotal(lines));
+    this.paidAt = t + wait;
+    return wait;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.shared.leave(this);
+  }
+}
+
+/** Paces per upstream endpoint (origin and path): the streams of one upstream share one, fairly (SharedPace). */
 export class EndpointPaces {
-  private readonly paces = new Map<string, LinePace>();
+  private readonly paces = new Map<string, SharedPace>();
 
   constructor(private readonly o: PaceOptions = {}) {}
 
-  /** Take `lines` of `endpoint`'s streams: how many ms its stream waits before it is read on. */
-  take(endpoint: string, lines: number): number {
-    if (lines === 0) return 0;
+  /** A new stream of `endpoint`'s: its share of that endpoint's pace. */
+  stream(endpoint: string): StreamPace {
     let pace = this.paces.get(endpoint);
     if (pace === undefined) {
-      // Endpoints that rested (their burst whole again) are forgotten: the map holds only upstreams streaming now.
-      if (this.paces.size >= 256) for (const [k, p] of this.paces) if (p.rested) this.paces.delete(k);
-      pace = new LinePace(this.o.linesPerSecond, this.o.now);
+      // Endpoints no stream reads now are forgotten: the map holds only upstreams streaming now.
+      if (this.paces.size >= 256) {
+        const now = (this.o.now ?? (() => performance.now()))();
+        for (const [k, p] of this.paces) if (p.idle(now)) this.paces.delete(k);
+      }
+      pace = new SharedPace(this.o.linesPerSecond ?? MAX_EVENT_LINES_PER_SECOND, this.o.now ?? (() => performance.now()));
       this.paces.set(endpoint, pace);
     }
-    return pace.take(lines);
+    return pace.stream();
+  }
+
+  /** How many of `endpoint`'s streams read now (an ended stream is not counted). */
+  reading(endpoint: string): number {
+    return this.paces.get(endpoint)?.readingNow((this.o.now ?? (() => performance.now()))()) ?? 0;
   }
 }

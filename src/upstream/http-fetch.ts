@@ -18,12 +18,13 @@
  * the call or sync it belongs to (./answer-budget.ts), found when the request starts: a refused charge drops the
  * answer and tells the account, which ends the call (a stream that fails before its response would otherwise leave
  * the SDK's request waiting for its deadline). Nor how fast: a stream handed over as a stream, and the standalone GET
- * stream, are read at the pace of ./event-pace.ts (lines a second per upstream endpoint).
+ * stream, are read at the pace of ./event-pace.ts (lines a second per upstream endpoint, shared fairly by its streams).
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Transformer } from 'node:stream/web';
 import { currentAnswerAccount, MAX_UPSTREAM_BODY_BYTES } from './answer-budget.ts';
-import { EndpointPaces, lineEnds } from './event-pace.ts';
+import { EndpointPaces, lineEnds, type StreamPace } from './event-pace.ts';
 /**
  * Most bytes of an event stream read before deciding: past it (a large result, or an event that never ends) the
  * stream is handed over as it is, so what is searched for event boundaries stays small.
@@ -189,25 +190,30 @@ const endpointOf = (input: Parameters<Fetch>[0]): string => {
 /**
  * An event stream the fallback fetched (the standalone GET stream), with its events bounded as a POST's stream is:
  * one event past MAX_UPSTREAM_BODY_BYTES fails the stream, nothing more read. The SDK's parser holds an event until it
- * ends, and an upstream is not trusted to end it. And read at its upstream's pace (`paced`: how long to wait after a
- * chunk of so many lines): the pipe takes nothing more meanwhile, so the socket pushes back.
+ * ends, and an upstream is not trusted to end it. And read at its share of its upstream's pace (`pace`: a share for
+ * it, which says how long to wait after a chunk of so many lines): the pipe takes nothing more meanwhile, so the
+ * socket pushes back.
  */
-const boundedEvents = (r: Response, paced: (lines: number) => number): Response => {
+const boundedEvents = (r: Response, pace: () => StreamPace): Response => {
   const type = r.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
   if (r.body === null || type !== 'text/event-stream') return r;
+  const paced = pace();
   const size = new EventSize();
-  const bounded = r.body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        if (size.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)) > MAX_UPSTREAM_BODY_BYTES) {
-          return controller.error(new Error(`upstream event larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`));
-        }
-        controller.enqueue(chunk);
-        const ms = paced(lineEnds(chunk));
-        if (ms > 0) return new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
-      },
-    }),
-  );
+  // `cancel` is Node's (20 and later) but not yet in TypeScript's Transformer type.
+  const transformer: Transformer<Uint8Array, Uint8Array> & { cancel: () => void } = {
+    transform(chunk, controller) {
+      if (size.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)) > MAX_UPSTREAM_BODY_BYTES) {
+        return controller.error(new Error(`upstream event larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`));
+      }
+      controller.enqueue(chunk);
+      const ms = paced.take(lineEnds(chunk));
+      if (ms > 0) return new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+    },
+    // Ended or cancelled: it no longer counts among its upstream's streams.
+    flush: () => paced.close(),
+    cancel: () => paced.close(),
+  };
+  const bounded = r.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>(transformer));
   return new Response(bounded, { status: r.status, statusText: r.statusText, headers: r.headers });
 };
 
@@ -224,18 +230,23 @@ export const createUpstreamFetch = (
   pace: { paces?: EndpointPaces; onPaced?: (ms: number) => void } = {},
 ): Fetch => {
   const shared = pace.paces ?? new EndpointPaces();
-  const paces = {
-    take: (endpoint: string, lines: number): number => {
-      const ms = shared.take(endpoint, lines);
-      if (ms > 0) pace.onPaced?.(ms);
-      return ms;
-    },
+  /** A new stream's share of its endpoint's pace: how long to wait after a chunk of so many lines; who is told. */
+  const paced = (endpoint: string): StreamPace => {
+    const share = shared.stream(endpoint);
+    return {
+      take: (lines) => {
+        const ms = share.take(lines);
+        if (ms > 0) pace.onPaced?.(ms);
+        return ms;
+      },
+      close: () => share.close(),
+    };
   };
   const upstreamFetch = (input: Parameters<Fetch>[0], init?: RequestInit): Promise<Response> => {
     const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : undefined;
     if (url === undefined || init?.method !== 'POST' || typeof init.body !== 'string' || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
       const endpoint = endpointOf(input);
-      return fallback(input, init).then((r) => boundedEvents(r, (lines) => paces.take(endpoint, lines)));
+      return fallback(input, init).then((r) => boundedEvents(r, () => paced(endpoint)));
     }
     const endpoint = `${url.origin}${url.pathname}`;
     const signal = init.signal ?? undefined;
@@ -341,14 +352,16 @@ export const createUpstreamFetch = (
             if ((controller.desiredSize ?? 0) >= 1) controller.error(e);
             else failure = e;
           };
+          /** This stream's share of its upstream's pace. */
+          const share = paced(endpoint);
           /** While the upstream's pace holds this stream back: nothing is read until it ends. */
-          let paced: NodeJS.Timeout | undefined;
+          let holding: NodeJS.Timeout | undefined;
           const pauseFor = (ms: number, controller: ReadableStreamDefaultController<Uint8Array>): void => {
             if (ms <= 0 || res.readableEnded) return;
             res.pause();
-            clearTimeout(paced);
-            paced = setTimeout(() => {
-              paced = undefined;
+            clearTimeout(holding);
+            holding = setTimeout(() => {
+              holding = undefined;
               if ((controller.desiredSize ?? 0) > 0) res.resume();
             }, ms);
           };
@@ -370,20 +383,24 @@ export const createUpstreamFetch = (
                 controller.enqueue(new Uint8Array(c));
                 // Backpressure: read on only as fast as the SDK takes the stream (pull resumes), and the upstream's pace.
                 if ((controller.desiredSize ?? 0) <= 0) res.pause();
-                pauseFor(paces.take(endpoint, lineEnds(c)), controller);
+                pauseFor(share.take(lineEnds(c)), controller);
               });
-              res.on('end', () => controller.close());
+              res.on('end', () => {
+                share.close();
+                controller.close();
+              });
               res.on('close', () => {
-                clearTimeout(paced);
+                clearTimeout(holding);
+                share.close();
                 if (!res.complete) fail(controller, failed ?? new Error('upstream closed the stream before its end'));
               });
             },
             pull(controller) {
               if (failure !== undefined) return controller.error(failure);
-              if (paced === undefined) res.resume();
+              if (holding === undefined) res.resume();
             },
             cancel() {
-              clearTimeout(paced);
+              clearTimeout(holding);
               res.destroy();
             },
           });

@@ -7,7 +7,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EndpointPaces, LinePace, lineEnds } from '#upstream/event-pace';
 import { createUpstreamFetch } from '#upstream/http-fetch';
 import { cameToRest, flood, type Flood } from '../fixtures/upstream/route-server.ts';
@@ -30,6 +30,17 @@ beforeAll(async () => {
     if (req.url === '/many-primings') {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       return void res.end(`${':\n\n'.repeat(100)}data: {"jsonrpc":"2.0","id":7,"result":{}}\n\n`);
+    }
+    if (req.url === '/flood?trickle') {
+      // A call that streams a little at a time: a log line (handed over as a stream), five more 20 ms apart, its answer.
+      // At the flood's endpoint (a pace is per origin and path), as another tool of the same upstream would be.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      let sent = 0;
+      const more = (): void => {
+        if (sent++ < 6) return void (res.write(`data: ${NOTE}\n\n`), setTimeout(more, 20));
+        res.end('data: {"jsonrpc":"2.0","id":7,"result":{}}\n\n');
+      };
+      return more();
     }
     // A log line (so a POST's stream is handed over as a stream), then the flood.
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -84,11 +95,31 @@ describe('the pace of an upstream event stream', () => {
     expect(pace.take(1)).toBe(1);
   });
 
-  it('is shared by every stream of one upstream endpoint, and separate between endpoints', () => {
-    const paces = new EndpointPaces({ linesPerSecond: 1000, now: () => 0 });
-    expect(paces.take('http://a/mcp', 100)).toBe(0);
-    expect(paces.take('http://a/mcp', 10)).toBe(10);
-    expect(paces.take('http://b/mcp', 100)).toBe(0);
+  it('is shared fairly by the streams of one upstream endpoint, and separate between endpoints', () => {
+    let now = 0;
+    const paces = new EndpointPaces({ linesPerSecond: 1000, now: () => now });
+    const flood = paces.stream('http://a/mcp');
+    expect(flood.take(100)).toBe(0); // alone: the whole rate, a burst of 100
+    expect(flood.take(400)).toBe(400); // in debt for 0.4 s
+    // Another stream of the same upstream is not made to wait for that debt: within its share (half the rate now, a
+    // burst of 50) it reads on at once; past it, it waits for its own share to pay (5 lines at 500 a second).
+    const quiet = paces.stream('http://a/mcp');
+    expect(quiet.take(3)).toBe(0);
+    expect(quiet.take(47)).toBe(0);
+    expect(quiet.take(5)).toBe(10);
+    // The flood waits what the endpoint still owes, not its own half's: 555 lines taken, 400 paid by now, and its 100.
+    now = 400;
+    expect(flood.take(100)).toBe(155);
+    // A second flood joins: its own third would make it wait 2.9 s, the endpoint has paid for all but 1,155 ms of what
+    // the three took (1,655 lines: its rate and one burst by then). Whoever takes, the endpoint's rate holds.
+    expect(paces.stream('http://a/mcp').take(1000)).toBe(1155);
+    // Another endpoint has a pace of its own.
+    expect(paces.stream('http://b/mcp').take(100)).toBe(0);
+    // Streams that paid and read nothing for a second, or ended, no longer count: the flood has the whole rate again.
+    quiet.close();
+    now = 3000;
+    expect(flood.take(100)).toBe(0);
+    expect(flood.take(10)).toBe(10);
   });
 
   it('holds a flooding stream back with the clock stopped: the upstream comes to rest far short of its end (a POST stream)', async () => {
@@ -106,23 +137,51 @@ describe('the pace of an upstream event stream', () => {
     await body.cancel();
   });
 
+  it('reads another stream of the same upstream at once while a flood is held back: the flood owes its own debt', async () => {
+    const paces = new EndpointPaces({ linesPerSecond: 10_000, now: () => 0 });
+    const stopped = createUpstreamFetch(undefined, undefined, undefined, { paces });
+    const flooding = drain(await post(stopped, '/flood'));
+    const f = floods.at(-1) as Flood;
+    await cameToRest(f);
+    expect(f.ended).toBe(false);
+    // With one pace for the endpoint, each of this stream's chunks would wait what the flood took (over 4 s a chunk on
+    // the stopped clock: some 20 s in all); with its own share it is read whole in the ~100 ms it takes to send.
+    const trickle = await post(stopped, '/flood?trickle');
+    const late = new Promise<string>((resolve) => setTimeout(() => resolve('still held back after 10 s'), 10_000).unref());
+    expect(await Promise.race([trickle.text(), late])).toBe(`${`data: ${NOTE}\n\n`.repeat(6)}data: {"jsonrpc":"2.0","id":7,"result":{}}\n\n`);
+    expect(f.ended).toBe(false);
+    // Ended, the trickle no longer takes a share (on this stopped clock it would count for ever otherwise); cancelled,
+    // neither does the flood.
+    const endpoint = `${base}/flood`;
+    await vi.waitFor(() => expect(paces.reading(endpoint)).toBe(1));
+    await flooding.cancel();
+    await vi.waitFor(() => expect(paces.reading(endpoint)).toBe(0));
+  });
+
   it('holds the standalone GET stream back the same way', async () => {
-    const stopped = createUpstreamFetch(undefined, undefined, undefined, { paces: new EndpointPaces({ linesPerSecond: 10_000, now: () => 0 }) });
+    const paces = new EndpointPaces({ linesPerSecond: 10_000, now: () => 0 });
+    const stopped = createUpstreamFetch(undefined, undefined, undefined, { paces });
     const r = await get(stopped, '/flood-get');
     const body = drain(r);
     const f = floods.at(-1) as Flood;
     await cameToRest(f);
     expect(f.ended).toBe(false);
     expect(body.read.bytes).toBeLessThan(2 * 1024 * 1024);
+    expect(paces.reading(`${base}/flood-get`)).toBe(1);
     await body.cancel();
+    await vi.waitFor(() => expect(paces.reading(`${base}/flood-get`)).toBe(0));
   });
 
   it('reads the same stream whole at a pace whose clock moves: nothing is dropped, every byte comes', async () => {
-    const moving = createUpstreamFetch(undefined, undefined, undefined, { paces: new EndpointPaces({ linesPerSecond: 100_000_000 }) });
-    const r = await post(moving, '/small-flood');
-    const body = drain(r);
-    await body.all;
-    expect(body.read.bytes).toBe(Buffer.byteLength(`data: ${NOTE}\n\n`) + Math.ceil(SMALL_FLOOD_BYTES / EMPTY_EVENTS.length) * EMPTY_EVENTS.length);
+    const paces = new EndpointPaces({ linesPerSecond: 100_000_000 });
+    const moving = createUpstreamFetch(undefined, undefined, undefined, { paces });
+    for (const read of [post, get]) {
+      const r = await read(moving, '/small-flood');
+      const body = drain(r);
+      await body.all;
+      expect(body.read.bytes).toBe(Buffer.byteLength(`data: ${NOTE}\n\n`) + Math.ceil(SMALL_FLOOD_BYTES / EMPTY_EVENTS.length) * EMPTY_EVENTS.length);
+      expect(paces.reading(`${base}/small-flood`)).toBe(0); // ended: no longer reading
+    }
   });
 
   it('hands a stream of many events without data over as a stream rather than searching them one by one', async () => {
