@@ -10,6 +10,7 @@
  */
 import { runStream, runStreamPrefix, type ToolCallStarted, type ToolCalled } from '#domain/events';
 import type { AppendRequest, EventStore, StoredEvent } from './ports.ts';
+import { readStreamPages } from './read-pages.ts';
 
 export type CallRecord = ToolCalled['data'];
 export type CallIntent = ToolCallStarted['data'];
@@ -151,7 +152,10 @@ export const readRunStreams = async (store: EventStore, runId: string): Promise<
  * by owner first): for a reader that keeps only what it needs of a run of any length.
  */
 export const scanRunStreams = async (store: EventStore, runId: string, visit: (e: StoredEvent) => void): Promise<void> => {
-  for (const e of await store.readStream(runStream(runId))) visit(e);
+  for await (const page of readStreamPages(store, runStream(runId))) {
+    for (const e of page) visit(e);
+    await setImmediateTurn();
+  }
   let after: string | null = null;
   for (;;) {
     const page = await store.readAll({ after, streamPrefix: runStreamPrefix(runId) });

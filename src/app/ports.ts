@@ -63,6 +63,12 @@ export interface ReadAllOptions {
   streamPrefix?: string;
 }
 
+export interface ReadStreamOptions {
+  fromRevision?: number;
+  /** At most this many events (a positive whole number); none: every one from `fromRevision` on. */
+  limit?: number;
+}
+
 /** A page of `readAll` and whether the read reached the end of the log (`EventStore.readAllPage`). */
 export interface LogPage {
   events: StoredEvent[];
@@ -114,8 +120,12 @@ export interface EventStore {
    */
   appendMany(requests: AppendRequest[]): Promise<AppendResult[]>;
 
-  /** Every event of a stream, in revision order, starting at `fromRevision` (default 0). Empty if no stream. */
-  readStream(streamId: string, options?: { fromRevision?: number }): Promise<StoredEvent[]>;
+  /**
+   * The events of a stream, in revision order, starting at `fromRevision` (default 0): at most `limit` of them
+   * (default: every one). Empty if no stream. A stream of any length is read page by page with `readStreamPages`
+   * (./read-pages.ts).
+   */
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
 
   /** One page of the global log, in the store's order, strictly after `after`. */
   readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;

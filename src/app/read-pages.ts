@@ -27,3 +27,18 @@ export async function* pageThrough(store: EventStore, options: ScanOptions = {})
     if (end) return;
   }
 }
+
+/**
+ * One stream from `fromRevision` to its end, `pageSize` events at a time: for a stream of any length (a run is as long
+ * as its session), read without holding all of it. A short page is the end.
+ */
+export async function* readStreamPages(store: EventStore, streamId: string, o: { fromRevision?: number; pageSize?: number } = {}): AsyncGenerator<StoredEvent[]> {
+  const pageSize = o.pageSize ?? 1000;
+  let fromRevision = o.fromRevision ?? 0;
+  for (;;) {
+    const page = await store.readStream(streamId, { fromRevision, limit: pageSize });
+    if (page.length > 0) yield page;
+    if (page.length < pageSize) return;
+    fromRevision = (page[page.length - 1] as StoredEvent).revision + 1;
+  }
+}

@@ -17,7 +17,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Log } from './log.ts';
 import type { EventStore, SnapshotStore, StoredEvent } from './ports.ts';
-import { pageThrough } from './read-pages.ts';
+import { pageThrough, readStreamPages } from './read-pages.ts';
 import { readRunsSnapshot, writeRunsSnapshot, type RunEntry, type RunsCut } from './runs-snapshot.ts';
 
 /** One run as listed: its entry's counts and names (runs-snapshot.ts), and how many of its calls are unfinished. */
@@ -221,16 +221,27 @@ export class RunsIndex {
     }
   }
 
-  /** Read a partial run's stream back from its start: its counts become those of every call it has. */
+  /**
+   * Read a partial run's stream back from its start: its counts become those of every call it has. Page by page, the
+   * thread let go between pages: a run is as long as its session, and read whole (300,000 calls on SQLite) it held the
+   * thread 1.7 s and 228 MiB more.
+   */
   private async readBack(r: RunEntry): Promise<void> {
-    const events = await this.store.readStream(r.streamId);
-    const first = events.find(isCall);
-    if (!first) return;
-    const whole = emptyEntry(first, str(first.data, 'at') ?? first.recordedAt);
-    for (const e of events) if (isCall(e)) count(whole, e, str(e.data, 'at') ?? e.recordedAt, this.maxTools);
+    let whole: RunEntry | undefined;
+    let last = -1;
+    for await (const page of readStreamPages(this.store, r.streamId)) {
+      for (const e of page) {
+        if (!isCall(e)) continue;
+        whole ??= emptyEntry(e, str(e.data, 'at') ?? e.recordedAt);
+        count(whole, e, str(e.data, 'at') ?? e.recordedAt, this.maxTools);
+      }
+      last = (page[page.length - 1] as StoredEvent).revision;
+      await yieldToLoop();
+    }
+    if (!whole) return;
     Object.assign(r, { calls: whole.calls, first: whole.first, last: whole.last, tools: whole.tools, open: whole.open, partial: false });
     if (whole.moreTools) r.moreTools = true;
-    r.revision = Math.max(r.revision, (events[events.length - 1] as StoredEvent).revision);
+    r.revision = Math.max(r.revision, last);
   }
 
   private async select(filter: RunFilter): Promise<RunSummary[]> {

@@ -58,7 +58,7 @@ const sameEvent = (a: StoredEvent, b: StoredEvent): boolean =>
 
 /** Where in the source to continue: after the source's copy of the target's last event. */
 const resumePoint = async (from: EventStore, last: StoredEvent): Promise<string> => {
-  const [original] = await from.readStream(last.streamId, { fromRevision: last.revision });
+  const [original] = await from.readStream(last.streamId, { fromRevision: last.revision, limit: 1 });
   if (!original || original.revision !== last.revision || !sameEvent(original, last)) {
     throw new DomainError(
       'conflict',

@@ -14,6 +14,7 @@ import {
   type AppendResult,
   type EventStore,
   type ReadAllOptions,
+  type ReadStreamOptions,
   type StoredEvent,
   type SubscribeOptions,
   type Subscription,
@@ -175,12 +176,13 @@ export function createKurrentDbEventStore(options: KurrentDbEventStoreOptions): 
     return appendInTurn(requests);
   }
 
-  async function readStream(streamId: string, readOptions: { fromRevision?: number } = {}): Promise<StoredEvent[]> {
+  async function readStream(streamId: string, readOptions: ReadStreamOptions = {}): Promise<StoredEvent[]> {
     assertOpen();
     const from = Math.max(0, Math.trunc(readOptions.fromRevision ?? 0));
     const out: StoredEvent[] = [];
     try {
-      for await (const resolved of client.readStream(streamId, { fromRevision: BigInt(from) })) {
+      const max = readOptions.limit === undefined ? {} : { maxCount: BigInt(readOptions.limit) };
+      for await (const resolved of client.readStream(streamId, { fromRevision: BigInt(from), ...max })) {
         const stored = toStoredEvent(resolved.event);
         if (stored) out.push(stored);
       }

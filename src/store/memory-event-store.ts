@@ -108,7 +108,8 @@ export function createMemoryEventStore(): EventStore {
       settle(() => {
         assertOpen();
         const indexes = streams.get(streamId) ?? [];
-        return indexes.slice(Math.max(0, options.fromRevision ?? 0)).map((i) => toStored(rows[i]!, i));
+        const from = Math.max(0, options.fromRevision ?? 0);
+        return indexes.slice(from, options.limit === undefined ? undefined : from + options.limit).map((i) => toStored(rows[i]!, i));
       }),
 
     readAll: (options) => settle(() => readAll(options)),

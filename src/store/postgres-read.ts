@@ -1,6 +1,6 @@
 /** Reads from the PostgreSQL event store: pages in global order that no open transaction can precede, and streams. */
 import type pg from 'pg';
-import type { StoredEvent } from '#app/ports';
+import type { ReadStreamOptions, StoredEvent } from '#app/ports';
 import { SCAN_WINDOW, formatPosition, parsePosition, recordedAtIso, toStored, tupleToStored, type Cursor, type EventRow, type EventTuple, type ScanRow, type WindowTuple } from './postgres-rows.ts';
 
 export interface PostgresReadContext {
@@ -191,7 +191,7 @@ export async function* scanToEnd(
 }
 
 /** One stream's events from a revision on, in revision order. */
-export async function readStream(c: PostgresReadContext, streamId: string, options: { fromRevision?: number } = {}): Promise<StoredEvent[]> {
+export async function readStream(c: PostgresReadContext, streamId: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
   const { pool, s } = c;
   await c.ensureReady();
   // ORDER BY the table's bigint column: a bare `revision` would name the text alias and sort '10' before '9'.
@@ -199,8 +199,9 @@ export async function readStream(c: PostgresReadContext, streamId: string, optio
     name: `estate-read-stream:${s}`,
     text: `SELECT transaction_id::text AS xid, seq::text AS seq, stream_id, revision::text AS revision, type,
             data::text AS data, ${recordedAtIso('e.recorded_at')} AS recorded_at
-     FROM ${s}.events e WHERE e.stream_id = $1 AND e.revision >= $2 ORDER BY e.revision`,
-    values: [streamId, Math.max(0, options.fromRevision ?? 0)],
+     FROM ${s}.events e WHERE e.stream_id = $1 AND e.revision >= $2 ORDER BY e.revision LIMIT $3`,
+    // LIMIT NULL: no limit.
+    values: [streamId, Math.max(0, options.fromRevision ?? 0), options.limit ?? null],
   });
   return rows.map(toStored);
 }

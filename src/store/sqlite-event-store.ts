@@ -89,9 +89,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   const insertStmt = db.prepare<[string, number, string, string, string]>(
     'INSERT INTO events (stream_id, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?)',
   );
+  // LIMIT -1: no limit.
   const readStreamStmt = db
-    .prepare<[string, number], RawRow>(
-      `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision`,
+    .prepare<[string, number, number], RawRow>(
+      `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`,
     )
     .raw(true);
   const readAllStmt = db.prepare<[number, number], RawRow>(READ_AFTER).raw(true);
@@ -285,7 +286,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     appendMany: (requests) => settle(() => appendAll(requests)),
 
     readStream: (streamId, options = {}) =>
-      settle(() => readStreamStmt.all(streamId, Math.max(0, options.fromRevision ?? 0)).map(toStored)),
+      settle(() => readStreamStmt.all(streamId, Math.max(0, options.fromRevision ?? 0), options.limit ?? -1).map(toStored)),
 
     readAll: (options) => settle(() => readAll(options)),
     readAllPage: (options) => settle(() => readAllPage(options)),

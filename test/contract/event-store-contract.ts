@@ -16,7 +16,7 @@ import {
   type StoredEvent,
   type Subscription,
 } from '#app/ports';
-import { readPages } from '#app/read-pages';
+import { readPages, readStreamPages } from '#app/read-pages';
 
 export interface EventStoreFixture {
   store: EventStore;
@@ -189,6 +189,22 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         expect(tail.map((e) => e.data)).toEqual([{ i: 2 }, { i: 3 }, { i: 4 }]);
         expect(await store.readStream(id, { fromRevision: 0 })).toHaveLength(5);
         expect(await store.readStream(id, { fromRevision: 5 })).toEqual([]);
+      });
+
+      it('reads at most `limit` events, page after page with readStreamPages', async () => {
+        const id = stream('limited');
+        await store.append(id, numbered(12), { expectedRevision: 'no_stream' });
+        expect((await store.readStream(id, { limit: 1 })).map((e) => e.revision)).toEqual([0]);
+        expect((await store.readStream(id, { fromRevision: 10, limit: 1 })).map((e) => e.data)).toEqual([{ i: 10 }]);
+        expect((await store.readStream(id, { fromRevision: 9, limit: 5 })).map((e) => e.revision)).toEqual([9, 10, 11]);
+        expect(await store.readStream(id, { fromRevision: 12, limit: 5 })).toEqual([]);
+        const pages: number[][] = [];
+        for await (const page of readStreamPages(store, id, { fromRevision: 1, pageSize: 5 })) pages.push(page.map((e) => e.revision));
+        expect(pages).toEqual([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [11]]);
+        const whole: number[][] = [];
+        for await (const page of readStreamPages(store, id, { pageSize: 6 })) whole.push(page.map((e) => e.revision));
+        expect(whole).toEqual([Array.from({ length: 6 }, (_, i) => i), Array.from({ length: 6 }, (_, i) => i + 6)]);
+        for await (const page of readStreamPages(store, stream('never-written'))) expect(page, 'no page for a stream never written').toBeUndefined();
       });
 
       it('keeps streams apart', async () => {

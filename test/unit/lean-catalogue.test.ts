@@ -26,11 +26,20 @@ const publish = async (store: EventStore, name: string, versions: string[]): Pro
   }
 };
 
-/** A store that counts the streams read (where details come from). */
+/** A store that counts the streams read (where details come from), and the events each read returned. */
 const counting = (store: EventStore) => {
   const reads: string[] = [];
-  const wrapped: EventStore = { ...store, readStream: (id, o) => (reads.push(id), store.readStream(id, o)) };
-  return { store: wrapped, reads };
+  const returned: number[] = [];
+  const wrapped: EventStore = {
+    ...store,
+    readStream: async (id, o) => {
+      reads.push(id);
+      const events = await store.readStream(id, o);
+      returned.push(events.length);
+      return events;
+    },
+  };
+  return { store: wrapped, reads, returned };
 };
 
 describe('a catalogue that does not keep details', () => {
@@ -38,7 +47,7 @@ describe('a catalogue that does not keep details', () => {
     const base = createMemoryEventStore();
     await publish(base, 'a.one', ['1.0.0', '1.1.0']);
     await publish(base, 'a.two', ['1.0.0']);
-    const { store, reads } = counting(base);
+    const { store, reads, returned } = counting(base);
     const lean = new CatalogueReader(store, { keepDetails: false, detailsCache: 2 });
     const full = new CatalogueReader(store);
     await lean.catchUp();
@@ -56,6 +65,7 @@ describe('a catalogue that does not keep details', () => {
     const [first, again] = await Promise.all([lean.details.of(versions[0]!), lean.details.of(versions[0]!)]);
     expect(first).toBe(again);
     expect(reads).toEqual(['tool-a.one']);
+    expect(returned, 'the one publishing event, not the stream from it on').toEqual([1]);
     expect(first).toEqual(full.catalogue.find('a.one', '1.0.0')?.details);
     // A listing page's details are cached only while there is room: it never pushes anything out.
     expect(await lean.details.ofMany(versions)).toEqual(['a.one', 'a.two'].flatMap((n) => full.catalogue.versions(n).map((v) => v.details)));

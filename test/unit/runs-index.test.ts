@@ -135,6 +135,33 @@ describe('RunsIndex', () => {
     expect((await index.list({ since: at(3), limit: 5 })).runs.map((r) => r.runId)).toEqual(['run-3', 'run-0', 'run-2', 'run-1']);
   });
 
+  it('reads a long run back page by page, letting the thread go between pages', async () => {
+    const inner = createMemoryEventStore();
+    const owner = owners[0]!;
+    const calls = (run: string, from: number, n: number) =>
+      Array.from({ length: n }, (_, k) => ({ type: 'ToolCalled', data: { runId: run, ...owner, tool: 't.a', version: '1.0.0', at: at(from + k), callId: `${run}-${from + k}`, outcome: 'ok' } }));
+    const reads: number[] = [];
+    let turns = 0;
+    const store = Object.create(inner) as EventStore;
+    store.readStream = async (id, o) => {
+      const page = await inner.readStream(id, o);
+      reads.push(page.length);
+      setImmediate(() => turns++);
+      return page;
+    };
+    const index = new RunsIndex(store, { maxRuns: 1 });
+    await store.append(runStream('long', owner), calls('long', 0, 3500), { expectedRevision: 'any' });
+    await index.list();
+    await store.append(runStream('other', owner), calls('other', 5000, 1), { expectedRevision: 'any' });
+    await index.list();
+    // Dropped for `other` and written to again: shown, it is read back from its stream.
+    await store.append(runStream('long', owner), calls('long', 6000, 1), { expectedRevision: 'any' });
+    const [shown] = (await index.list({ limit: 1 })).runs;
+    expect(shown).toMatchObject({ runId: 'long', calls: 3501, first: at(0), last: at(6000) });
+    expect(reads).toEqual([1000, 1000, 1000, 501]);
+    expect(turns, 'other work ran between the pages').toBeGreaterThanOrEqual(3);
+  });
+
   it('counts a call written while a run is read back once', async () => {
     const inner = createMemoryEventStore();
     const store = Object.create(inner) as EventStore;
