@@ -56,7 +56,8 @@ export function createDetailsSource(store: EventStore, capacity = DEFAULT_DETAIL
 
   const read = async (v: CatalogueVersion): Promise<VersionDetails> => {
     if (v.revision < 0) throw new MissingDetailsError(v, 'its record does not say where they are');
-    // The one event, not the stream's tail from it: an old version of a tool published hundreds of times would read them all.
+    // The one event, not the stream's tail from it: an old version of a tool published hundreds of times would read
+    // them all.
     const [stored] = await store.readStream(toolStream(v.name), { fromRevision: v.revision, limit: 1 });
     if (!stored || stored.revision !== v.revision) throw new MissingDetailsError(v, `no event at revision ${v.revision} of its stream`);
     const event = decodeCatalogueEvent(stored);

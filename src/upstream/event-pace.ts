@@ -103,6 +103,8 @@ export interface StreamPace {
 class SharedPace {
   private readonly total: LinePace;
   private readonly reading = new Set<StreamShare>();
+  /** Streams made and not yet closed (a quiet one holds its share object: its endpoint is not forgotten under it). */
+  private open = 0;
 
   constructor(
     readonly perSecond: number,
@@ -112,6 +114,7 @@ class SharedPace {
   }
 
   stream(): StreamPace {
+    this.open++;
     return new StreamShare(this);
   }
 
@@ -128,6 +131,7 @@ class SharedPace {
   }
 
   leave(s: StreamShare): void {
+    this.open--;
     this.reading.delete(s);
   }
 
@@ -138,9 +142,12 @@ class SharedPace {
     return n;
   }
 
-  /** No stream reads now and the endpoint's bucket is full: the endpoint may be forgotten. */
-  idle(t: number): boolean {
-    return this.readingNow(t) === 0 && this.total.rested;
+  /**
+   * No stream is open and the endpoint's bucket is full: the endpoint may be forgotten. (An open stream keeps its share:
+   * forgotten under it, a new stream of the endpoint would start a second pace beside the first.)
+   */
+  idle(): boolean {
+    return this.open <= 0 && this.total.rested;
   }
 }
 
@@ -168,6 +175,7 @@ class StreamShare implements StreamPace {
   }
 
   close(): void {
+    if (this.closed) return;
     this.closed = true;
     this.shared.leave(this);
   }
@@ -183,11 +191,8 @@ export class EndpointPaces {
   stream(endpoint: string): StreamPace {
     let pace = this.paces.get(endpoint);
     if (pace === undefined) {
-      // Endpoints no stream reads now are forgotten: the map holds only upstreams streaming now.
-      if (this.paces.size >= 256) {
-        const now = (this.o.now ?? (() => performance.now()))();
-        for (const [k, p] of this.paces) if (p.idle(now)) this.paces.delete(k);
-      }
+      // Endpoints with no stream open are forgotten: the map holds only upstreams streaming now.
+      if (this.paces.size >= 256) for (const [k, p] of this.paces) if (p.idle()) this.paces.delete(k);
       pace = new SharedPace(this.o.linesPerSecond ?? MAX_EVENT_LINES_PER_SECOND, this.o.now ?? (() => performance.now()));
       this.paces.set(endpoint, pace);
     }

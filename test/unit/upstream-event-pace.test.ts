@@ -122,6 +122,26 @@ describe('the pace of an upstream event stream', () => {
     expect(flood.take(10)).toBe(10);
   });
 
+  it('forgets an endpoint only once none of its streams is open: an open one keeps sharing with the next', () => {
+    let now = 0;
+    const paces = new EndpointPaces({ linesPerSecond: 1000, now: () => now });
+    const open = paces.stream('http://quiet/mcp');
+    expect(open.take(10)).toBe(0);
+    now = 5000; // paid for long ago: its endpoint's bucket is full again, and its stream is still open
+    // 300 other upstreams stream and end: past 256 endpoints the map forgets those with no stream open.
+    for (let i = 0; i < 300; i++) {
+      const s = paces.stream(`http://u${i}/mcp`);
+      s.take(1);
+      s.close();
+    }
+    expect(paces.reading('http://u0/mcp')).toBe(0);
+    // The quiet upstream's pace is still the one its open stream holds: a new stream of it shares that pace, so the two
+    // floods together are read at the endpoint's rate (a second pace beside the first would let each have all of it).
+    expect(open.take(1000)).toBe(900);
+    expect(paces.stream('http://quiet/mcp').take(1000)).toBe(1900);
+    expect(paces.reading('http://quiet/mcp')).toBe(2);
+  });
+
   it('holds a flooding stream back with the clock stopped: the upstream comes to rest far short of its end (a POST stream)', async () => {
     const paced: number[] = [];
     const stopped = createUpstreamFetch(undefined, undefined, undefined, { paces: new EndpointPaces({ linesPerSecond: 10_000, now: () => 0 }), onPaced: (ms) => paced.push(ms) });
