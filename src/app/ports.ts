@@ -64,9 +64,15 @@ export interface ReadAllOptions {
 }
 
 export interface ReadStreamOptions {
+  /** Forwards: the first revision read (default 0). Backwards: the highest (default: the stream's last). */
   fromRevision?: number;
   /** At most this many events (a positive whole number); none: every one from `fromRevision` on. */
   limit?: number;
+  /**
+   * `backwards`: newest first, from `fromRevision` down. For a stream whose last event is its state (the relay's
+   * lease and checkpoint, one event a second while a relay runs): read the end, not the years before it.
+   */
+  direction?: 'forwards' | 'backwards';
 }
 
 /** A page of `readAll` and whether the read reached the end of the log (`EventStore.readAllPage`). */
@@ -122,8 +128,8 @@ export interface EventStore {
 
   /**
    * The events of a stream, in revision order, starting at `fromRevision` (default 0): at most `limit` of them
-   * (default: every one). Empty if no stream. A stream of any length is read page by page with `readStreamPages`
-   * (./read-pages.ts).
+   * (default: every one); with `direction: 'backwards'`, newest first. Empty if no stream. A stream of any length is
+   * read page by page with `readStreamPages` (./read-pages.ts).
    */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
 

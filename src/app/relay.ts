@@ -17,8 +17,10 @@
  *   Kafka is down nobody could tell who leads, and after a rebalance two members can both believe they lead until
  *   their next heartbeat, with nothing to fence the checkpoint.
  * - Expiry never compares clocks across machines (each candidate measures the lease on its own monotonic clock).
- * The price: renewals append one small event per third of the TTL while a relay runs (default TTL 30 s → one event
- * every 10 s, ~8,600 a day), and a dead relay's successor starts after at most the TTL (a clean stop releases it).
+ * The price: renewals append one small event per third of the TTL while a relay runs (default TTL 3 s → one event a
+ * second, ~86,400 a day), and a dead relay's successor starts after at most the TTL (a clean stop releases it). Only
+ * the last event counts and it is read from the stream's end (relay-lease.ts, src/ops/lag.ts): read from the start,
+ * 1,000,000 renewals held a replica's thread 10.6 s and 596 MiB at its start, and its first scrape 9.5 s.
  */
 import { changeOfEvent, TOOL_STREAM_PREFIX } from '#domain/events';
 import { exponentialBackoff } from './backoff.ts';

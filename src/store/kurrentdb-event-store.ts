@@ -7,7 +7,7 @@
  * every expectation first and then appends stream by stream: a request that is already known to conflict writes
  * nothing, but a writer racing in between the check and the appends can leave the earlier streams written.
  */
-import { BACKWARDS, END, KurrentDBClient, START, type AppendStreamRequest, type AppendStreamState } from '@kurrent/kurrentdb-client';
+import { BACKWARDS, END, KurrentDBClient, START, type AppendStreamRequest, type AppendStreamState, type ReadStreamOptions as KurrentReadOptions } from '@kurrent/kurrentdb-client';
 import {
   ConcurrencyError,
   type AppendRequest,
@@ -178,11 +178,17 @@ export function createKurrentDbEventStore(options: KurrentDbEventStoreOptions): 
 
   async function readStream(streamId: string, readOptions: ReadStreamOptions = {}): Promise<StoredEvent[]> {
     assertOpen();
+    // Backwards from below the first revision: nothing (KurrentDB would start at 0).
+    if (readOptions.direction === 'backwards' && (readOptions.fromRevision ?? 0) < 0) return [];
     const from = Math.max(0, Math.trunc(readOptions.fromRevision ?? 0));
     const out: StoredEvent[] = [];
     try {
       const max = readOptions.limit === undefined ? {} : { maxCount: BigInt(readOptions.limit) };
-      for await (const resolved of client.readStream(streamId, { fromRevision: BigInt(from), ...max })) {
+      const start: KurrentReadOptions =
+        readOptions.direction === 'backwards'
+          ? { direction: BACKWARDS, fromRevision: readOptions.fromRevision === undefined ? END : BigInt(from) }
+          : { fromRevision: BigInt(from) };
+      for await (const resolved of client.readStream(streamId, { ...start, ...max })) {
         const stored = toStoredEvent(resolved.event);
         if (stored) out.push(stored);
       }

@@ -108,6 +108,11 @@ export function createMemoryEventStore(): EventStore {
       settle(() => {
         assertOpen();
         const indexes = streams.get(streamId) ?? [];
+        if (options.direction === 'backwards') {
+          const top = Math.min(indexes.length - 1, options.fromRevision ?? indexes.length - 1);
+          const bottom = options.limit === undefined ? 0 : Math.max(0, top - options.limit + 1);
+          return top < 0 ? [] : indexes.slice(bottom, top + 1).reverse().map((i) => toStored(rows[i]!, i));
+        }
         const from = Math.max(0, options.fromRevision ?? 0);
         return indexes.slice(from, options.limit === undefined ? undefined : from + options.limit).map((i) => toStored(rows[i]!, i));
       }),

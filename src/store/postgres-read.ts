@@ -194,6 +194,16 @@ export async function* scanToEnd(
 export async function readStream(c: PostgresReadContext, streamId: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
   const { pool, s } = c;
   await c.ensureReady();
+  if (options.direction === 'backwards') {
+    const { rows } = await pool.query<EventRow>({
+      name: `estate-read-stream-back:${s}`,
+      text: `SELECT transaction_id::text AS xid, seq::text AS seq, stream_id, revision::text AS revision, type,
+              data::text AS data, ${recordedAtIso('e.recorded_at')} AS recorded_at
+       FROM ${s}.events e WHERE e.stream_id = $1 AND e.revision <= $2 ORDER BY e.revision DESC LIMIT $3`,
+      values: [streamId, options.fromRevision ?? Number.MAX_SAFE_INTEGER, options.limit ?? null],
+    });
+    return rows.map(toStored);
+  }
   // ORDER BY the table's bigint column: a bare `revision` would name the text alias and sort '10' before '9'.
   const { rows } = await pool.query<EventRow>({
     name: `estate-read-stream:${s}`,

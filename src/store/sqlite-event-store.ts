@@ -95,6 +95,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`,
     )
     .raw(true);
+  const readStreamBackStmt = db
+    .prepare<[string, number, number], RawRow>(
+      `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
+    )
+    .raw(true);
   const readAllStmt = db.prepare<[number, number], RawRow>(READ_AFTER).raw(true);
   const readAllPrefixStmt = db.prepare<[number, number, string, number], RawRow>(READ_PREFIX_AFTER).raw(true);
   /** One page after a position; '' for every stream. */
@@ -286,7 +291,12 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     appendMany: (requests) => settle(() => appendAll(requests)),
 
     readStream: (streamId, options = {}) =>
-      settle(() => readStreamStmt.all(streamId, Math.max(0, options.fromRevision ?? 0), options.limit ?? -1).map(toStored)),
+      settle(() =>
+        (options.direction === 'backwards'
+          ? readStreamBackStmt.all(streamId, options.fromRevision ?? Number.MAX_SAFE_INTEGER, options.limit ?? -1)
+          : readStreamStmt.all(streamId, Math.max(0, options.fromRevision ?? 0), options.limit ?? -1)
+        ).map(toStored),
+      ),
 
     readAll: (options) => settle(() => readAll(options)),
     readAllPage: (options) => settle(() => readAllPage(options)),

@@ -207,6 +207,20 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         for await (const page of readStreamPages(store, stream('never-written'))) expect(page, 'no page for a stream never written').toBeUndefined();
       });
 
+      it('reads backwards, newest first: the last event alone, or down from a revision', async () => {
+        const id = stream('backwards');
+        await store.append(id, numbered(12), { expectedRevision: 'no_stream' });
+        const [last] = await store.readStream(id, { direction: 'backwards', limit: 1 });
+        expect(last).toMatchObject({ revision: 11, data: { i: 11 } });
+        expect((await store.readStream(id, { direction: 'backwards', fromRevision: 4, limit: 3 })).map((e) => e.revision)).toEqual([4, 3, 2]);
+        expect((await store.readStream(id, { direction: 'backwards', fromRevision: 1 })).map((e) => e.revision)).toEqual([1, 0]);
+        expect((await store.readStream(id, { direction: 'backwards' })).map((e) => e.revision)).toEqual(Array.from({ length: 12 }, (_, i) => 11 - i));
+        // The same events as a forward read gives, position and all.
+        expect((await store.readStream(id, { direction: 'backwards', fromRevision: 7, limit: 1 }))[0]).toEqual((await store.readStream(id, { fromRevision: 7, limit: 1 }))[0]);
+        expect(await store.readStream(stream('never-written'), { direction: 'backwards', limit: 1 })).toEqual([]);
+        expect(await store.readStream(id, { direction: 'backwards', fromRevision: -1 })).toEqual([]);
+      });
+
       it('keeps streams apart', async () => {
         const a = stream('a');
         const b = stream('b');

@@ -47,6 +47,37 @@ describe('lag metrics', () => {
     await store.close();
   });
 
+  it('reads the relay stream from its end: a long stream costs a scrape its newest readable state, no more', async () => {
+    const inner = createMemoryEventStore();
+    const a = await new CommandHandler({ store: inner }).publish(aDefinition({ name: 'lag.a' }), 't');
+    await new CommandHandler({ store: inner }).publish(aDefinition({ name: 'lag.b' }), 't');
+    const renewals = (n: number, position: string | null) => Array.from({ length: n }, () => ({ type: RELAY_STATE_EVENT, data: { holder: 'h', position, ttlMs: 3000 } }));
+    // Hours of renewals at the first change's checkpoint, then one the probe cannot read (it keeps the one before).
+    await inner.append(relayStream('t'), renewals(10_000, a.position as string), { expectedRevision: 'any' });
+    await inner.append(relayStream('t'), [{ type: RELAY_STATE_EVENT, data: { holder: 'h', position: 42, ttlMs: 3000 } }], { expectedRevision: 'any' });
+    let read = 0;
+    const store = Object.create(inner) as typeof inner;
+    store.readStream = async (id, o) => {
+      const events = await inner.readStream(id, o);
+      read += events.length;
+      return events;
+    };
+    const probe = createLagProbe({ store, topic: 't', readerPosition: () => null });
+    expect((await probe()).relay?.events).toBe(1);
+    expect(read, "the unreadable last one, then a page back to the one before").toBeLessThanOrEqual(65);
+    // The next scrape reads only what was appended since: here the second change's checkpoint.
+    const all = await inner.readAll({ streamPrefix: 'tool-' });
+    await inner.append(relayStream('t'), renewals(1, all.at(-1)!.position), { expectedRevision: 'any' });
+    read = 0;
+    expect((await probe()).relay?.events).toBe(0);
+    expect(read).toBe(1);
+    // Nothing new: nothing more than the last event is read, and the checkpoint stays.
+    read = 0;
+    expect((await probe()).relay?.events).toBe(0);
+    expect(read).toBe(1);
+    await inner.close();
+  });
+
   it('has no relay series on the local bus', async () => {
     const store = createMemoryEventStore();
     const metrics = createMetrics({ catalogue: () => ({ size: 0, position: null }), lag: createLagProbe({ store, readerPosition: () => null }) });

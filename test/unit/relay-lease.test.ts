@@ -74,6 +74,26 @@ describe('RelayLease', () => {
     expect(won.filter(Boolean)).toHaveLength(1);
   });
 
+  it('a candidate starting on a long stream reads its last event only, not the renewals before it', async () => {
+    const { store, clock, lease } = setup();
+    // Ten thousand renewals of a holder that died (one a second for about three hours).
+    await store.append('relay-test', Array.from({ length: 10_000 }, (_, i) => ({ type: 'RelayStateRecorded', data: { holder: 'dead', position: String(i), ttlMs: TTL } })), { expectedRevision: 'no_stream' });
+    const returned: number[] = [];
+    const counted = Object.create(store) as typeof store;
+    counted.readStream = async (id, o) => {
+      const events = await store.readStream(id, o);
+      returned.push(events.length);
+      return events;
+    };
+    const b = new RelayLease({ store: counted, streamId: 'relay-test', holder: 'b', ttlMs: TTL, now: clock.now });
+    expect(await b.tryAcquire()).toBe(false); // seen just now: its TTL starts on b's clock
+    expect(b.currentHolder).toBe('dead');
+    clock.advance(TTL);
+    expect(await b.tryAcquire()).toBe(true);
+    expect(b.position).toBe('9999');
+    expect(Math.max(...returned), 'events read at once').toBe(1);
+  });
+
   it('a released lease is free at once and keeps the checkpoint', async () => {
     const { clock, lease } = setup();
     const a = lease('a');
