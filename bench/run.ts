@@ -19,6 +19,7 @@ const BENCHES: Record<string, () => Promise<{ run(): Promise<BenchRow[]> }>> = {
   'client-cache': () => import('./client-cache.ts'),
   console: () => import('./console.ts'),
   ops: () => import('./ops.ts'),
+  'catalogue-reads': () => import('./catalogue-reads.ts'),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -1,7 +1,7 @@
 /** Reads from the PostgreSQL event store: pages in global order that no open transaction can precede, and streams. */
 import type pg from 'pg';
 import type { ReadStreamOptions, StoredEvent } from '#app/ports';
-import { SCAN_WINDOW, formatPosition, parsePosition, recordedAtIso, toStored, tupleToStored, type Cursor, type EventRow, type EventTuple, type ScanRow, type WindowTuple } from './postgres-rows.ts';
+import { CATALOGUE_PREFIX, SCAN_WINDOW, formatPosition, parsePosition, recordedAtIso, toStored, tupleToStored, type Cursor, type EventRow, type EventTuple, type ScanRow, type WindowTuple } from './postgres-rows.ts';
 
 export interface PostgresReadContext {
   pool: pg.Pool;
@@ -24,35 +24,16 @@ export interface ScanPage {
 }
 
 /**
- * One page strictly after `after`, among rows no open transaction can precede, plus how far it looked: with a
- * prefix, a page of no matches still tells a subscription it may skip the window it scanned. `end`: the read looked
- * at every visible row after `after` (its last window was not full), so nothing visible follows the page.
- *
- * Held-back rows always sort after every visible row (their transaction ids are at or past the snapshot's xmin, the
- * visible ones' below it), so `held` is one index probe from `after`, whatever the window found.
+ * `scan`'s statement: $1 xid and $2 seq to start after, $3 the prefix, $4 the window's rows, $5 the page's, $6
+ * whether to ask if rows are held back. The catalogue's (`catalogue`) names its prefix as a literal, which is what
+ * lets PostgreSQL use the catalogue's own index (postgres-schema.ts).
  */
-export async function scan(
-  c: PostgresReadContext,
-  after: Cursor,
-  limit: number,
-  prefix: string | undefined,
-  /** Also ask whether rows past what is visible are held back by an older open transaction (`held`). */
-  askHeld = false,
-): Promise<ScanPage> {
-  const { pool, s } = c;
-  await c.ensureReady();
-  if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`readAll limit must be a positive integer, got ${limit}`);
-  const window = prefix === undefined ? limit : Math.max(limit, SCAN_WINDOW);
-  let from = after;
-  for (;;) {
-    // Named, like every statement on the hot paths: each pooled connection parses and plans it once (the text embeds
-    // the schema, so the name does too); unnamed, the parse and plan cost as much again as the query itself.
-    const { rows } = await pool.query<ScanRow>({
-      name: `estate-scan:${s}`,
-      text: `WITH w AS (
+export const scanSql = (s: string, catalogue: boolean): string =>
+  `WITH w AS (
          SELECT seq, transaction_id, stream_id FROM ${s}.events
          WHERE (transaction_id, seq) > ($1::text::xid8, $2::bigint)
-           AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+           AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())${catalogue ? `
+           AND starts_with(stream_id, '${CATALOGUE_PREFIX}')` : ''}
          ORDER BY transaction_id, seq
          LIMIT $4
        ),
@@ -76,7 +57,38 @@ export async function scan(
            SELECT transaction_id::text AS xid, seq::text AS seq, transaction_id AS k1, seq AS k2
            FROM w ORDER BY w.transaction_id DESC, w.seq DESC LIMIT 1) t ON true
        ) page
-       ORDER BY k1, k2, window_end`,
+       ORDER BY k1, k2, window_end`;
+
+/**
+ * One page strictly after `after`, among rows no open transaction can precede, plus how far it looked: with a
+ * prefix, a page of no matches still tells a subscription it may skip the window it scanned. `end`: the read looked
+ * at every visible row after `after` (its last window was not full), so nothing visible follows the page.
+ *
+ * Held-back rows always sort after every visible row (their transaction ids are at or past the snapshot's xmin, the
+ * visible ones' below it), so `held` is one index probe from `after`, whatever the window found.
+ */
+export async function scan(
+  c: PostgresReadContext,
+  after: Cursor,
+  limit: number,
+  prefix: string | undefined,
+  /** Also ask whether rows past what is visible are held back by an older open transaction (`held`). */
+  askHeld = false,
+): Promise<ScanPage> {
+  const { pool, s } = c;
+  await c.ensureReady();
+  if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`readAll limit must be a positive integer, got ${limit}`);
+  const window = prefix === undefined ? limit : Math.max(limit, SCAN_WINDOW);
+  // The catalogue's windows are of its own rows, by its index (postgres-schema.ts). Any other prefix's windows are of
+  // the log's rows, filtered after.
+  const catalogue = prefix === CATALOGUE_PREFIX;
+  let from = after;
+  for (;;) {
+    // Named, like every statement on the hot paths: each pooled connection parses and plans it once (the text embeds
+    // the schema, so the name does too); unnamed, the parse and plan cost as much again as the query itself.
+    const { rows } = await pool.query<ScanRow>({
+      name: `estate-scan${catalogue ? '-catalogue' : ''}:${s}`,
+      text: scanSql(s, catalogue),
       values: [from.xid.toString(), from.seq.toString(), prefix ?? '', window, limit, askHeld],
     });
     const last = rows.find((row) => row.window_end);

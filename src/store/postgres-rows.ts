@@ -5,6 +5,8 @@ import { ConcurrencyError, type AppendRequest, type StoredEvent } from '#app/por
 export const DEFAULT_LIMIT = 1000;
 /** Rows a prefix-filtered read looks through per query, so a reader of `tool-` is not slowed by a sea of `run-`. */
 export const SCAN_WINDOW = 5000;
+/** The catalogue's streams (the domain's TOOL_STREAM_PREFIX): read by an index of their own (postgres-schema.ts). */
+export const CATALOGUE_PREFIX = 'tool-';
 export const UNIQUE_VIOLATION = '23505';
 export const DIVISION_BY_ZERO = '22012';
 

@@ -20,7 +20,7 @@ import {
 } from '#app/ports';
 import { startModuleWorker } from '#app/module-worker';
 import { checkExpectedRevision } from './expected-revision.ts';
-import { COLUMNS, fromPage, READ_AFTER, READ_PREFIX_AFTER, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
+import { CATALOGUE_INDEX, COLUMNS, fromPage, prefixPages, READ_AFTER, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
 import { createSqliteSnapshots } from './sqlite-snapshots.ts';
 import { checkExternalCommits, releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
@@ -63,6 +63,7 @@ const SCHEMA = `
     recorded_at TEXT    NOT NULL,
     UNIQUE (stream_id, revision)
   );
+  ${CATALOGUE_INDEX}
 `;
 
 
@@ -101,21 +102,16 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     )
     .raw(true);
   const readAllStmt = db.prepare<[number, number], RawRow>(READ_AFTER).raw(true);
-  const readAllPrefixStmt = db.prepare<[number, number, string, number], RawRow>(READ_PREFIX_AFTER).raw(true);
+  const prefixRows = prefixPages(db);
   /** One page after a position; '' for every stream. */
   const rowsAfter = (after: number, prefix: string, limit: number): RawRow[] =>
-    prefix === '' ? readAllStmt.all(after, limit) : readAllPrefixStmt.all(after, prefix.length, prefix, limit);
+    prefix === '' ? readAllStmt.all(after, limit) : prefixRows(prefix, after, Number.MAX_SAFE_INTEGER, limit);
 
   // The first stream id at or after a prefix (the UNIQUE index's order): if it does not start with the prefix, no stream
   // does, and a prefix read need not scan the log (a server's upstream registry on a store of only tools and runs).
   const firstStreamFromStmt = db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE stream_id >= ? ORDER BY stream_id LIMIT 1');
   const anyStreamWith = (prefix: string): boolean => firstStreamFromStmt.get(prefix)?.stream_id.startsWith(prefix) === true;
   const headPositionStmt = db.prepare<[], { head: number | null }>('SELECT MAX(position) AS head FROM events');
-  const readPrefixUpToStmt = db
-    .prepare<[number, number, number, string, number], RawRow>(
-      `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`,
-    )
-    .raw(true);
 
   const appendTx = db.transaction((requests: AppendRequest[]): AppendResult[] => {
     const recordedAt = new Date().toISOString();
@@ -322,7 +318,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
           skipTo = head;
           return [];
         }
-        const rows = readPrefixUpToStmt.all(from, head, prefix.length, prefix, DEFAULT_LIMIT);
+        const rows = prefixRows(prefix, from, head, DEFAULT_LIMIT);
         if (rows.length === 0) skipTo = head;
         return rows.map(toStored);
       };

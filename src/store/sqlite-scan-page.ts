@@ -2,6 +2,7 @@
  * What a SQLite scan's worker (sqlite-scan-worker.ts) and the store that started it (sqlite-event-store.ts) share: the
  * row and the reads of the log both run, the job, and pages of rows in a form that is cheap to post between threads.
  */
+import type Database from 'better-sqlite3';
 import type { StoredEvent } from '#app/ports';
 
 /** [position, stream_id, revision, type, data, recorded_at], read raw: arrays are cheaper than row objects. */
@@ -10,8 +11,37 @@ export type RawRow = [number, string, number, string, string, string];
 export const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
 /** The log after a position, a page: every stream (`?` after, limit). */
 export const READ_AFTER = `SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`;
-/** The same under a stream prefix (`?` after, prefix length, prefix, limit): substr, not LIKE, so `tool_` is literal. */
-export const READ_PREFIX_AFTER = `SELECT ${COLUMNS} FROM events WHERE position > ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`;
+/**
+ * The catalogue's streams (the domain's TOOL_STREAM_PREFIX) have an index of their own, of their positions only: a
+ * catalogue read from a position (a replica's catch-up on a bus announcement, the lag in /metrics, the tail after a
+ * snapshot) goes straight to the next catalogue event instead of passing over every call record written since the
+ * last one (200,000 of them: 100-130 ms of the serving thread a read, and a busy estate writes millions a day).
+ * Partial: a call record's insert never touches it.
+ */
+export const CATALOGUE_PREFIX = 'tool-';
+export const CATALOGUE_INDEX = `CREATE INDEX IF NOT EXISTS events_catalogue ON events (position) WHERE substr(stream_id, 1, 5) = 'tool-';`;
+
+/** A page of rows after a position and up to another, under a prefix. */
+export type PrefixPage = (prefix: string, after: number, upTo: number, limit: number) => RawRow[];
+
+/**
+ * The prefix reads of a connection, prepared once: the catalogue's by its index, any other prefix in the log's order
+ * (substr, not LIKE, so `tool_` is literal).
+ */
+export const prefixPages = (db: Database.Database): PrefixPage => {
+  const catalogue = db
+    .prepare<[number, number, number], RawRow>(
+      `SELECT ${COLUMNS} FROM events INDEXED BY events_catalogue
+       WHERE substr(stream_id, 1, 5) = 'tool-' AND position > ? AND position <= ? ORDER BY position LIMIT ?`,
+    )
+    .raw(true);
+  const some = db
+    .prepare<[number, number, number, string, number], RawRow>(
+      `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`,
+    )
+    .raw(true);
+  return (prefix, after, upTo, limit) => (prefix === CATALOGUE_PREFIX ? catalogue.all(after, upTo, limit) : some.all(after, upTo, prefix.length, prefix, limit));
+};
 
 export interface ScanJob {
   file: string;

@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { READ_AFTER, READ_PREFIX_AFTER, toPage, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
+import { prefixPages, READ_AFTER, toPage, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
 
 const job = workerData as ScanJob;
 const port = parentPort;
@@ -23,8 +23,8 @@ const open = (): ((after: number) => RawRow[]) => {
     const all = db.prepare<[number, number], RawRow>(READ_AFTER).raw(true);
     return (from) => all.all(from, job.pageSize);
   }
-  const some = db.prepare<[number, number, string, number], RawRow>(READ_PREFIX_AFTER).raw(true);
-  return (from) => some.all(from, job.prefix.length, job.prefix, job.pageSize);
+  const some = prefixPages(db);
+  return (from) => some(job.prefix, from, Number.MAX_SAFE_INTEGER, job.pageSize);
 };
 
 const pump = (): void => {

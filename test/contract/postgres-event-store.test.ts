@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { AppendRequest, EventStore, ScanOptions, StoredEvent, Subscription } from '#app/ports';
 import { pageThrough } from '#app/read-pages';
 import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
-import { scan, scanToEndSql } from '#store/postgres-read';
+import { scan, scanSql, scanToEndSql } from '#store/postgres-read';
 import { parsePosition, quoteSchema } from '#store/postgres-rows';
 import { dropSchema, requirePostgres, uniqueSchema } from '../int/pg-helpers.ts';
 import { eventStoreContract } from './event-store-contract.ts';
@@ -149,6 +149,35 @@ if (url !== null) {
         expect(results.map((r) => r.revision)).toEqual([0, 0, 0, 0, 0]);
         expect(await racers[0]!.readAll()).toHaveLength(5);
       } finally {
+        for (const s of stores.splice(0)) await s.close();
+        await dropSchema(url, fresh);
+      }
+    });
+
+    it('reads the catalogue by an index of its own, which a schema made before it gets at the next start', async () => {
+      const fresh = uniqueSchema('catalogue_index');
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const first = await track(createPostgresEventStore({ connectionString: url, schema: fresh }));
+        await first.append('tool-a', [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+        await first.appendMany(Array.from({ length: 2000 }, (_, i) => ({ streamId: `run-r${i}`, expectedRevision: 'any' as const, events: [{ type: 'ToolCalled', data: {} }] })));
+        await first.append('tool-a', [{ type: 'A', data: 2 }], { expectedRevision: 0 });
+        // A schema of an Estate before the index: dropped, then a process starts on it.
+        await client.query(`DROP INDEX ${quoteSchema(fresh)}.events_catalogue_order`);
+        const before = await track(createPostgresEventStore({ connectionString: url, schema: fresh }));
+        expect((await before.readAll({ streamPrefix: 'tool-' })).map((e) => e.data)).toEqual([1, 2]);
+        const { rows } = await client.query<{ indexdef: string }>('SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2', [fresh, 'events_catalogue_order']);
+        expect(rows[0]?.indexdef).toMatch(/\(transaction_id, seq\) WHERE starts_with\(stream_id, 'tool-'::text\)/);
+        // And PostgreSQL reads a catalogue window by it, not by the log's order past every call record.
+        await client.query(`ANALYZE ${quoteSchema(fresh)}.events`);
+        const [first1] = await before.readAll({ streamPrefix: 'tool-' });
+        const cursor = parsePosition(first1!.position);
+        const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${scanSql(quoteSchema(fresh), true)}`, [cursor.xid.toString(), cursor.seq.toString(), 'tool-', 5000, 1000, false]);
+        expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('events_catalogue_order');
+        expect((await before.readAll({ streamPrefix: 'tool-', after: first1!.position })).map((e) => e.data)).toEqual([2]);
+      } finally {
+        await client.end();
         for (const s of stores.splice(0)) await s.close();
         await dropSchema(url, fresh);
       }

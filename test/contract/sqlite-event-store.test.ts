@@ -104,6 +104,35 @@ describe('SqliteEventStore specifics', () => {
     expect((await reopened.readStream('tool-a')).map((e) => e.data)).toEqual([1, 2]);
   });
 
+  it('reads the catalogue by an index of its own, which a store made before it gets when opened', async () => {
+    const oldPath = join(tempDir(), 'before-index.db');
+    const old = new Database(oldPath);
+    old.pragma('journal_mode = WAL');
+    old.exec(`CREATE TABLE events (position INTEGER PRIMARY KEY, stream_id TEXT NOT NULL, revision INTEGER NOT NULL,
+      type TEXT NOT NULL, data TEXT NOT NULL, recorded_at TEXT NOT NULL, UNIQUE (stream_id, revision))`);
+    const insert = old.prepare('INSERT INTO events (stream_id, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?)');
+    insert.run('tool-a', 0, 'A', '1', new Date().toISOString());
+    for (let i = 0; i < 50; i++) insert.run(`run-r${i}`, 0, 'ToolCalled', '{}', new Date().toISOString());
+    insert.run('tool_b', 0, 'B', '2', new Date().toISOString()); // `_` is not a wildcard: not the catalogue's
+    insert.run('tool-a', 1, 'A', '3', new Date().toISOString());
+    old.close();
+    const store = createSqliteEventStore({ path: oldPath });
+    stores.push(store);
+    const raw = new Database(oldPath, { readonly: true });
+    try {
+      expect(raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'events_catalogue'").pluck().get()).toMatch(/WHERE substr\(stream_id, 1, 5\) = 'tool-'/);
+    } finally {
+      raw.close();
+    }
+    const [first] = await store.readAll({ streamPrefix: 'tool-' });
+    expect((await store.readAll({ streamPrefix: 'tool-' })).map((e) => [e.position, e.data])).toEqual([['1', 1], ['53', 3]]);
+    expect((await store.readAll({ streamPrefix: 'tool-', after: first!.position })).map((e) => e.data)).toEqual([3]);
+    expect((await store.readAll({ streamPrefix: 'tool_' })).map((e) => e.data)).toEqual([2]);
+    const scannedAll: unknown[] = [];
+    for await (const page of store.scan!({ streamPrefix: 'tool-' })) scannedAll.push(...page.map((e) => e.data));
+    expect(scannedAll).toEqual([1, 3]);
+  });
+
   it('a subscription finds rows committed by a writer it is never told about, by polling', async () => {
     const path = join(tempDir(), 'estate.db');
     const store = createSqliteEventStore({ path, pollIntervalMs: 20 });
