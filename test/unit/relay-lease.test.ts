@@ -75,7 +75,7 @@ describe('RelayLease', () => {
   });
 
   it('a candidate starting on a long stream reads its last event only, not the renewals before it', async () => {
-    const { store, clock, lease } = setup();
+    const { store, clock } = setup();
     // Ten thousand renewals of a holder that died (one a second for about three hours).
     await store.append('relay-test', Array.from({ length: 10_000 }, (_, i) => ({ type: 'RelayStateRecorded', data: { holder: 'dead', position: String(i), ttlMs: TTL } })), { expectedRevision: 'no_stream' });
     const returned: number[] = [];
