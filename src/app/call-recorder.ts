@@ -152,9 +152,18 @@ export const readRunStreams = async (store: EventStore, runId: string): Promise<
  * by owner first): for a reader that keeps only what it needs of a run of any length.
  */
 export const scanRunStreams = async (store: EventStore, runId: string, visit: (e: StoredEvent) => void): Promise<void> => {
-  for await (const page of readStreamPages(store, runStream(runId))) {
-    for (const e of page) visit(e);
-    await setImmediateTurn();
+  const pages = async (streamId: string): Promise<void> => {
+    for await (const page of readStreamPages(store, streamId)) {
+      for (const e of page) visit(e);
+      await setImmediateTurn();
+    }
+  };
+  await pages(runStream(runId));
+  // Where the store finds streams by id (SQLite), the run's own streams are read, not the log past every other event:
+  // one run's page on a log of 1,000,000 other events held the serving thread 343 ms (SQLite), whoever asked.
+  if (store.streamIds) {
+    for (const id of await store.streamIds(runStreamPrefix(runId))) await pages(id);
+    return;
   }
   let after: string | null = null;
   for (;;) {

@@ -137,6 +137,13 @@ export interface EventStore {
   readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;
 
   /**
+   * Optional: the ids of the streams whose id starts with `prefix`, in id order, found by the store's index of stream
+   * ids (SQLite, memory). For a reader of a few streams among many (one run's streams, one per owner: the console's
+   * run page); without it they are found by reading the log under the prefix, past every other event.
+   */
+  streamIds?(prefix: string): Promise<string[]>;
+
+  /**
    * Optional: `readAll`'s page, and whether it reached the end of the log as the read found it. `end: true` promises
    * that a read after the page's last event (or after `after`, for an empty page) would have found nothing then;
    * `end: false` promises nothing (a short page may not be the end: PostgreSQL reads a prefix window by window). A

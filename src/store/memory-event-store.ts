@@ -118,6 +118,11 @@ export function createMemoryEventStore(): EventStore {
       }),
 
     readAll: (options) => settle(() => readAll(options)),
+    streamIds: (prefix) =>
+      settle(() => {
+        assertOpen();
+        return [...streams.keys()].filter((id) => id.startsWith(prefix)).sort();
+      }),
 
     readAllPage: (options) => settle(() => readAllPage(options)),
 

@@ -111,6 +111,13 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   // does, and a prefix read need not scan the log (a server's upstream registry on a store of only tools and runs).
   const firstStreamFromStmt = db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE stream_id >= ? ORDER BY stream_id LIMIT 1');
   const anyStreamWith = (prefix: string): boolean => firstStreamFromStmt.get(prefix)?.stream_id.startsWith(prefix) === true;
+  const nextStreamStmt = db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE stream_id > ? ORDER BY stream_id LIMIT 1');
+  /** The streams under a prefix, one index step each (the UNIQUE index's order is the ids' byte order). */
+  const streamIdsWith = (prefix: string): string[] => {
+    const ids: string[] = [];
+    for (let id = firstStreamFromStmt.get(prefix)?.stream_id; id !== undefined && id.startsWith(prefix); id = nextStreamStmt.get(id)?.stream_id) ids.push(id);
+    return ids;
+  };
   const headPositionStmt = db.prepare<[], { head: number | null }>('SELECT MAX(position) AS head FROM events');
 
   const appendTx = db.transaction((requests: AppendRequest[]): AppendResult[] => {
@@ -296,6 +303,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
     readAll: (options) => settle(() => readAll(options)),
     readAllPage: (options) => settle(() => readAllPage(options)),
+    streamIds: (prefix) => settle(() => streamIdsWith(prefix)),
     scan,
     snapshots,
 

@@ -207,6 +207,16 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
         for await (const page of readStreamPages(store, stream('never-written'))) expect(page, 'no page for a stream never written').toBeUndefined();
       });
 
+      it('lists the streams under a prefix by id, where the store can (streamIds)', async (ctx) => {
+        if (!store.streamIds) return ctx.skip();
+        const base = stream('ids');
+        for (const tail of ['@b', '@a', '@c', 'x@a']) await store.append(`${base}${tail}`, [ev('E')], { expectedRevision: 'no_stream' });
+        await store.append(`${base}@a`, [ev('E')], { expectedRevision: 0 });
+        expect(await store.streamIds(`${base}@`)).toEqual([`${base}@a`, `${base}@b`, `${base}@c`]);
+        expect(await store.streamIds(`${base}@a`)).toEqual([`${base}@a`]);
+        expect(await store.streamIds(`${base}@z`)).toEqual([]);
+      });
+
       it('reads backwards, newest first: the last event alone, or down from a revision', async () => {
         const id = stream('backwards');
         await store.append(id, numbered(12), { expectedRevision: 'no_stream' });

@@ -80,4 +80,24 @@ describe('run ids', () => {
     }
     expect(await readRunStreams(h.store, 'shared')).toHaveLength(2);
   });
+
+  it('a run is read from its own streams where the store finds streams by id, not from the log past every other event', async () => {
+    const h = await makeHarness([echo], handlers);
+    for (const p of [acme, globex]) {
+      const s = h.session(p);
+      await s.initialize();
+      for (const run of ['mine', 'other-1', 'other-2', 'mine']) resultOf(await s.request('tools/call', callWith(run)));
+    }
+    let logReads = 0;
+    const counted = Object.create(h.store) as typeof h.store;
+    counted.readAll = async (o) => (logReads++, h.store.readAll(o));
+    counted.readAllPage = async (o) => (logReads++, h.store.readAllPage!(o));
+    const byIds = await readRunStreams(counted, 'mine');
+    expect(logReads).toBe(0);
+    expect(byIds.map((events) => events.length)).toEqual([2, 2]);
+    // A store without `streamIds` (PostgreSQL, KurrentDB) reads the log under the prefix, and finds the same.
+    Object.defineProperty(counted, 'streamIds', { value: undefined });
+    expect(await readRunStreams(counted, 'mine')).toEqual(byIds);
+    expect(logReads).toBeGreaterThan(0);
+  });
 });
