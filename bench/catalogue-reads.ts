@@ -94,7 +94,7 @@ const postgres = async (): Promise<BenchRow | null> => {
     const before = async (): Promise<number> => {
       let from = parsePosition(after);
       for (;;) {
-        const { rows } = await probe.query<{ window_end: boolean; xid: string | null; seq: string | null; window_rows: string | null }>(scanSql(s, false), [from.xid.toString(), from.seq.toString(), 'tool-', SCAN_WINDOW, 1000, false]);
+        const { rows } = await probe.query<{ window_end: boolean; xid: string | null; seq: string | null; window_rows: string | null }>(scanSql(s, undefined), [from.xid.toString(), from.seq.toString(), 'tool-', SCAN_WINDOW, 1000, false]);
         const found = rows.filter((r) => !r.window_end).length;
         const last = rows.find((r) => r.window_end);
         if (found > 0 || !last || last.xid === null || last.seq === null || Number(last.window_rows) < SCAN_WINDOW) return found;

@@ -1,7 +1,7 @@
 /** Reads from the PostgreSQL event store: pages in global order that no open transaction can precede, and streams. */
 import type pg from 'pg';
 import type { ReadStreamOptions, StoredEvent } from '#app/ports';
-import { CATALOGUE_PREFIX, SCAN_WINDOW, formatPosition, parsePosition, recordedAtIso, toStored, tupleToStored, type Cursor, type EventRow, type EventTuple, type ScanRow, type WindowTuple } from './postgres-rows.ts';
+import { INDEXED_PREFIXES, SCAN_WINDOW, formatPosition, parsePosition, recordedAtIso, toStored, tupleToStored, type Cursor, type EventRow, type EventTuple, type ScanRow, type WindowTuple } from './postgres-rows.ts';
 
 export interface PostgresReadContext {
   pool: pg.Pool;
@@ -25,15 +25,15 @@ export interface ScanPage {
 
 /**
  * `scan`'s statement: $1 xid and $2 seq to start after, $3 the prefix, $4 the window's rows, $5 the page's, $6
- * whether to ask if rows are held back. The catalogue's (`catalogue`) names its prefix as a literal, which is what
- * lets PostgreSQL use the catalogue's own index (postgres-schema.ts).
+ * whether to ask if rows are held back. An indexed kind's (`indexed`: its prefix) names the prefix as a literal, which
+ * is what lets PostgreSQL use the kind's own index (postgres-schema.ts): its windows are of the kind's rows only.
  */
-export const scanSql = (s: string, catalogue: boolean): string =>
+export const scanSql = (s: string, indexed: string | undefined): string =>
   `WITH w AS (
          SELECT seq, transaction_id, stream_id FROM ${s}.events
          WHERE (transaction_id, seq) > ($1::text::xid8, $2::bigint)
-           AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())${catalogue ? `
-           AND starts_with(stream_id, '${CATALOGUE_PREFIX}')` : ''}
+           AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())${indexed !== undefined ? `
+           AND starts_with(stream_id, '${indexed}')` : ''}
          ORDER BY transaction_id, seq
          LIMIT $4
        ),
@@ -79,16 +79,16 @@ export async function scan(
   await c.ensureReady();
   if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`readAll limit must be a positive integer, got ${limit}`);
   const window = prefix === undefined ? limit : Math.max(limit, SCAN_WINDOW);
-  // The catalogue's windows are of its own rows, by its index (postgres-schema.ts). Any other prefix's windows are of
+  // An indexed kind's windows are of its own rows, by its index (postgres-schema.ts). Any other prefix's windows are of
   // the log's rows, filtered after.
-  const catalogue = prefix === CATALOGUE_PREFIX;
+  const indexed = prefix !== undefined && Object.hasOwn(INDEXED_PREFIXES, prefix) ? prefix : undefined;
   let from = after;
   for (;;) {
     // Named, like every statement on the hot paths: each pooled connection parses and plans it once (the text embeds
     // the schema, so the name does too); unnamed, the parse and plan cost as much again as the query itself.
     const { rows } = await pool.query<ScanRow>({
-      name: `estate-scan${catalogue ? '-catalogue' : ''}:${s}`,
-      text: scanSql(s, catalogue),
+      name: `estate-scan${indexed !== undefined ? `-${indexed}` : ''}:${s}`,
+      text: scanSql(s, indexed),
       values: [from.xid.toString(), from.seq.toString(), prefix ?? '', window, limit, askHeld],
     });
     const last = rows.find((row) => row.window_end);

@@ -5,8 +5,11 @@ import { ConcurrencyError, type AppendRequest, type StoredEvent } from '#app/por
 export const DEFAULT_LIMIT = 1000;
 /** Rows a prefix-filtered read looks through per query, so a reader of `tool-` is not slowed by a sea of `run-`. */
 export const SCAN_WINDOW = 5000;
-/** The catalogue's streams (the domain's TOOL_STREAM_PREFIX): read by an index of their own (postgres-schema.ts). */
-export const CATALOGUE_PREFIX = 'tool-';
+/**
+ * Stream kinds read by prefix from a position, each by an index of its own (postgres-schema.ts): the catalogue's (the
+ * domain's TOOL_STREAM_PREFIX) and the upstreams'. Their reads pass over no call record.
+ */
+export const INDEXED_PREFIXES: Readonly<Record<string, string>> = { 'tool-': 'events_catalogue_order', 'upstream-': 'events_upstreams_order' };
 export const UNIQUE_VIOLATION = '23505';
 export const DIVISION_BY_ZERO = '22012';
 

@@ -1,10 +1,11 @@
 /** The PostgreSQL event store's DDL: its schema, created once on first use, without stalling running writers. */
 import type pg from 'pg';
+import { INDEXED_PREFIXES } from './postgres-rows.ts';
 import { inTransaction } from './postgres-tx.ts';
 
-/** The catalogue's streams' own index: their rows in the log's order, so a catalogue read passes over no call record. */
-export const CATALOGUE_INDEX = 'events_catalogue_order';
-const CATALOGUE_INDEX_KEY = `(transaction_id, seq) WHERE starts_with(stream_id, 'tool-')`;
+/** An indexed kind's own index: its rows in the log's order, so its reads pass over no call record. */
+const prefixIndex = (s: string, prefix: string, index: string, concurrently: boolean): string =>
+  `CREATE INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${index} ON ${s}.events (transaction_id, seq) WHERE starts_with(stream_id, '${prefix}')`;
 
 /**
  * A `ready()` that creates the tables on first use and resolves at once after. A failed first use (database still
@@ -21,20 +22,21 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
   };
 
   /**
-   * The catalogue's own index (postgres-read.ts, CATALOGUE_PREFIX): on a schema made before it, built CONCURRENTLY,
-   * which lets writers go on while it is built. Only a speed-up: reads are the same without it, so a build that fails
-   * (another process building it at the same moment) is left for the next start.
+   * The indexed kinds' own indexes (postgres-rows.ts, INDEXED_PREFIXES): on a schema made before them, built
+   * CONCURRENTLY, which lets writers go on while they are built. Only a speed-up: reads are the same without them, so a
+   * build that fails (another process building it at the same moment) is left for the next start.
    */
-  const catalogueIndex = async (): Promise<void> => {
-    const { rows } = await pool.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${s}.${CATALOGUE_INDEX}`]);
-    if (rows[0]?.present === true) return;
-    await pool.query(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${CATALOGUE_INDEX} ON ${s}.events ${CATALOGUE_INDEX_KEY}`).catch(() => undefined);
+  const prefixIndexes = async (): Promise<void> => {
+    for (const [prefix, index] of Object.entries(INDEXED_PREFIXES)) {
+      const { rows } = await pool.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${s}.${index}`]);
+      if (rows[0]?.present !== true) await pool.query(prefixIndex(s, prefix, index, true)).catch(() => undefined);
+    }
   };
 
   async function migrate(): Promise<void> {
     // Checked first because even CREATE INDEX IF NOT EXISTS takes a lock that waits for every open writer, and every
     // later writer would queue behind it: a second process starting up must not stall the ones already running.
-    if (await schemaPresent(pool)) return catalogueIndex();
+    if (await schemaPresent(pool)) return prefixIndexes();
     await inTransaction(pool, async (client) => {
       // Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogue; the first user migrates, others wait.
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`estate-event-store:${schemaName}`]);
@@ -57,7 +59,7 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
           UNIQUE (stream_id, revision)
         )`);
       await client.query(`CREATE INDEX IF NOT EXISTS events_global_order ON ${s}.events (transaction_id, seq)`);
-      await client.query(`CREATE INDEX IF NOT EXISTS ${CATALOGUE_INDEX} ON ${s}.events ${CATALOGUE_INDEX_KEY}`);
+      for (const [prefix, index] of Object.entries(INDEXED_PREFIXES)) await client.query(prefixIndex(s, prefix, index, false));
     });
   }
 

@@ -20,7 +20,7 @@ import {
 } from '#app/ports';
 import { startModuleWorker } from '#app/module-worker';
 import { checkExpectedRevision } from './expected-revision.ts';
-import { CATALOGUE_INDEX, COLUMNS, fromPage, prefixPages, READ_AFTER, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
+import { COLUMNS, fromPage, prefixPages, PREFIX_INDEXES, READ_AFTER, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
 import { createSqliteSnapshots } from './sqlite-snapshots.ts';
 import { checkExternalCommits, releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
@@ -63,7 +63,7 @@ const SCHEMA = `
     recorded_at TEXT    NOT NULL,
     UNIQUE (stream_id, revision)
   );
-  ${CATALOGUE_INDEX}
+  ${PREFIX_INDEXES}
 `;
 
 

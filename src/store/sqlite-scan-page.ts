@@ -12,35 +12,43 @@ export const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
 /** The log after a position, a page: every stream (`?` after, limit). */
 export const READ_AFTER = `SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`;
 /**
- * The catalogue's streams (the domain's TOOL_STREAM_PREFIX) have an index of their own, of their positions only: a
- * catalogue read from a position (a replica's catch-up on a bus announcement, the lag in /metrics, the tail after a
- * snapshot) goes straight to the next catalogue event instead of passing over every call record written since the
- * last one (200,000 of them: 100-130 ms of the serving thread a read, and a busy estate writes millions a day).
- * Partial: a call record's insert never touches it.
+ * Stream kinds read by prefix from a position, each with an index of its own, of its rows' positions only: the
+ * catalogue's (the domain's TOOL_STREAM_PREFIX: a replica's catch-up on a bus announcement, the lag in /metrics, the
+ * tail after a snapshot) and the upstreams' (the registered namespaces, read at every scrape and console page). Such a
+ * read goes straight to the kind's next event instead of passing over every call record written since its last one
+ * (200,000 of them: 100-130 ms of the serving thread a read, and a busy estate writes millions a day). Partial: a call
+ * record's insert never touches them.
  */
-export const CATALOGUE_PREFIX = 'tool-';
-export const CATALOGUE_INDEX = `CREATE INDEX IF NOT EXISTS events_catalogue ON events (position) WHERE substr(stream_id, 1, 5) = 'tool-';`;
+export const INDEXED_PREFIXES: Readonly<Record<string, string>> = { 'tool-': 'events_catalogue', 'upstream-': 'events_upstreams' };
+export const PREFIX_INDEXES = Object.entries(INDEXED_PREFIXES)
+  .map(([prefix, index]) => `CREATE INDEX IF NOT EXISTS ${index} ON events (position) WHERE substr(stream_id, 1, ${prefix.length}) = '${prefix}';`)
+  .join('\n');
 
 /** A page of rows after a position and up to another, under a prefix. */
 export type PrefixPage = (prefix: string, after: number, upTo: number, limit: number) => RawRow[];
 
 /**
- * The prefix reads of a connection, prepared once: the catalogue's by its index, any other prefix in the log's order
- * (substr, not LIKE, so `tool_` is literal).
+ * The prefix reads of a connection, prepared once: an indexed kind's by its index (the literal prefix is what lets
+ * SQLite use a partial index), any other prefix in the log's order (substr, not LIKE, so `tool_` is literal).
  */
 export const prefixPages = (db: Database.Database): PrefixPage => {
-  const catalogue = db
-    .prepare<[number, number, number], RawRow>(
-      `SELECT ${COLUMNS} FROM events INDEXED BY events_catalogue
-       WHERE substr(stream_id, 1, 5) = 'tool-' AND position > ? AND position <= ? ORDER BY position LIMIT ?`,
-    )
-    .raw(true);
+  const indexed = new Map(
+    Object.entries(INDEXED_PREFIXES).map(([prefix, index]) => [
+      prefix,
+      db
+        .prepare<[number, number, number], RawRow>(
+          `SELECT ${COLUMNS} FROM events INDEXED BY ${index}
+           WHERE substr(stream_id, 1, ${prefix.length}) = '${prefix}' AND position > ? AND position <= ? ORDER BY position LIMIT ?`,
+        )
+        .raw(true),
+    ]),
+  );
   const some = db
     .prepare<[number, number, number, string, number], RawRow>(
       `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ? AND substr(stream_id, 1, ?) = ? ORDER BY position LIMIT ?`,
     )
     .raw(true);
-  return (prefix, after, upTo, limit) => (prefix === CATALOGUE_PREFIX ? catalogue.all(after, upTo, limit) : some.all(after, upTo, prefix.length, prefix, limit));
+  return (prefix, after, upTo, limit) => indexed.get(prefix)?.all(after, upTo, limit) ?? some.all(after, upTo, prefix.length, prefix, limit);
 };
 
 export interface ScanJob {

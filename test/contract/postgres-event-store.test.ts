@@ -164,16 +164,21 @@ if (url !== null) {
         await first.appendMany(Array.from({ length: 2000 }, (_, i) => ({ streamId: `run-r${i}`, expectedRevision: 'any' as const, events: [{ type: 'ToolCalled', data: {} }] })));
         await first.append('tool-a', [{ type: 'A', data: 2 }], { expectedRevision: 0 });
         // A schema of an Estate before the index: dropped, then a process starts on it.
-        await client.query(`DROP INDEX ${quoteSchema(fresh)}.events_catalogue_order`);
+        await client.query(`DROP INDEX ${quoteSchema(fresh)}.events_catalogue_order, ${quoteSchema(fresh)}.events_upstreams_order`);
         const before = await track(createPostgresEventStore({ connectionString: url, schema: fresh }));
         expect((await before.readAll({ streamPrefix: 'tool-' })).map((e) => e.data)).toEqual([1, 2]);
-        const { rows } = await client.query<{ indexdef: string }>('SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2', [fresh, 'events_catalogue_order']);
+        const { rows } = await client.query<{ indexname: string; indexdef: string }>(
+          "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE 'events_%_order' ORDER BY indexname",
+          [fresh],
+        );
+        expect(rows.map((r) => r.indexname)).toEqual(['events_catalogue_order', 'events_global_order', 'events_upstreams_order']);
         expect(rows[0]?.indexdef).toMatch(/\(transaction_id, seq\) WHERE starts_with\(stream_id, 'tool-'::text\)/);
+        expect(rows[2]?.indexdef).toMatch(/\(transaction_id, seq\) WHERE starts_with\(stream_id, 'upstream-'::text\)/);
         // And PostgreSQL reads a catalogue window by it, not by the log's order past every call record.
         await client.query(`ANALYZE ${quoteSchema(fresh)}.events`);
         const [first1] = await before.readAll({ streamPrefix: 'tool-' });
         const cursor = parsePosition(first1!.position);
-        const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${scanSql(quoteSchema(fresh), true)}`, [cursor.xid.toString(), cursor.seq.toString(), 'tool-', 5000, 1000, false]);
+        const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${scanSql(quoteSchema(fresh), 'tool-')}`, [cursor.xid.toString(), cursor.seq.toString(), 'tool-', 5000, 1000, false]);
         expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('events_catalogue_order');
         expect((await before.readAll({ streamPrefix: 'tool-', after: first1!.position })).map((e) => e.data)).toEqual([2]);
       } finally {

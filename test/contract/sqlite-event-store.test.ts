@@ -121,6 +121,7 @@ describe('SqliteEventStore specifics', () => {
     const raw = new Database(oldPath, { readonly: true });
     try {
       expect(raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'events_catalogue'").pluck().get()).toMatch(/WHERE substr\(stream_id, 1, 5\) = 'tool-'/);
+      expect(raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'events_upstreams'").pluck().get()).toMatch(/WHERE substr\(stream_id, 1, 9\) = 'upstream-'/);
     } finally {
       raw.close();
     }
