@@ -23,8 +23,9 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
 
   /**
    * The indexed kinds' own indexes (postgres-rows.ts, INDEXED_PREFIXES): on a schema made before them, built
-   * CONCURRENTLY, which lets writers go on while they are built. Only a speed-up: reads are the same without them, so a
-   * build that fails (another process building it at the same moment) is left for the next start.
+   * CONCURRENTLY, which lets writers go on while they are built, and in the background: a process starting on a large
+   * log serves at once (slower reads meanwhile) rather than wait minutes for the build. Only a speed-up: reads are the
+   * same without them, so a build that fails (another process building it at the same moment) is left for the next start.
    */
   const prefixIndexes = async (): Promise<void> => {
     for (const [prefix, index] of Object.entries(INDEXED_PREFIXES)) {
@@ -36,7 +37,10 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
   async function migrate(): Promise<void> {
     // Checked first because even CREATE INDEX IF NOT EXISTS takes a lock that waits for every open writer, and every
     // later writer would queue behind it: a second process starting up must not stall the ones already running.
-    if (await schemaPresent(pool)) return prefixIndexes();
+    if (await schemaPresent(pool)) {
+      void prefixIndexes().catch(() => undefined);
+      return;
+    }
     await inTransaction(pool, async (client) => {
       // Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogue; the first user migrates, others wait.
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`estate-event-store:${schemaName}`]);

@@ -167,11 +167,11 @@ if (url !== null) {
         await client.query(`DROP INDEX ${quoteSchema(fresh)}.events_catalogue_order, ${quoteSchema(fresh)}.events_upstreams_order`);
         const before = await track(createPostgresEventStore({ connectionString: url, schema: fresh }));
         expect((await before.readAll({ streamPrefix: 'tool-' })).map((e) => e.data)).toEqual([1, 2]);
-        const { rows } = await client.query<{ indexname: string; indexdef: string }>(
-          "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE 'events_%_order' ORDER BY indexname",
-          [fresh],
-        );
-        expect(rows.map((r) => r.indexname)).toEqual(['events_catalogue_order', 'events_global_order', 'events_upstreams_order']);
+        // Built in the background (CONCURRENTLY): the store serves meanwhile.
+        const indexes = async () =>
+          (await client.query<{ indexname: string; indexdef: string }>("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE 'events_%_order' ORDER BY indexname", [fresh])).rows;
+        await vi.waitFor(async () => expect((await indexes()).map((r) => r.indexname)).toEqual(['events_catalogue_order', 'events_global_order', 'events_upstreams_order']), WAIT);
+        const rows = await indexes();
         expect(rows[0]?.indexdef).toMatch(/\(transaction_id, seq\) WHERE starts_with\(stream_id, 'tool-'::text\)/);
         expect(rows[2]?.indexdef).toMatch(/\(transaction_id, seq\) WHERE starts_with\(stream_id, 'upstream-'::text\)/);
         // And PostgreSQL reads a catalogue window by it, not by the log's order past every call record.
