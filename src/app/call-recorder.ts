@@ -153,10 +153,7 @@ export const readRunStreams = async (store: EventStore, runId: string): Promise<
  */
 export const scanRunStreams = async (store: EventStore, runId: string, visit: (e: StoredEvent) => void): Promise<void> => {
   const pages = async (streamId: string): Promise<void> => {
-    for await (const page of readStreamPages(store, streamId)) {
-      for (const e of page) visit(e);
-      await setImmediateTurn();
-    }
+    for await (const page of readStreamPages(store, streamId)) for (const e of page) visit(e);
   };
   await pages(runStream(runId));
   // Where the store finds streams by id (SQLite), the run's own streams are read, not the log past every other event:

@@ -6,6 +6,7 @@
  * Asking for the next page while the consumer folds this one was tried here, for stores without a scan (PostgreSQL's
  * readAll then, 100,000 events, four pairs: 31-33k events/s either way), so the plain loop stays.
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { EventStore, ScanOptions, StoredEvent } from './ports.ts';
 
 export async function* readPages(store: EventStore, options: ScanOptions = {}): AsyncGenerator<StoredEvent[]> {
@@ -30,7 +31,8 @@ export async function* pageThrough(store: EventStore, options: ScanOptions = {})
 
 /**
  * One stream from `fromRevision` to its end, `pageSize` events at a time: for a stream of any length (a run is as long
- * as its session), read without holding all of it. A short page is the end.
+ * as its session), read without holding all of it, and with the thread let go between pages (a store that answers at
+ * once, SQLite, would otherwise hold it for the whole stream). A short page is the end.
  */
 export async function* readStreamPages(store: EventStore, streamId: string, o: { fromRevision?: number; pageSize?: number } = {}): AsyncGenerator<StoredEvent[]> {
   const pageSize = o.pageSize ?? 1000;
@@ -40,5 +42,6 @@ export async function* readStreamPages(store: EventStore, streamId: string, o: {
     if (page.length > 0) yield page;
     if (page.length < pageSize) return;
     fromRevision = (page[page.length - 1] as StoredEvent).revision + 1;
+    await yieldToLoop();
   }
 }

@@ -236,7 +236,6 @@ export class RunsIndex {
         count(whole, e, str(e.data, 'at') ?? e.recordedAt, this.maxTools);
       }
       last = (page[page.length - 1] as StoredEvent).revision;
-      await yieldToLoop();
     }
     if (!whole) return;
     Object.assign(r, { calls: whole.calls, first: whole.first, last: whole.last, tools: whole.tools, open: whole.open, partial: false });
