@@ -138,7 +138,7 @@ export interface EventStore {
 
   /**
    * Optional: the ids of the streams whose id starts with `prefix`, in id order, found by the store's index of stream
-   * ids (SQLite, memory). For a reader of a few streams among many (one run's streams, one per owner: the console's
+   * ids (SQLite, PostgreSQL, memory). For a reader of a few streams among many (one run's streams, one per owner: the console's
    * run page); without it they are found by reading the log under the prefix, past every other event.
    */
   streamIds?(prefix: string): Promise<string[]>;

@@ -227,3 +227,17 @@ export async function readStream(c: PostgresReadContext, streamId: string, optio
   });
   return rows.map(toStored);
 }
+
+/**
+ * The ids of the streams under a prefix, in byte order: an index range on `streams_id_bytes` (postgres-schema.ts; the
+ * planner turns `starts_with` into one because that index is in the "C" collation). Unnamed, so each read is planned
+ * with its own prefix: a generic plan, made without it, could only scan every stream.
+ */
+export async function streamIds(c: PostgresReadContext, prefix: string): Promise<string[]> {
+  await c.ensureReady();
+  const { rows } = await c.pool.query<{ stream_id: string }>(streamIdsSql(c.s), [prefix]);
+  return rows.map((r) => r.stream_id);
+}
+
+/** `streamIds`' statement ($1: the prefix); exported for the test that reads its plan. */
+export const streamIdsSql = (s: string): string => `SELECT stream_id FROM ${s}.streams WHERE starts_with(stream_id, $1) ORDER BY stream_id COLLATE "C"`;

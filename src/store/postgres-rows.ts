@@ -10,6 +10,8 @@ export const SCAN_WINDOW = 5000;
  * domain's TOOL_STREAM_PREFIX) and the upstreams'. Their reads pass over no call record.
  */
 export const INDEXED_PREFIXES: Readonly<Record<string, string>> = { 'tool-': 'events_catalogue_order', 'upstream-': 'events_upstreams_order' };
+/** The stream ids in byte order (`COLLATE "C"`), for `streamIds(prefix)` (postgres-schema.ts). */
+export const STREAM_IDS_INDEX = 'streams_id_bytes';
 export const UNIQUE_VIOLATION = '23505';
 export const DIVISION_BY_ZERO = '22012';
 

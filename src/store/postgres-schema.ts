@@ -1,11 +1,21 @@
 /** The PostgreSQL event store's DDL: its schema, created once on first use, without stalling running writers. */
 import type pg from 'pg';
-import { INDEXED_PREFIXES } from './postgres-rows.ts';
+import { INDEXED_PREFIXES, STREAM_IDS_INDEX } from './postgres-rows.ts';
 import { inTransaction } from './postgres-tx.ts';
 
-/** An indexed kind's own index: its rows in the log's order, so its reads pass over no call record. */
-const prefixIndex = (s: string, prefix: string, index: string, concurrently: boolean): string =>
-  `CREATE INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${index} ON ${s}.events (transaction_id, seq) WHERE starts_with(stream_id, '${prefix}')`;
+/**
+ * The indexes that only make reads faster, each `[name, what it indexes]`: reads are the same without them.
+ * - An indexed kind's own (postgres-rows.ts, INDEXED_PREFIXES): its rows in the log's order, so its reads pass over no
+ *   call record.
+ * - The stream ids in byte order (STREAM_IDS_INDEX): `streamIds(prefix)` finds one run's streams among millions by an
+ *   index range, where the primary key, in the database's collation (often not "C"), cannot serve a prefix.
+ */
+const speedUpIndexes = (s: string): Array<[string, string]> => [
+  ...Object.entries(INDEXED_PREFIXES).map(([prefix, index]): [string, string] => [index, `${s}.events (transaction_id, seq) WHERE starts_with(stream_id, '${prefix}')`]),
+  [STREAM_IDS_INDEX, `${s}.streams (stream_id COLLATE "C")`],
+];
+const createIndex = (index: string, on: string, concurrently: boolean): string =>
+  `CREATE INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${index} ON ${on}`;
 
 /**
  * A `ready()` that creates the tables on first use and resolves at once after. A failed first use (database still
@@ -22,15 +32,15 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
   };
 
   /**
-   * The indexed kinds' own indexes (postgres-rows.ts, INDEXED_PREFIXES): on a schema made before them, built
-   * CONCURRENTLY, which lets writers go on while they are built, and in the background: a process starting on a large
-   * log serves at once (slower reads meanwhile) rather than wait minutes for the build. Only a speed-up: reads are the
-   * same without them, so a build that fails (another process building it at the same moment) is left for the next start.
+   * The speed-up indexes (speedUpIndexes): on a schema made before them, built CONCURRENTLY, which lets writers go on
+   * while they are built, and in the background: a process starting on a large log serves at once (slower reads
+   * meanwhile) rather than wait minutes for the build. Reads are the same without them, so a build that fails (another
+   * process building it at the same moment) is left for the next start.
    */
-  const prefixIndexes = async (): Promise<void> => {
-    for (const [prefix, index] of Object.entries(INDEXED_PREFIXES)) {
+  const buildMissingIndexes = async (): Promise<void> => {
+    for (const [index, on] of speedUpIndexes(s)) {
       const { rows } = await pool.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${s}.${index}`]);
-      if (rows[0]?.present !== true) await pool.query(prefixIndex(s, prefix, index, true)).catch(() => undefined);
+      if (rows[0]?.present !== true) await pool.query(createIndex(index, on, true)).catch(() => undefined);
     }
   };
 
@@ -38,7 +48,7 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
     // Checked first because even CREATE INDEX IF NOT EXISTS takes a lock that waits for every open writer, and every
     // later writer would queue behind it: a second process starting up must not stall the ones already running.
     if (await schemaPresent(pool)) {
-      void prefixIndexes().catch(() => undefined);
+      void buildMissingIndexes().catch(() => undefined);
       return;
     }
     await inTransaction(pool, async (client) => {
@@ -63,7 +73,7 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
           UNIQUE (stream_id, revision)
         )`);
       await client.query(`CREATE INDEX IF NOT EXISTS events_global_order ON ${s}.events (transaction_id, seq)`);
-      for (const [prefix, index] of Object.entries(INDEXED_PREFIXES)) await client.query(prefixIndex(s, prefix, index, false));
+      for (const [index, on] of speedUpIndexes(s)) await client.query(createIndex(index, on, false));
     });
   }
 

@@ -210,11 +210,15 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       it('lists the streams under a prefix by id, where the store can (streamIds)', async (ctx) => {
         if (!store.streamIds) return ctx.skip();
         const base = stream('ids');
-        for (const tail of ['@b', '@a', '@c', 'x@a']) await store.append(`${base}${tail}`, [ev('E')], { expectedRevision: 'no_stream' });
+        for (const tail of ['@b', '@a', '@c', 'x@a', '@B', '@-z', '_a', '%a']) await store.append(`${base}${tail}`, [ev('E')], { expectedRevision: 'no_stream' });
         await store.append(`${base}@a`, [ev('E')], { expectedRevision: 0 });
-        expect(await store.streamIds(`${base}@`)).toEqual([`${base}@a`, `${base}@b`, `${base}@c`]);
+        // Byte order ('-' < 'B' < 'a'), whatever the database's collation would say.
+        expect(await store.streamIds(`${base}@`)).toEqual([`${base}@-z`, `${base}@B`, `${base}@a`, `${base}@b`, `${base}@c`]);
         expect(await store.streamIds(`${base}@a`)).toEqual([`${base}@a`]);
         expect(await store.streamIds(`${base}@z`)).toEqual([]);
+        // A prefix is a prefix, not a pattern: '_' and '%' match only themselves.
+        expect(await store.streamIds(`${base}_`)).toEqual([`${base}_a`]);
+        expect(await store.streamIds(`${base}%`)).toEqual([`${base}%a`]);
       });
 
       it('reads backwards, newest first: the last event alone, or down from a revision', async () => {

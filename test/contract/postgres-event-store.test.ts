@@ -9,8 +9,8 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { AppendRequest, EventStore, ScanOptions, StoredEvent, Subscription } from '#app/ports';
 import { pageThrough } from '#app/read-pages';
 import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
-import { scan, scanSql, scanToEndSql } from '#store/postgres-read';
-import { parsePosition, quoteSchema } from '#store/postgres-rows';
+import { scan, scanSql, scanToEndSql, streamIdsSql } from '#store/postgres-read';
+import { STREAM_IDS_INDEX, parsePosition, quoteSchema } from '#store/postgres-rows';
 import { dropSchema, requirePostgres, uniqueSchema } from '../int/pg-helpers.ts';
 import { eventStoreContract } from './event-store-contract.ts';
 
@@ -188,6 +188,34 @@ if (url !== null) {
         const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${scanSql(quoteSchema(fresh), 'tool-')}`, [cursor.xid.toString(), cursor.seq.toString(), 'tool-', 5000, 1000, false]);
         expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('events_catalogue_order');
         expect((await before.readAll({ streamPrefix: 'tool-', after: first1!.position })).map((e) => e.data)).toEqual([2]);
+      } finally {
+        await client.end();
+        for (const s of stores.splice(0)) await s.close();
+        await dropSchema(url, fresh);
+      }
+    });
+
+    it('finds a run\'s streams by an index of stream ids in byte order, which a schema made before it gets at the next start', async () => {
+      const fresh = uniqueSchema('stream_ids_index');
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const first = await track(createPostgresEventStore({ connectionString: url, schema: fresh }));
+        await first.appendMany(Array.from({ length: 3000 }, (_, i) => ({ streamId: `run-r${i}@t:s`, expectedRevision: 'no_stream' as const, events: [{ type: 'ToolCalled', data: {} }] })));
+        await first.append('run-r12@t:other', [{ type: 'ToolCalled', data: {} }], { expectedRevision: 'no_stream' });
+        // A schema of an Estate before the index: dropped, then a process starts on it and finds the same, by a scan.
+        await client.query(`DROP INDEX ${quoteSchema(fresh)}.${STREAM_IDS_INDEX}`);
+        const before = await track(createPostgresEventStore({ connectionString: url, schema: fresh }));
+        expect(await before.streamIds!('run-r12@')).toEqual(['run-r12@t:other', 'run-r12@t:s']);
+        // Built in the background (CONCURRENTLY): the store serves meanwhile.
+        const index = async () => (await client.query<{ indexdef: string }>(`${VALID_INDEXES} AND c.relname = $2`, [fresh, STREAM_IDS_INDEX])).rows[0]?.indexdef;
+        await vi.waitFor(async () => expect(await index()).toMatch(/\(stream_id COLLATE "C"\)/), WAIT);
+        // And PostgreSQL reads the range of that index, not every stream.
+        await client.query(`ANALYZE ${quoteSchema(fresh)}.streams`);
+        const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${streamIdsSql(quoteSchema(fresh))}`, ['run-r12@']);
+        expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(new RegExp(`Index Only Scan using ${STREAM_IDS_INDEX}[^]*Index Cond`));
+        expect(await before.streamIds!('run-r12@')).toEqual(['run-r12@t:other', 'run-r12@t:s']);
+        expect(await before.streamIds!('run-r1@')).toEqual(['run-r1@t:s']);
       } finally {
         await client.end();
         for (const s of stores.splice(0)) await s.close();

@@ -95,7 +95,7 @@ describe('run ids', () => {
     const byIds = await readRunStreams(counted, 'mine');
     expect(logReads).toBe(0);
     expect(byIds.map((events) => events.length)).toEqual([2, 2]);
-    // A store without `streamIds` (PostgreSQL, KurrentDB) reads the log under the prefix, and finds the same.
+    // A store without `streamIds` (KurrentDB) reads the log under the prefix, and finds the same.
     Object.defineProperty(counted, 'streamIds', { value: undefined });
     expect(await readRunStreams(counted, 'mine')).toEqual(byIds);
     expect(logReads).toBeGreaterThan(0);
