@@ -10,8 +10,17 @@
  *
  * The cache owns the client's `notifications/tools/list_changed` handler (the SDK keeps one handler per method); pass
  * `onListChanged` to hear it too.
+ *
+ * A change message reaches the feed and the server's replicas at about the same time, and the replica the list is
+ * asked of may not have applied it yet: a list fetched at once can be the old one, which would then be held as valid
+ * until the next change. So the list fetched after a change message is checked against it where the change should
+ * show (a newer version of a listed tool, or the deprecation or retirement of the listed version: the tool's listed
+ * version must differ from the one held before), and fetched again after CONFIRM_DELAYS_MS while it does not. A
+ * change this caller cannot see (a version outside its access) never shows: the list is held after the last try,
+ * ~0.4 s later.
  */
 import type { CallToolResult, Client, Tool } from '@modelcontextprotocol/client';
+import { compareVersions, isStrictSemver } from '#domain/semver';
 import type { CatalogueChange, ChangeFeed } from './changes.ts';
 
 export type InvalidationSource = 'ttl' | 'list_changed' | 'listen' | 'change_feed' | 'manual';
@@ -27,6 +36,8 @@ export interface ToolsCacheOptions {
   onListChanged?: () => void;
   /** Clock (ms), for tests. */
   now?: () => number;
+  /** Waits between the fetches that check a list against a change message (default CONFIRM_DELAYS_MS); for tests. */
+  confirmDelaysMs?: readonly number[];
 }
 
 export interface ToolsCacheStats {
@@ -37,6 +48,8 @@ export interface ToolsCacheStats {
   /** tools/list requests made on the client's behalf (a list with several pages counts once per page walk). */
   lists: number;
   calls: number;
+  /** Lists fetched again because the one before did not show a change message's change yet. */
+  confirmRetries: number;
 }
 
 export interface ToolsCache {
@@ -55,6 +68,24 @@ export interface ToolsCache {
 
 const VERSION_KEY = 'io.estate/version';
 const STATELESS = '2026-07-28';
+/** After a change message, a list that does not show it yet is fetched again after these waits (ms). */
+export const CONFIRM_DELAYS_MS: readonly number[] = [25, 100, 250];
+
+/** A change message for a listed tool, with the version the held list showed for it then. */
+interface Announced {
+  change: CatalogueChange;
+  before: string | undefined;
+}
+
+/**
+ * Whether the change must show in this caller's list: a published version newer than the listed one (if this caller
+ * may see it: it cannot tell), or the listed version deprecated or retired. Anything else may leave the list as it was.
+ */
+const shouldShow = ({ change, before }: Announced): boolean => {
+  if (before === undefined) return false;
+  if (change.event === 'ToolVersionPublished') return isStrictSemver(change.version) && isStrictSemver(before) && compareVersions(change.version, before) > 0;
+  return change.version === before;
+}
 
 interface Held {
   tools: Tool[];
@@ -78,7 +109,11 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
     invalidationsBySource: { ttl: 0, list_changed: 0, listen: 0, change_feed: 0, manual: 0 },
     lists: 0,
     calls: 0,
+    confirmRetries: 0,
   };
+  const confirmDelays = options.confirmDelaysMs ?? CONFIRM_DELAYS_MS;
+  /** Change messages whose change the next fetched list is checked against. */
+  let announced: Announced[] = [];
   let held: Held | undefined;
   let generation = 0;
   let inflight: Promise<Tool[]> | undefined;
@@ -103,7 +138,10 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
   });
 
   const unsubscribeFeed = options.changes?.subscribe((change: CatalogueChange) => {
-    if (held?.byName.has(change.tool)) invalidate('change_feed');
+    const listed = held?.byName.get(change.tool);
+    if (!listed) return;
+    announced.push({ change, before: versionOfTool(listed) });
+    invalidate('change_feed');
   });
 
   /** On 2026-07-28, a listen stream must be open BEFORE the list is fetched, so no change falls between the two. */
@@ -127,9 +165,20 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
 
   const fetchList = async (): Promise<Tool[]> => {
     await ensureListening();
+    // Only what was announced before this fetch: a message during it invalidates what it fetches anyway.
+    const checks = announced.filter(shouldShow);
+    announced = [];
     const gen = generation;
     stats.lists += 1;
-    const result = await client.listTools(undefined, { cacheMode: 'refresh' });
+    let result = await client.listTools(undefined, { cacheMode: 'refresh' });
+    for (const wait of confirmDelays) {
+      const shown = new Map(result.tools.map((t) => [t.name, versionOfTool(t)]));
+      if (closed || checks.every((a) => shown.get(a.change.tool) !== a.before)) break;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      stats.lists += 1;
+      stats.confirmRetries += 1;
+      result = await client.listTools(undefined, { cacheMode: 'refresh' });
+    }
     const rawTtl: unknown = (result as Record<string, unknown>).ttlMs;
     const serverTtl = typeof rawTtl === 'number' && rawTtl >= 0 ? rawTtl : undefined;
     const ttl = options.ttlMs ?? serverTtl;

@@ -1,6 +1,6 @@
 /** `estate/changes` decode and deduplicate: every malformed message is refused with a reason naming what is wrong. */
 import { describe, expect, it } from 'vitest';
-import { ChangeMessageError, createDeduplicator, decodeChange, tryDecodeChange } from '#lib/changes';
+import { ChangeMessageError, createDeduplicator, decodeChange, tryDecodeChange, type CatalogueChange } from '#lib/changes';
 import { zodToJsonSchema, zodToolToDefinition } from '#lib/zod-tools';
 import { z } from 'zod';
 
@@ -94,5 +94,80 @@ describe('createToolsCache options', () => {
   it.each([-1, Number.NaN, Number.POSITIVE_INFINITY])('refuses ttlMs %s before touching the client', async (ttlMs) => {
     const { createToolsCache } = await import('#lib/client');
     expect(() => createToolsCache({} as never, { ttlMs })).toThrow(/ttlMs must be a finite number >= 0/);
+  });
+});
+
+/**
+ * A change message and the server's replicas race (the feed may hear of a change before the replica a list is asked of
+ * has applied it): the list fetched after a change message is checked against it. A client whose server catches up
+ * after `lagLists` lists: the change is not held stale.
+ */
+describe('createToolsCache after a change message: the list is checked against the change', () => {
+  const tool = (name: string, version: string) => ({ name, inputSchema: { type: 'object' as const }, _meta: { 'io.estate/version': version } });
+  const fakeServer = (lists: Array<Array<ReturnType<typeof tool>>>) => {
+    let i = 0;
+    const client = {
+      getNegotiatedProtocolVersion: () => '2025-11-25',
+      setNotificationHandler: () => undefined,
+      listTools: async () => ({ tools: lists[Math.min(i++, lists.length - 1)]! }),
+    };
+    return { client: client as never, served: () => i };
+  };
+  const feed = () => {
+    let listener: ((c: CatalogueChange) => void) | undefined;
+    return {
+      subscribe: (l: (c: CatalogueChange) => void) => ((listener = l), () => (listener = undefined)),
+      send: (tool: string, version: string, event: CatalogueChange['event'] = 'ToolVersionPublished') =>
+        listener?.({ type: 'catalogue.changed', position: `${Math.random()}`, tool, version, event, at: new Date().toISOString() }),
+    };
+  };
+  const v1 = [tool('payments.lookup', '1.0.0'), tool('other', '3.0.0')];
+  const v11 = [tool('payments.lookup', '1.1.0'), tool('other', '3.0.0')];
+
+  it('a server that has not applied a newer version yet is asked again until its list shows it', async () => {
+    const { createToolsCache } = await import('#lib/client');
+    const server = fakeServer([v1, v1, v1, v11]);
+    const changes = feed();
+    const cache = createToolsCache(server.client, { changes, confirmDelaysMs: [1, 1, 1] });
+    await cache.list();
+    changes.send('payments.lookup', '1.1.0');
+    expect(cache.versionOf('payments.lookup')).toBe('1.0.0');
+    expect((await cache.list()).find((t) => t.name === 'payments.lookup')?._meta?.['io.estate/version']).toBe('1.1.0');
+    expect(cache.stats()).toMatchObject({ lists: 4, confirmRetries: 2, invalidationsBySource: { change_feed: 1 } });
+    // Held as valid: no more fetches.
+    await cache.list();
+    expect(server.served()).toBe(4);
+  });
+
+  it('gives up after its waits when the change never shows (a version this caller cannot see), and holds that list', async () => {
+    const { createToolsCache } = await import('#lib/client');
+    const server = fakeServer([v1]);
+    const changes = feed();
+    const cache = createToolsCache(server.client, { changes, confirmDelaysMs: [1, 1, 1] });
+    await cache.list();
+    changes.send('payments.lookup', '2.0.0');
+    expect((await cache.list()).map((t) => t._meta?.['io.estate/version'])).toEqual(['1.0.0', '3.0.0']);
+    expect(cache.stats()).toMatchObject({ lists: 5, confirmRetries: 3 });
+    await cache.list();
+    expect(server.served()).toBe(5);
+  });
+
+  it('does not wait for what need not show: an older version published, another version deprecated; a retired listed version must', async () => {
+    const { createToolsCache } = await import('#lib/client');
+    const server = fakeServer([v1, v1, v1, v1, [tool('payments.lookup', '0.9.0'), tool('other', '3.0.0')]]);
+    const changes = feed();
+    const cache = createToolsCache(server.client, { changes, confirmDelaysMs: [1, 1, 1] });
+    await cache.list();
+    changes.send('payments.lookup', '0.9.1');
+    await cache.list();
+    changes.send('payments.lookup', '0.9.0', 'ToolVersionDeprecated');
+    await cache.list();
+    expect(cache.stats()).toMatchObject({ lists: 3, confirmRetries: 0 });
+    // The listed version retired: the list must stop showing it.
+    changes.send('payments.lookup', '1.0.0', 'ToolVersionRetired');
+    expect(cache.versionOf('payments.lookup')).toBe('1.0.0');
+    await cache.list();
+    expect(cache.versionOf('payments.lookup')).toBe('0.9.0');
+    expect(cache.stats()).toMatchObject({ lists: 5, confirmRetries: 1 });
   });
 });
