@@ -14,8 +14,8 @@
  * A change message reaches the feed and the server's replicas at about the same time, and the replica the list is
  * asked of may not have applied it yet: a list fetched at once can be the old one, which would then be held as valid
  * until the next change. So the list fetched after a change message is checked against it where the change should
- * show (a newer version of a listed tool, or the deprecation or retirement of the listed version: the tool's listed
- * version must differ from the one held before), and fetched again after CONFIRM_DELAYS_MS while it does not. A
+ * show (a newer version of a listed tool, listed at that version or a later one; the deprecation or retirement of the
+ * listed version, listed no more), and fetched again after CONFIRM_DELAYS_MS while it does not. A
  * change this caller cannot see (a version outside its access) never shows: the list is held after the last try,
  * ~0.4 s later.
  */
@@ -85,7 +85,16 @@ const shouldShow = ({ change, before }: Announced): boolean => {
   if (before === undefined) return false;
   if (change.event === 'ToolVersionPublished') return isStrictSemver(change.version) && isStrictSemver(before) && compareVersions(change.version, before) > 0;
   return change.version === before;
-}
+};
+
+/**
+ * Whether a list showing `shown` for the tool shows the change: the published version or a newer one (two publishes
+ * announced before one fetch are both checked), or no longer the deprecated or retired one.
+ */
+const shows = ({ change }: Announced, shown: string | undefined): boolean => {
+  if (change.event !== 'ToolVersionPublished') return shown !== change.version;
+  return shown !== undefined && isStrictSemver(shown) && compareVersions(shown, change.version) >= 0;
+};
 
 interface Held {
   tools: Tool[];
@@ -173,7 +182,7 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
     let result = await client.listTools(undefined, { cacheMode: 'refresh' });
     for (const wait of confirmDelays) {
       const shown = new Map(result.tools.map((t) => [t.name, versionOfTool(t)]));
-      if (closed || checks.every((a) => shown.get(a.change.tool) !== a.before)) break;
+      if (closed || checks.every((a) => shows(a, shown.get(a.change.tool)))) break;
       await new Promise((resolve) => setTimeout(resolve, wait));
       stats.lists += 1;
       stats.confirmRetries += 1;

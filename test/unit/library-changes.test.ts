@@ -139,6 +139,19 @@ describe('createToolsCache after a change message: the list is checked against t
     expect(server.served()).toBe(4);
   });
 
+  it('two publishes announced before one fetch: a list showing only the first is asked again', async () => {
+    const { createToolsCache } = await import('#lib/client');
+    const server = fakeServer([v1, v11, [tool('payments.lookup', '1.2.0'), tool('other', '3.0.0')]]);
+    const changes = feed();
+    const cache = createToolsCache(server.client, { changes, confirmDelaysMs: [1, 1, 1] });
+    await cache.list();
+    changes.send('payments.lookup', '1.1.0');
+    changes.send('payments.lookup', '1.2.0');
+    await cache.list();
+    expect(cache.versionOf('payments.lookup')).toBe('1.2.0');
+    expect(cache.stats()).toMatchObject({ lists: 3, confirmRetries: 1 });
+  });
+
   it('gives up after its waits when the change never shows (a version this caller cannot see), and holds that list', async () => {
     const { createToolsCache } = await import('#lib/client');
     const server = fakeServer([v1]);
