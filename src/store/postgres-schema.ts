@@ -9,11 +9,13 @@ import { inTransaction } from './postgres-tx.ts';
  *   call record.
  * - The stream ids in byte order (STREAM_IDS_INDEX): `streamIds(prefix)` finds one run's streams among millions by an
  *   index range, where the primary key, in the database's collation (often not "C"), cannot serve a prefix.
+ * In the order an append takes its tables (streams, then events): a build locks each table in turn, and one that held
+ * events while it waited for streams would deadlock with an append that held streams and waited for events (CI, once).
  */
-const speedUpIndexes = (s: string): Array<[string, string]> => [
-  ...Object.entries(INDEXED_PREFIXES).map(([prefix, index]): [string, string] => [index, `${s}.events (transaction_id, seq) WHERE starts_with(stream_id, '${prefix}')`]),
-  [STREAM_IDS_INDEX, `${s}.streams (stream_id COLLATE "C")`],
-];
+const speedUpIndexes = (s: string): { streams: Array<[string, string]>; events: Array<[string, string]> } => ({
+  streams: [[STREAM_IDS_INDEX, `${s}.streams (stream_id COLLATE "C")`]],
+  events: Object.entries(INDEXED_PREFIXES).map(([prefix, index]): [string, string] => [index, `${s}.events (transaction_id, seq) WHERE starts_with(stream_id, '${prefix}')`]),
+});
 const createIndex = (index: string, on: string, concurrently: boolean): string =>
   `CREATE INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${index} ON ${on}`;
 
@@ -22,14 +24,22 @@ const createIndex = (index: string, on: string, concurrently: boolean): string =
  * starting) is forgotten, so it does not poison every later call; `isClosed` refuses use after close.
  */
 export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: string, isClosed: () => boolean): () => Promise<void> {
-  const objects = [`${s}.streams`, `${s}.events`, `${s}.events_global_order`];
-  const schemaPresent = async (client: pg.ClientBase | pg.Pool): Promise<boolean> => {
-    const { rows } = await client.query<{ present: boolean }>(
-      'SELECT bool_and(to_regclass(name) IS NOT NULL) AS present FROM unnest($1::text[]) AS name',
-      [objects],
+  /**
+   * Which of these relations of the schema exist, read from pg_class with the statement's snapshot. Not by
+   * `to_regclass`, which reads the connection's catalog cache: a connection that looked before another process created
+   * the schema, and then waited for that process's lock, still saw no schema after it (reproduced by hand), so it ran
+   * the DDL again, locking tables that appends were writing.
+   */
+  const existing = async (client: pg.ClientBase | pg.Pool, names: readonly string[]): Promise<Set<string>> => {
+    const { rows } = await client.query<{ relname: string }>(
+      `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname = $1 AND c.relname = ANY($2::text[])`,
+      [schemaName, names],
     );
-    return rows[0]?.present === true;
+    return new Set(rows.map((r) => r.relname));
   };
+  const objects = ['streams', 'events', 'events_global_order'];
+  const schemaPresent = async (client: pg.ClientBase | pg.Pool): Promise<boolean> => (await existing(client, objects)).size === objects.length;
 
   /**
    * The speed-up indexes (speedUpIndexes): on a schema made before them, built CONCURRENTLY, which lets writers go on
@@ -38,10 +48,10 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
    * process building it at the same moment) is left for the next start.
    */
   const buildMissingIndexes = async (): Promise<void> => {
-    for (const [index, on] of speedUpIndexes(s)) {
-      const { rows } = await pool.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${s}.${index}`]);
-      if (rows[0]?.present !== true) await pool.query(createIndex(index, on, true)).catch(() => undefined);
-    }
+    const { streams, events } = speedUpIndexes(s);
+    const all = [...streams, ...events];
+    const present = await existing(pool, all.map(([index]) => index));
+    for (const [index, on] of all) if (!present.has(index)) await pool.query(createIndex(index, on, true)).catch(() => undefined);
   };
 
   async function migrate(): Promise<void> {
@@ -72,8 +82,11 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
           recorded_at timestamptz NOT NULL DEFAULT now(),
           UNIQUE (stream_id, revision)
         )`);
+      // Each table's indexes in an append's order (speedUpIndexes): streams, then events.
+      const { streams, events } = speedUpIndexes(s);
+      for (const [index, on] of streams) await client.query(createIndex(index, on, false));
       await client.query(`CREATE INDEX IF NOT EXISTS events_global_order ON ${s}.events (transaction_id, seq)`);
-      for (const [index, on] of speedUpIndexes(s)) await client.query(createIndex(index, on, false));
+      for (const [index, on] of events) await client.query(createIndex(index, on, false));
     });
   }
 

@@ -9,6 +9,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { AppendRequest, EventStore, ScanOptions, StoredEvent, Subscription } from '#app/ports';
 import { pageThrough } from '#app/read-pages';
 import { createPostgresEventStore, type PostgresEventStoreOptions } from '#store/postgres-event-store';
+import { createSchemaMigration } from '#store/postgres-schema';
 import { scan, scanSql, scanToEndSql, streamIdsSql } from '#store/postgres-read';
 import { STREAM_IDS_INDEX, parsePosition, quoteSchema } from '#store/postgres-rows';
 import { dropSchema, requirePostgres, uniqueSchema } from '../int/pg-helpers.ts';
@@ -150,6 +151,43 @@ if (url !== null) {
         expect(await racers[0]!.readAll()).toHaveLength(5);
       } finally {
         for (const s of stores.splice(0)) await s.close();
+        await dropSchema(url, fresh);
+      }
+    });
+
+    it('a first user that waited for another\'s migration finds it done and runs no DDL of its own', async () => {
+      // The race the test above runs, held in place: both users look (no schema), both wait for the migration lock, the
+      // first creates the schema. The second's connection had cached "no such schema" when it looked, and read it again
+      // after the wait (to_regclass): it ran the DDL again, whose index builds lock tables that appends are writing,
+      // which deadlocked an append once in CI. A user that runs DDL on existing objects gets "already exists" notices.
+      const fresh = uniqueSchema('migrate_wait');
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      // One connection each, so the look before the wait and the look after it are on the same connection.
+      const pools = [0, 1].map(() => new pg.Pool({ connectionString: url, max: 1 }));
+      const notices: string[][] = [[], []];
+      pools.forEach((p, i) => p.on('connect', (c) => c.on('notice', (n) => notices[i]!.push(n.message ?? ''))));
+      try {
+        const pids = await Promise.all(pools.map(async (p) => (await p.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid));
+        await holder.query('BEGIN');
+        await holder.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`estate-event-store:${fresh}`]);
+        const waiting = async (n: number) =>
+          vi.waitFor(async () => {
+            const { rows } = await holder.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid = ANY($1)", [pids]);
+            expect(rows[0]!.n).toBe(n);
+          }, WAIT);
+        const first = createSchemaMigration(pools[0]!, quoteSchema(fresh), fresh, () => false)();
+        await waiting(1);
+        const second = createSchemaMigration(pools[1]!, quoteSchema(fresh), fresh, () => false)();
+        await waiting(2);
+        await holder.query('ROLLBACK');
+        await Promise.all([first, second]);
+        expect(notices[1]).toEqual([]);
+        const { rows } = await holder.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1', [fresh]);
+        expect(rows[0]!.n).toBe(2);
+      } finally {
+        await holder.end();
+        for (const p of pools) await p.end();
         await dropSchema(url, fresh);
       }
     });
