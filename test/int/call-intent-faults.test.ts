@@ -23,6 +23,7 @@ import { catalogueCaughtUp, opsRoutes } from '#ops/http-routes';
 import { createStoreHealth } from '#ops/store-health';
 import { aDefinition } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf } from '../fixtures/handlers/harness.ts';
+import { untilReadable } from '../fixtures/readable.ts';
 import { dropSchema, requirePostgres, uniqueSchema } from './pg-helpers.ts';
 
 const OBJ = { type: 'object' } as never;
@@ -193,7 +194,8 @@ if (pgUrl) {
       await proxy.restore();
       expect(await routes('/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
       // Behind the store: a publish the reader has not applied yet.
-      await h.commands.publish(aDefinition({ name: 'payments.refund', handler: 'payments.refund', inputSchema: OBJ, access: { classification: 'public' } }), 'test');
+      const refund = await h.commands.publish(aDefinition({ name: 'payments.refund', handler: 'payments.refund', inputSchema: OBJ, access: { classification: 'public' } }), 'test');
+      await untilReadable(store, refund.position!);
       expect((await routes('/readyz'))?.body).toMatchObject({ reasons: [expect.stringMatching(/^the catalogue read model is behind the store/)] });
       await h.reader.catchUp();
       expect((await routes('/readyz'))?.status).toBe(200);

@@ -13,6 +13,7 @@ import { toolStream } from '#domain/events';
 import { openEstate } from '#compose/estate';
 import { requirePostgres } from './pg-helpers.ts';
 import { raceDefinition } from './publish-race-definitions.ts';
+import { untilAllReadable } from '../fixtures/readable.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'estate-race-'));
@@ -82,6 +83,8 @@ const raceSuite = (label: string, storeFor: (file: string) => string): void => {
           if (i > 0) expect(Number(p?.definition.version.split('.')[1])).toBeGreaterThan(Number(published[i - 1]?.definition.version.split('.')[1]));
         }
         // Replay: a fresh read model from the log agrees with the winners; latest is the last winner.
+        // Every win readable from the log first: on PostgreSQL another test's open transaction holds it back a while.
+        await untilAllReadable(estate.store, stream.map((s) => s.position));
         const reader = estate.reader();
         await reader.catchUp();
         const versions = reader.catalogue.versions(tool).map((v) => v.version);
