@@ -113,6 +113,15 @@ export class ConcurrencyError extends Error {
   }
 }
 
+/** What `EventStore.heldBack` reports. */
+export interface HeldBack {
+  /** Committed events a read of the log does not return yet (capped at HELD_BACK_COUNT_CAP). */
+  events: number;
+  /** Age of the oldest of them, in seconds (0 when none). */
+  oldestSeconds: number;
+}
+export const HELD_BACK_COUNT_CAP = 10_000;
+
 export interface EventStore {
   /** `sqlite`, `memory`, `postgres`, `kurrentdb`: for logs and benchmarks. */
   readonly kind: string;
@@ -142,6 +151,13 @@ export interface EventStore {
    * run page); without it they are found by reading the log under the prefix, past every other event.
    */
   streamIds?(prefix: string): Promise<string[]>;
+
+  /**
+   * Optional: committed events the log cannot be read past yet, and the age of the oldest (PostgreSQL: a read stops at
+   * the oldest write transaction still open anywhere in the cluster, whose rows may yet come before them; a long one,
+   * even another application's, holds back every reader and the relay). Counted up to HELD_BACK_COUNT_CAP.
+   */
+  heldBack?(): Promise<HeldBack>;
 
   /**
    * Optional: `readAll`'s page, and whether it reached the end of the log as the read found it. `end: true` promises

@@ -175,6 +175,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     sessions: () => sessionCount.of(),
     connections: () => connectionCounts.of(),
     lag: createLagProbe({ store: estate.store, readerPosition: () => reader.position, ...(estate.config.bus === 'local' ? {} : { topic: estate.config.topic }) }),
+    ...(estate.store.heldBack ? { heldBack: estate.store.heldBack.bind(estate.store) } : {}),
     ...(pool ? upstreamMetricSources(pool, () => reader.position) : {}),
   });
   const core = new ServerCore({

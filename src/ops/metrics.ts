@@ -6,6 +6,7 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { ListenerCounts } from '#http/connection-limits';
 import { createCallCounter, createCallHistogram } from './call-series.ts';
 import type { LagProbe, LagReading } from './lag.ts';
+import type { HeldBack } from '#app/ports';
 
 /** What the upstream room reports per upstream this process fronts (none: no series). */
 export interface UpstreamStatus {
@@ -35,6 +36,8 @@ export interface MetricSources {
   connections?: () => ListenerCounts | undefined;
   /** Relay and consumer lag, read at scrape time (./lag.ts); absent: no lag series. */
   lag?: LagProbe;
+  /** What the store's log holds back behind an open transaction (PostgreSQL), read at scrape time; absent: no series. */
+  heldBack?: () => Promise<HeldBack>;
 }
 
 export interface ToolCallObservation {
@@ -98,6 +101,7 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
   const registry = new Registry();
   // One store read per scrape feeds every lag gauge: the first collect() reads, the others share it; render() clears it.
   let lagReading: Promise<LagReading> | null = null;
+  let heldReading: Promise<HeldBack> | null = null;
   let upstreamReading: Promise<readonly UpstreamStatus[]> | null = null;
   const upstreams = (): Promise<readonly UpstreamStatus[]> => (upstreamReading ??= sources.upstreams?.() ?? Promise.resolve([]));
   collectDefaultMetrics({ register: registry, prefix: 'estate_' });
@@ -224,6 +228,26 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
       },
     });
   }
+  if (sources.heldBack) {
+    const held = sources.heldBack;
+    const read = (): Promise<HeldBack> => (heldReading ??= held());
+    new Gauge({
+      name: 'estate_store_held_events',
+      help: 'committed events the log is not read past yet: written after the oldest transaction still open in the PostgreSQL cluster (counted up to 10000)',
+      registers: [registry],
+      async collect() {
+        this.set((await read()).events);
+      },
+    });
+    new Gauge({
+      name: 'estate_store_held_seconds',
+      help: 'age of the oldest committed event the log is not read past yet (0 when none): how long an open transaction has held back every reader and the relay',
+      registers: [registry],
+      async collect() {
+        this.set((await read()).oldestSeconds);
+      },
+    });
+  }
   return {
     registry,
     toolCall({ tool, version, outcome, seconds }) {
@@ -236,6 +260,7 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
     async render() {
       lagReading = null;
       upstreamReading = null;
+      heldReading = null;
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
   };

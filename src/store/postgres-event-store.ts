@@ -17,10 +17,10 @@
  * snapshots); this file ties them to the port.
  */
 import pg from 'pg';
-import type { AppendRequest, AppendResult, EventStore, LogPage, ReadAllOptions, StoredEvent, SubscribeOptions, Subscription } from '#app/ports';
+import { HELD_BACK_COUNT_CAP, type AppendRequest, type AppendResult, type EventStore, type LogPage, type ReadAllOptions, type StoredEvent, type SubscribeOptions, type Subscription } from '#app/ports';
 import { appendInOneStatement, appendInTransaction, type PostgresAppendContext } from './postgres-append.ts';
 import { createAppendListener } from './postgres-listener.ts';
-import { readStream, scan, scanToEnd, streamIds, type PostgresReadContext } from './postgres-read.ts';
+import { heldBack, readStream, scan, scanToEnd, streamIds, type PostgresReadContext } from './postgres-read.ts';
 import { DEFAULT_LIMIT, START, later, parsePosition, quoteSchema, validateRequest } from './postgres-rows.ts';
 import { createSchemaMigration } from './postgres-schema.ts';
 import { createPostgresSnapshots } from './postgres-snapshots.ts';
@@ -162,6 +162,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     readAll,
     readAllPage,
     streamIds: (prefix) => streamIds(reads, prefix),
+    heldBack: () => heldBack(reads, HELD_BACK_COUNT_CAP),
     scan(options = {}) {
       if (closed) throw new Error('postgres store: scan after close');
       return scanToEnd(reads, parsePosition(options.after), options.limit ?? DEFAULT_LIMIT, options.streamPrefix, closing);

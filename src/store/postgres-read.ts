@@ -241,3 +241,19 @@ export async function streamIds(c: PostgresReadContext, prefix: string): Promise
 
 /** `streamIds`' statement ($1: the prefix); exported for the test that reads its plan. */
 export const streamIdsSql = (s: string): string => `SELECT stream_id FROM ${s}.streams WHERE starts_with(stream_id, $1) ORDER BY stream_id COLLATE "C"`;
+
+/**
+ * Committed events at or past the oldest transaction open in the cluster: the log is not read past them until it
+ * ends (see the header of postgres-event-store.ts). Counted up to `cap`, by the log's index from that transaction on.
+ */
+export async function heldBack(c: PostgresReadContext, cap: number): Promise<{ events: number; oldestSeconds: number }> {
+  await c.ensureReady();
+  const { rows } = await c.pool.query<{ events: number; oldest: number | null }>(
+    `SELECT count(*)::int AS events, EXTRACT(EPOCH FROM clock_timestamp() - min(recorded_at))::float8 AS oldest
+     FROM (SELECT recorded_at FROM ${c.s}.events WHERE transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
+           ORDER BY transaction_id, seq LIMIT $1) held`,
+    [cap],
+  );
+  const r = rows[0];
+  return { events: r?.events ?? 0, oldestSeconds: Math.max(0, r?.oldest ?? 0) };
+}
