@@ -117,7 +117,7 @@ export class ConcurrencyError extends Error {
 export interface HeldBack {
   /** Committed events a read of the log does not return yet (capped at HELD_BACK_COUNT_CAP). */
   events: number;
-  /** Age of the oldest of them, in seconds (0 when none). */
+  /** Age of the oldest of them by its recorded time, in seconds (0 when none; a copied event keeps its original time). */
   oldestSeconds: number;
 }
 export const HELD_BACK_COUNT_CAP = 10_000;
@@ -147,8 +147,8 @@ export interface EventStore {
 
   /**
    * Optional: the ids of the streams whose id starts with `prefix`, in id order, found by the store's index of stream
-   * ids (SQLite, PostgreSQL, memory). For a reader of a few streams among many (one run's streams, one per owner: the console's
-   * run page); without it they are found by reading the log under the prefix, past every other event.
+   * ids (SQLite, PostgreSQL, memory). For a reader of a few streams among many (one run's streams, one per owner: the
+   * console's run page); without it they are found by reading the log under the prefix, past every other event.
    */
   streamIds?(prefix: string): Promise<string[]>;
 
