@@ -71,30 +71,31 @@ const STATELESS = '2026-07-28';
 /** After a change message, a list that does not show it yet is fetched again after these waits (ms). */
 export const CONFIRM_DELAYS_MS: readonly number[] = [25, 100, 250];
 
-/** A change message for a listed tool, with the version the held list showed for it then. */
-interface Announced {
-  change: CatalogueChange;
-  before: string | undefined;
+/**
+ * What the next fetched list must show of the change messages for one listed tool since the last fetch: one per tool,
+ * however many messages came (the topic is not trusted, and a caller may not list for a long while).
+ */
+interface Expected {
+  /** A published version newer than the listed one: listed at it or a later one (if this caller may see it). */
+  atLeast?: string;
+  /** The listed version, deprecated or retired: listed no more. */
+  gone?: string;
 }
 
-/**
- * Whether the change must show in this caller's list: a published version newer than the listed one (if this caller
- * may see it: it cannot tell), or the listed version deprecated or retired. Anything else may leave the list as it was.
- */
-const shouldShow = ({ change, before }: Announced): boolean => {
-  if (before === undefined) return false;
-  if (change.event === 'ToolVersionPublished') return isStrictSemver(change.version) && isStrictSemver(before) && compareVersions(change.version, before) > 0;
-  return change.version === before;
+const isNewer = (version: string, than: string | undefined): boolean =>
+  than === undefined || (isStrictSemver(version) && isStrictSemver(than) && compareVersions(version, than) > 0);
+
+/** Folds a change message into what the list must show; anything else may leave the list as it was. */
+const foldChange = (e: Expected, change: CatalogueChange, listed: string | undefined): Expected => {
+  if (change.event === 'ToolVersionPublished') {
+    if (listed !== undefined && isNewer(change.version, listed) && isNewer(change.version, e.atLeast)) e.atLeast = change.version;
+  } else if (change.version === listed) e.gone = change.version;
+  return e;
 };
 
-/**
- * Whether a list showing `shown` for the tool shows the change: the published version or a newer one (two publishes
- * announced before one fetch are both checked), or no longer the deprecated or retired one.
- */
-const shows = ({ change }: Announced, shown: string | undefined): boolean => {
-  if (change.event !== 'ToolVersionPublished') return shown !== change.version;
-  return shown !== undefined && isStrictSemver(shown) && compareVersions(shown, change.version) >= 0;
-};
+/** Whether a list showing `shown` for the tool shows what was expected of it. */
+const shows = (e: Expected, shown: string | undefined): boolean =>
+  (e.atLeast === undefined || (shown !== undefined && isStrictSemver(shown) && !isNewer(e.atLeast, shown))) && (e.gone === undefined || shown !== e.gone);
 
 interface Held {
   tools: Tool[];
@@ -121,8 +122,8 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
     confirmRetries: 0,
   };
   const confirmDelays = options.confirmDelaysMs ?? CONFIRM_DELAYS_MS;
-  /** Change messages whose change the next fetched list is checked against. */
-  let announced: Announced[] = [];
+  /** Per listed tool, what the next fetched list is checked against (bounded by the tools listed). */
+  let expected = new Map<string, Expected>();
   let held: Held | undefined;
   let generation = 0;
   let inflight: Promise<Tool[]> | undefined;
@@ -149,7 +150,8 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
   const unsubscribeFeed = options.changes?.subscribe((change: CatalogueChange) => {
     const listed = held?.byName.get(change.tool);
     if (!listed) return;
-    announced.push({ change, before: versionOfTool(listed) });
+    const e = foldChange(expected.get(change.tool) ?? {}, change, versionOfTool(listed));
+    if (e.atLeast !== undefined || e.gone !== undefined) expected.set(change.tool, e);
     invalidate('change_feed');
   });
 
@@ -175,14 +177,14 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
   const fetchList = async (): Promise<Tool[]> => {
     await ensureListening();
     // Only what was announced before this fetch: a message during it invalidates what it fetches anyway.
-    const checks = announced.filter(shouldShow);
-    announced = [];
+    const checks = [...expected];
+    expected = new Map();
     const gen = generation;
     stats.lists += 1;
     let result = await client.listTools(undefined, { cacheMode: 'refresh' });
-    for (const wait of confirmDelays) {
+    for (const wait of checks.length > 0 ? confirmDelays : []) {
       const shown = new Map(result.tools.map((t) => [t.name, versionOfTool(t)]));
-      if (closed || checks.every((a) => shows(a, shown.get(a.change.tool)))) break;
+      if (closed || checks.every(([tool, e]) => shows(e, shown.get(tool)))) break;
       await new Promise((resolve) => setTimeout(resolve, wait));
       stats.lists += 1;
       stats.confirmRetries += 1;

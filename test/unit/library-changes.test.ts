@@ -165,6 +165,23 @@ describe('createToolsCache after a change message: the list is checked against t
     expect(server.served()).toBe(5);
   });
 
+  it('a flood of change messages for a listed tool (the topic is not trusted) costs the next list at most its waits', async () => {
+    const { createToolsCache } = await import('#lib/client');
+    const server = fakeServer([v1]);
+    const changes = feed();
+    const delays = [1, 1, 1];
+    const cache = createToolsCache(server.client, { changes, confirmDelaysMs: delays });
+    await cache.list();
+    for (let i = 0; i < 10_000; i++) {
+      changes.send('payments.lookup', `${2 + (i % 50)}.${i}.0`);
+      changes.send('payments.lookup', '1.0.0', i % 2 ? 'ToolVersionDeprecated' : 'ToolVersionRetired');
+    }
+    expect((await cache.list()).map((t) => t._meta?.['io.estate/version'])).toEqual(['1.0.0', '3.0.0']);
+    expect(cache.stats()).toMatchObject({ lists: 2 + delays.length, confirmRetries: delays.length, invalidationsBySource: { change_feed: 1 } });
+    await cache.list();
+    expect(server.served()).toBe(2 + delays.length);
+  });
+
   it('does not wait for what need not show: an older version published, another version deprecated; a retired listed version must', async () => {
     const { createToolsCache } = await import('#lib/client');
     const server = fakeServer([v1, v1, v1, v1, [tool('payments.lookup', '0.9.0'), tool('other', '3.0.0')]]);
