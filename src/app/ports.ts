@@ -119,6 +119,28 @@ export interface HeldBack {
   events: number;
   /** Age of the oldest of them by its recorded time, in seconds (0 when none; a copied event keeps its original time). */
   oldestSeconds: number;
+  /** When some are held: the oldest open write transaction, which holds them (as far as the store can see it). */
+  holder?: HeldBackHolder;
+}
+
+/**
+ * The transaction that holds the log back (PostgreSQL: the session with the oldest transaction id still running, or a
+ * prepared transaction). Names what the store's role may see: any role sees a session's pid, database, user and
+ * application; its state and start only a role allowed to read that user's statistics.
+ */
+export interface HeldBackHolder {
+  /** Server process id of the session (`pg_terminate_backend` takes it); absent for a prepared transaction. */
+  pid?: number;
+  /** A prepared (two-phase) transaction's id: it holds until COMMIT PREPARED or ROLLBACK PREPARED, with no session. */
+  prepared?: string;
+  database: string;
+  user: string;
+  /** The session's `application_name` ('' when none or a prepared transaction). */
+  application: string;
+  /** e.g. 'idle in transaction' (absent when not visible to the store's role). */
+  state?: string;
+  /** Seconds since the transaction started (or was prepared); absent when not visible to the store's role. */
+  seconds?: number;
 }
 export const HELD_BACK_COUNT_CAP = 10_000;
 

@@ -247,6 +247,19 @@ export const createMetrics = (sources: MetricSources): EstateMetrics => {
         this.set((await read()).oldestSeconds);
       },
     });
+    new Gauge({
+      name: 'estate_store_held_by_seconds',
+      help: 'the transaction holding the log back, while one does (no series otherwise): its labels name it, its value is its age in seconds (when the role cannot see its start: the held seconds, a lower bound)',
+      labelNames: ['pid', 'prepared', 'database', 'user', 'application'],
+      registers: [registry],
+      async collect() {
+        const { holder, oldestSeconds } = await read();
+        this.reset();
+        if (!holder) return;
+        const labels = { pid: holder.pid === undefined ? '' : String(holder.pid), prepared: holder.prepared ?? '', database: holder.database, user: holder.user, application: holder.application };
+        this.set(labels, holder.seconds ?? oldestSeconds);
+      },
+    });
   }
   return {
     registry,

@@ -1,6 +1,6 @@
 /** Reads from the PostgreSQL event store: pages in global order that no open transaction can precede, and streams. */
 import type pg from 'pg';
-import type { ReadStreamOptions, StoredEvent } from '#app/ports';
+import type { HeldBack, HeldBackHolder, ReadStreamOptions, StoredEvent } from '#app/ports';
 import { INDEXED_PREFIXES, SCAN_WINDOW, formatPosition, parsePosition, recordedAtIso, toStored, tupleToStored, type Cursor, type EventRow, type EventTuple, type ScanRow, type WindowTuple } from './postgres-rows.ts';
 
 export interface PostgresReadContext {
@@ -245,15 +245,64 @@ export const streamIdsSql = (s: string): string => `SELECT stream_id FROM ${s}.s
 /**
  * Committed events at or past the oldest transaction open in the cluster: the log is not read past them until it
  * ends (see the header of postgres-event-store.ts). Counted up to `cap`, by the log's index from that transaction on.
+ * When some are held, the transaction holding them is named too (`heldBackHolder`).
  */
-export async function heldBack(c: PostgresReadContext, cap: number): Promise<{ events: number; oldestSeconds: number }> {
+export async function heldBack(c: PostgresReadContext, cap: number): Promise<HeldBack> {
   await c.ensureReady();
-  const { rows } = await c.pool.query<{ events: number; oldest: number | null }>(
-    `SELECT count(*)::int AS events, EXTRACT(EPOCH FROM clock_timestamp() - min(recorded_at))::float8 AS oldest
-     FROM (SELECT recorded_at FROM ${c.s}.events WHERE transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
-           ORDER BY transaction_id, seq LIMIT $1) held`,
+  const { rows } = await c.pool.query<{ events: number; oldest: number | null; xmin: string }>(
+    `SELECT count(held.recorded_at)::int AS events,
+            EXTRACT(EPOCH FROM clock_timestamp() - min(held.recorded_at))::float8 AS oldest, horizon.xmin::text AS xmin
+     FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin) horizon
+     LEFT JOIN LATERAL (SELECT recorded_at FROM ${c.s}.events WHERE transaction_id >= horizon.xmin
+                        ORDER BY transaction_id, seq LIMIT $1) held ON true
+     GROUP BY horizon.xmin`,
     [cap],
   );
   const r = rows[0];
-  return { events: r?.events ?? 0, oldestSeconds: Math.max(0, r?.oldest ?? 0) };
+  const held: HeldBack = { events: r?.events ?? 0, oldestSeconds: Math.max(0, r?.oldest ?? 0) };
+  if (held.events === 0 || !r) return held;
+  const holder = await heldBackHolder(c, r.xmin);
+  return holder ? { ...held, holder } : held;
+}
+
+/**
+ * The transaction whose id is `xmin` (a snapshot's oldest running one), if it is still running: a session's
+ * (`pg_stat_activity.backend_xid`, which any role may read, with the session's pid, database, user and application;
+ * its state and start are null for a role not allowed to read that user's statistics), or a prepared transaction,
+ * which holds with no session at all (`pg_prepared_xacts`). Undefined when it has ended since (then another, newer
+ * transaction is not named in its place).
+ */
+export async function heldBackHolder(c: PostgresReadContext, xmin: string): Promise<HeldBackHolder | undefined> {
+  const { rows } = await c.pool.query<{
+    pid: number | null;
+    prepared: string | null;
+    database: string;
+    user: string;
+    application: string;
+    state: string | null;
+    seconds: number | null;
+  }>(
+    `SELECT pid, prepared, database, "user", application, state, seconds FROM (
+       SELECT a.pid, NULL::text AS prepared, coalesce(a.datname::text, '') AS database,
+              coalesce(a.usename::text, '') AS "user", coalesce(a.application_name, '') AS application, a.state,
+              EXTRACT(EPOCH FROM clock_timestamp() - a.xact_start)::float8 AS seconds
+       FROM pg_stat_activity a WHERE a.backend_xid = $1::xid8::xid
+       UNION ALL
+       SELECT NULL, p.gid, p.database::text, p.owner::text, '', NULL,
+              EXTRACT(EPOCH FROM clock_timestamp() - p.prepared)::float8
+       FROM pg_prepared_xacts p WHERE p.transaction = $1::xid8::xid
+     ) running LIMIT 1`,
+    [xmin],
+  );
+  const h = rows[0];
+  if (!h) return undefined;
+  return {
+    ...(h.pid !== null ? { pid: h.pid } : {}),
+    ...(h.prepared !== null ? { prepared: h.prepared } : {}),
+    database: h.database,
+    user: h.user,
+    application: h.application,
+    ...(h.state !== null ? { state: h.state } : {}),
+    ...(h.seconds !== null ? { seconds: Math.max(0, h.seconds) } : {}),
+  };
 }

@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EventStore } from '#app/ports';
-import { createMetrics } from '#ops/metrics';
+import { createMetrics, type EstateMetrics } from '#ops/metrics';
 import { createPostgresEventStore } from '#store/postgres-event-store';
 import { dropSchema, requirePostgres, uniqueSchema } from './pg-helpers.ts';
 
@@ -16,7 +16,9 @@ if (url) {
   describe('events held back behind an open transaction (PostgreSQL)', () => {
     const schema = uniqueSchema('held');
     let store: EventStore;
-    const other = new pg.Client({ connectionString: url });
+    // Any client may name itself anything; the name reaches a metric's label, so it carries a quote and a backslash.
+    const application = 'held-back "probe" \\ x';
+    const other = new pg.Client({ connectionString: url, application_name: application });
     beforeAll(async () => {
       store = await createPostgresEventStore({ connectionString: url, schema });
     });
@@ -26,20 +28,25 @@ if (url) {
       await dropSchema(url, schema);
     });
 
-    const scrape = async (): Promise<{ events: number; seconds: number }> => {
-      const metrics = createMetrics({ catalogue: () => ({ size: 0, position: null }), heldBack: () => store.heldBack!() });
+    let metrics: EstateMetrics | undefined;
+    const scrape = async (): Promise<{ events: number; seconds: number; heldBy: string[] }> => {
+      // One registry for every scrape, as a serving process has: a holder gone must leave no series behind.
+      metrics ??= createMetrics({ catalogue: () => ({ size: 0, position: null }), heldBack: () => store.heldBack!() });
       const body = (await metrics.render()).body;
       const value = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(body)?.[1] ?? NaN);
-      return { events: value('estate_store_held_events'), seconds: value('estate_store_held_seconds') };
+      const heldBy = body.split('\n').filter((l) => l.startsWith('estate_store_held_by_seconds{'));
+      return { events: value('estate_store_held_events'), seconds: value('estate_store_held_seconds'), heldBy };
     };
 
     it('counts the committed events a read does not return while another transaction is open, and 0 once it ends', async () => {
       await store.append('tool-before', [{ type: 'A', data: {} }], { expectedRevision: 'no_stream' });
       await vi.waitFor(async () => expect(await store.heldBack!()).toEqual({ events: 0, oldestSeconds: 0 }), { timeout: 30_000 });
-      expect(await scrape()).toEqual({ events: 0, seconds: 0 });
+      expect(await scrape()).toEqual({ events: 0, seconds: 0, heldBy: [] });
 
       // Another connection, another database object even: it has written (it holds a transaction id) and not ended.
       await other.connect();
+      const { rows } = await other.query<{ pid: number; db: string; usr: string }>('SELECT pg_backend_pid() AS pid, current_database() AS db, current_user AS usr');
+      const { pid, db, usr } = rows[0]!;
       await other.query('BEGIN');
       await other.query('SELECT pg_current_xact_id()');
       try {
@@ -48,13 +55,24 @@ if (url) {
         const held = await store.heldBack!();
         expect(held.events).toBe(2);
         expect(held.oldestSeconds).toBeGreaterThanOrEqual(0);
+        // The holder is named: the session above (the test's role may read its own sessions' state and start).
+        expect(held.holder).toMatchObject({ pid, database: db, user: usr, application, state: 'idle in transaction' });
+        expect(held.holder?.seconds).toBeGreaterThanOrEqual(held.oldestSeconds);
         const scraped = await scrape();
         expect(scraped.events).toBe(2);
         expect(scraped.seconds).toBeGreaterThanOrEqual(held.oldestSeconds);
+        expect(scraped.heldBy).toHaveLength(1);
+        const line = scraped.heldBy[0]!;
+        expect(line).toContain(`pid="${pid}"`);
+        expect(line).toContain(`database="${db}",user="${usr}"`);
+        // Escaped as the exposition format wants: the label cannot end early or forge another.
+        expect(line).toContain('application="held-back \\"probe\\" \\\\ x"');
+        expect(Number(line.split(' ').at(-1))).toBeGreaterThanOrEqual(held.oldestSeconds);
       } finally {
         await other.query('COMMIT');
       }
       await vi.waitFor(async () => expect(await store.heldBack!()).toEqual({ events: 0, oldestSeconds: 0 }), { timeout: 30_000 });
+      expect((await scrape()).heldBy).toEqual([]);
       expect((await store.readAll()).map((e) => e.type)).toEqual(['A', 'B', 'C']);
     });
   });

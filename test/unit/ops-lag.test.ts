@@ -4,6 +4,7 @@ import { RELAY_STATE_EVENT } from '#app/relay-lease';
 import { relayStream } from '#app/relay';
 import { CommandHandler } from '#app/command-handler';
 import { createLagProbe } from '#ops/lag';
+import type { HeldBack } from '#app/ports';
 import { createMetrics } from '#ops/metrics';
 import { createMemoryEventStore } from '#store/memory-event-store';
 import { aDefinition } from '../fixtures/builders.ts';
@@ -85,5 +86,24 @@ describe('lag metrics', () => {
     expect(gauge(text, 'estate_catalogue_lag_events')).toBe(0);
     expect(text).not.toMatch(/^estate_relay_lag_events /m);
     await store.close();
+  });
+
+  it('names the holder of held-back events, a prepared transaction too, and the held seconds when its start is hidden', async () => {
+    let held: HeldBack = { events: 0, oldestSeconds: 0 };
+    const metrics = createMetrics({ catalogue: () => ({ size: 0, position: null }), heldBack: () => Promise.resolve(held) });
+    const series = async (): Promise<string[]> => (await metrics.render()).body.split('\n').filter((l) => l.startsWith('estate_store_held_by_seconds{'));
+    expect(await series()).toEqual([]);
+
+    // Another user's session: pid, database, user and application visible, its start not (a lower bound instead).
+    held = { events: 3, oldestSeconds: 12.5, holder: { pid: 4242, database: 'billing', user: 'batch', application: 'a\nb' } };
+    expect(await series()).toEqual(['estate_store_held_by_seconds{pid="4242",prepared="",database="billing",user="batch",application="a\\nb"} 12.5']);
+
+    // A prepared transaction holds with no session.
+    held = { events: 1, oldestSeconds: 2, holder: { prepared: 'tx-7', database: 'billing', user: 'batch', application: '', seconds: 90 } };
+    expect(await series()).toEqual(['estate_store_held_by_seconds{pid="",prepared="tx-7",database="billing",user="batch",application=""} 90']);
+
+    // Held, but the holder ended between the two reads: no series naming a transaction that no longer holds.
+    held = { events: 1, oldestSeconds: 2 };
+    expect(await series()).toEqual([]);
   });
 });
