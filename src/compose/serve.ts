@@ -24,6 +24,7 @@ import { loadSdkTransport } from '#mcp/sdk-transport';
 import { createStreamableHttp } from '#mcp/streamable-http';
 import { catalogueCaughtUp, opsRoutes } from '#ops/http-routes';
 import { applyHeapPolicy } from '#ops/heap-policy';
+import { heldBackLine, watchHeldBack } from '#ops/held-back-watch';
 import { createLagProbe } from '#ops/lag';
 import { createMetrics, type EstateMetrics } from '#ops/metrics';
 import { createStoreHealth, type StoreHealth } from '#ops/store-health';
@@ -168,6 +169,14 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
   const unwritable = await storeHealth.check();
   if (unwritable) log.error({ reason: unwritable }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
   storeHealth.start();
+  // PostgreSQL: a long transaction anywhere in the cluster stalls this process's reads silently; the log says who holds.
+  const heldWatch = estate.store.heldBack
+    ? watchHeldBack({
+        read: estate.store.heldBack.bind(estate.store),
+        held: (h) => log.warn({ events: h.events, seconds: Math.round(h.oldestSeconds), holder: h.holder }, heldBackLine(h)),
+        released: () => log.info({}, 'no committed event waits behind an open transaction any more: the log is read on'),
+      })
+    : undefined;
   const sessionCount = { of: (): number => 0 };
   const connectionCounts = { of: (): ListenerCounts | undefined => undefined };
   const metrics = createMetrics({
@@ -232,6 +241,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     if (writeFrame) await runStdio(served, writeFrame);
     else await runHttp(served, edge);
   } finally {
+    heldWatch?.stop();
     await core.close();
     await pool?.close();
     await following.close();

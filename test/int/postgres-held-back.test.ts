@@ -2,13 +2,20 @@
  * The PostgreSQL store reads its log only up to the oldest write transaction open in the cluster (a later commit of
  * it must not be skipped), so one long transaction anywhere, even another application's, holds back every reader and
  * the relay. `heldBack()` and the two `/metrics` gauges fed by it say so: how many committed events wait, and since
- * when. This file holds a transaction open on purpose: it runs with the files that do (vitest.config.ts).
+ * when, and a third names the transaction; `estate watch` says it on stderr. This file holds transactions open on
+ * purpose: it runs with the files that do (vitest.config.ts).
  */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EventStore } from '#app/ports';
 import { createMetrics, type EstateMetrics } from '#ops/metrics';
 import { createPostgresEventStore } from '#store/postgres-event-store';
+import { runCli, startHttpServer, toolDefinition, type HttpServer } from '../e2e/helpers.ts';
+import { startWatch, type Watcher } from '../e2e/watch-helpers.ts';
 import { dropSchema, requirePostgres, uniqueSchema } from './pg-helpers.ts';
 
 const url = await requirePostgres('events held back on PostgreSQL');
@@ -75,5 +82,70 @@ if (url) {
       expect((await scrape()).heldBy).toEqual([]);
       expect((await store.readAll()).map((e) => e.type)).toEqual(['A', 'B', 'C']);
     });
+  });
+
+  describe('estate watch on PostgreSQL says who holds the log back', () => {
+    // A database of its own: the CLI's store uses the default schema.
+    const database = `estate_held_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    const storeUrl = (() => {
+      const u = new URL(url);
+      u.pathname = `/${database}`;
+      return u.toString();
+    })();
+    const dir = mkdtempSync(join(tmpdir(), 'estate-held-'));
+    const admin = async (sql: string): Promise<void> => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        await c.query(sql);
+      } finally {
+        await c.end();
+      }
+    };
+    const publish = async (name: string): Promise<void> => {
+      const file = join(dir, `${name}.json`);
+      writeFileSync(file, JSON.stringify(toolDefinition({ name })));
+      const out = await runCli(['publish', file, '--store', storeUrl]);
+      expect(out.code, out.stderr).toBe(0);
+    };
+    let watcher: Watcher | undefined;
+    let server: HttpServer | undefined;
+    const holder = new pg.Client({ connectionString: url, application_name: 'held-back-watch-probe' });
+    beforeAll(async () => {
+      await admin(`CREATE DATABASE ${database}`);
+    });
+    afterAll(async () => {
+      await watcher?.stop();
+      await server?.stop();
+      await holder.end().catch(() => undefined);
+      await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('names the open transaction (estate watch on stderr, a serving process in its log) once changes have waited 5 s, and says when it ends', async () => {
+      await publish('test.held-first');
+      server = await startHttpServer(['--store', storeUrl]);
+      watcher = await startWatch(['--store', storeUrl]);
+      await holder.connect();
+      const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_current_xact_id()');
+      try {
+        await publish('test.held-behind');
+        const w = watcher;
+        await vi.waitFor(() => expect(w.stderr()).toContain(`the session with pid ${pid} (`), { timeout: 30_000, interval: 200 });
+        expect(w.stderr()).toMatch(/estate watch: 1 committed event has waited \d+ s behind an open transaction: .*application "held-back-watch-probe", idle in transaction/);
+        expect(w.changes.seen).toEqual([]);
+        const warned = await server.logs.next((l) => l.level === 40 && (l.holder as { pid?: number } | undefined)?.pid === pid, 30_000, 'the held-back warning');
+        expect(warned).toMatchObject({ events: expect.any(Number), seconds: expect.any(Number), holder: { pid, application: 'held-back-watch-probe' } });
+        expect(String(warned.msg)).toContain(`the session with pid ${pid} (`);
+      } finally {
+        await holder.query('COMMIT');
+      }
+      expect(await watcher.changes.next(() => true, 30_000, 'the change held back')).toMatchObject({ tool: 'test.held-behind' });
+      const w = watcher;
+      await vi.waitFor(() => expect(w.stderr()).toContain('estate watch: no committed event waits behind an open transaction any more'), { timeout: 30_000, interval: 200 });
+      await server.logs.next((l) => typeof l.msg === 'string' && l.msg.startsWith('no committed event waits behind an open transaction'), 30_000, 'the release line');
+    }, 120_000);
   });
 }

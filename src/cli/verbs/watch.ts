@@ -5,6 +5,7 @@ import { encodeChange } from '#bus/change-message';
 import { loadConfig } from '#config';
 import { DomainError } from '#domain/errors';
 import { parseWatchPosition, watchStore, type WatchHandle, type WatchStart } from '#ops/change-watch';
+import { heldBackLine, watchHeldBack, type HeldBackWatch } from '#ops/held-back-watch';
 import { openEventStore } from '#store/open-store';
 import { EXIT } from '../exit.ts';
 import { runVerb, type GlobalOptions } from '../run.ts';
@@ -35,6 +36,7 @@ const runWatch = async (flags: WatchFlags): Promise<number> => {
   const config = loadConfig({ ...(flags.store ? { store: flags.store } : {}), ...(flags.bus ? { bus: flags.bus } : {}) });
   let store: EventStore | undefined;
   let handle: WatchHandle | undefined;
+  let held: HeldBackWatch | undefined;
   let printed = 0;
   let failure: unknown;
   let stop!: () => void;
@@ -57,6 +59,14 @@ const runWatch = async (flags: WatchFlags): Promise<number> => {
       source = `the store ${store.kind}`;
       // A read that keeps failing is reported once per failure; the tail retries by itself (SPEC: survives them).
       handle = watchStore(store, start, print, (e) => process.stderr.write(`estate watch: store read failed, retrying: ${e instanceof Error ? e.message : String(e)}\n`));
+      // PostgreSQL: changes committed behind another client's open transaction wait for it; say so, and who it is.
+      if (store.heldBack) {
+        held = watchHeldBack({
+          read: store.heldBack.bind(store),
+          held: (h) => process.stderr.write(`estate watch: ${heldBackLine(h)}\n`),
+          released: () => process.stderr.write('estate watch: no committed event waits behind an open transaction any more\n'),
+        });
+      }
     } else {
       source = `Kafka topic ${config.topic}`;
       // Loaded only for a kafka:// bus, so the default never loads kafkajs.
@@ -70,6 +80,7 @@ const runWatch = async (flags: WatchFlags): Promise<number> => {
     failure = e;
   } finally {
     clearInterval(keepAlive);
+    held?.stop();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await handle?.close().catch(() => undefined);
