@@ -61,3 +61,29 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
     await client.end();
   }
 }
+
+/** One statement on its own connection (DDL a test needs around it: CREATE DATABASE cannot run in a pool's transaction). */
+export async function adminQuery(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A database no other run uses, for processes whose store takes the default schema (`estate serve`, the CLI): its
+ * URL, `create()` and `drop()` (forcing out any session still connected).
+ */
+export const uniqueDatabase = (url: string, purpose: string): { url: string; create(): Promise<void>; drop(): Promise<void> } => {
+  const name = `estate_${purpose}_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    create: () => adminQuery(url, `CREATE DATABASE ${name}`),
+    drop: () => adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+};

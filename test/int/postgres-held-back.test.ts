@@ -5,7 +5,6 @@
  * when, and a third names the transaction; `estate watch` says it on stderr. This file holds transactions open on
  * purpose: it runs with the files that do (vitest.config.ts).
  */
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +15,7 @@ import { createMetrics, type EstateMetrics } from '#ops/metrics';
 import { createPostgresEventStore } from '#store/postgres-event-store';
 import { runCli, startHttpServer, toolDefinition, type HttpServer } from '../e2e/helpers.ts';
 import { startWatch, type Watcher } from '../e2e/watch-helpers.ts';
-import { dropSchema, requirePostgres, uniqueSchema } from './pg-helpers.ts';
+import { dropSchema, requirePostgres, uniqueDatabase, uniqueSchema } from './pg-helpers.ts';
 
 const url = await requirePostgres('events held back on PostgreSQL');
 if (url) {
@@ -86,22 +85,9 @@ if (url) {
 
   describe('estate watch on PostgreSQL says who holds the log back', () => {
     // A database of its own: the CLI's store uses the default schema.
-    const database = `estate_held_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-    const storeUrl = (() => {
-      const u = new URL(url);
-      u.pathname = `/${database}`;
-      return u.toString();
-    })();
+    const db = uniqueDatabase(url, 'held');
+    const storeUrl = db.url;
     const dir = mkdtempSync(join(tmpdir(), 'estate-held-'));
-    const admin = async (sql: string): Promise<void> => {
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      try {
-        await c.query(sql);
-      } finally {
-        await c.end();
-      }
-    };
     const publish = async (name: string): Promise<void> => {
       const file = join(dir, `${name}.json`);
       writeFileSync(file, JSON.stringify(toolDefinition({ name })));
@@ -112,13 +98,13 @@ if (url) {
     let server: HttpServer | undefined;
     const holder = new pg.Client({ connectionString: url, application_name: 'held-back-watch-probe' });
     beforeAll(async () => {
-      await admin(`CREATE DATABASE ${database}`);
+      await db.create();
     });
     afterAll(async () => {
       await watcher?.stop();
       await server?.stop();
       await holder.end().catch(() => undefined);
-      await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await db.drop();
       rmSync(dir, { recursive: true, force: true });
     });
 

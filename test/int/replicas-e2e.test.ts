@@ -6,15 +6,14 @@
  * the store never shows) is read for, given up on and reported, and a real change behind it applied. Then B is SIGKILLed, a tool is published while it
  * is down, and the restarted B serves it (caught up from the store) and hears later publishes again.
  */
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startHttpServer, toolDefinition, type HttpServer } from '../e2e/helpers.ts';
 import { encodeChange } from '#bus/change-message';
 import { produceRaw, requireServices, uniqueTopic } from './kafka-helpers.ts';
+import { uniqueDatabase } from './pg-helpers.ts';
 
 const services = await requireServices('two replicas on PostgreSQL + Kafka');
 
@@ -122,12 +121,8 @@ const LIST_CHANGED = 'notifications/tools/list_changed';
 if (services) {
   describe('two replicas on PostgreSQL + Kafka', () => {
     const { pgUrl, brokers } = services;
-    const database = `estate_e2e_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-    const storeUrl = (() => {
-      const u = new URL(pgUrl);
-      u.pathname = `/${database}`;
-      return u.toString();
-    })();
+    const db = uniqueDatabase(pgUrl, 'e2e');
+    const storeUrl = db.url;
     const dir = mkdtempSync(join(tmpdir(), 'estate-replicas-'));
     const env = { ESTATE_TOPIC: uniqueTopic('replicas'), ESTATE_RELAY_TTL_MS: '2000', ESTATE_LOG_LEVEL: 'debug' };
     const args = ['--store', storeUrl, '--bus', `kafka://${brokers.join(',')}`, ...HANDLERS];
@@ -149,18 +144,9 @@ if (services) {
     const applied = (srv: HttpServer, tool: string) =>
       srv.logs.next((l) => l.msg === 'catalogue updated' && Array.isArray(l.tools) && l.tools.includes(tool), 20_000, `catalogue update for ${tool}`);
 
-    const admin = async (sql: string): Promise<void> => {
-      const c = new pg.Client({ connectionString: pgUrl });
-      await c.connect();
-      try {
-        await c.query(sql);
-      } finally {
-        await c.end();
-      }
-    };
 
     beforeAll(async () => {
-      await admin(`CREATE DATABASE ${database}`);
+      await db.create();
       a = await startHttpServer([...args, ...GLOBEX], { env });
       b = await startHttpServer([...args, ...ACME], { env });
     });
@@ -168,7 +154,7 @@ if (services) {
       for (const s of open) s.close();
       await a?.stop();
       await b?.stop();
-      await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await db.drop();
       rmSync(dir, { recursive: true, force: true });
     });
 
