@@ -38,8 +38,8 @@ export const heldBackLine = (h: NamedHeldBack): string => {
   const who = h.holder;
   const by =
     who.prepared !== undefined
-        ? `prepared transaction ${JSON.stringify(who.prepared)} (user ${JSON.stringify(who.user)}, database ${JSON.stringify(who.database)}; COMMIT PREPARED or ROLLBACK PREPARED ends it)`
-        : `the session with pid ${who.pid} (user ${JSON.stringify(who.user)}, database ${JSON.stringify(who.database)}${who.application ? `, application ${JSON.stringify(who.application)}` : ''}${who.state ? `, ${who.state}` : ''}${who.seconds !== undefined ? `, its transaction open ${Math.round(who.seconds)} s` : ''})`;
+      ? `prepared transaction ${JSON.stringify(who.prepared)} (user ${JSON.stringify(who.user)}, database ${JSON.stringify(who.database)}; COMMIT PREPARED or ROLLBACK PREPARED ends it)`
+      : `the session with pid ${who.pid} (user ${JSON.stringify(who.user)}, database ${JSON.stringify(who.database)}${who.application ? `, application ${JSON.stringify(who.application)}` : ''}${who.state ? `, ${who.state}` : ''}${who.seconds !== undefined ? `, its transaction open ${Math.round(who.seconds)} s` : ''})`;
   const events = h.events >= 10_000 ? '10,000 or more committed events have' : h.events === 1 ? '1 committed event has' : `${h.events} committed events have`;
   return `${events} waited ${Math.round(h.oldestSeconds)} s behind an open transaction: ${by}; nothing newer is read until it ends`;
 };
