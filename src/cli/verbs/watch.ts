@@ -104,6 +104,8 @@ export const register = (program: Command): void => {
 Each line is one change message, the same shape the relay publishes on the Kafka topic:
   {"type":"catalogue.changed","position":"42","tool":"payments.lookup","version":"2.0.0","event":"ToolVersionPublished","at":"..."}
 Delivery is at least once: deduplicate by position. Ctrl-C ends it (exit 0).
+On PostgreSQL, changes committed behind another client's open transaction wait until it ends; once they have waited
+5 s, stderr names that transaction's session (pid, user, database, application), and says when it has ended.
 
 Examples:
   estate watch                                        (tail the default store from now on)
