@@ -144,7 +144,6 @@ if (services) {
     const applied = (srv: HttpServer, tool: string) =>
       srv.logs.next((l) => l.msg === 'catalogue updated' && Array.isArray(l.tools) && l.tools.includes(tool), 20_000, `catalogue update for ${tool}`);
 
-
     beforeAll(async () => {
       await db.create();
       a = await startHttpServer([...args, ...GLOBEX], { env });
