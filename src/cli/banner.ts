@@ -3,6 +3,7 @@
  * from which store, and how much of the catalogue the served principal sees — so "1 tool?" is answered at once.
  */
 import type { Principal } from '#domain/types';
+import { redactStoreUrl } from '#store/store-url';
 
 export interface BannerFacts {
   transport: 'http' | 'stdio';
@@ -19,9 +20,6 @@ export interface BannerFacts {
   /** Handler names bound in this process (0: nothing can be offered). */
   handlers: number;
 }
-
-/** A store URL with any password hidden (postgres://user:secret@host → postgres://user:***@host). */
-export const redactStoreUrl = (url: string): string => url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
 
 const principalText = (p: Principal): string =>
   `tenant=${p.tenant}, scopes=${p.scopes.length ? p.scopes.join(',') : '(none)'}, clearance=${p.clearance}`;

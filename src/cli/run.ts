@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { loadCliSettings, loadConfig } from '#config';
 import { openEstate, type Estate } from '#compose/estate';
 import { errorJson } from '#app/results-json';
+import { DomainError } from '#domain/errors';
 import { RemoteRefusal } from './commands/port.ts';
 import { EXIT, exitCodeOf } from './exit.ts';
 import { errorLine, printJson } from './output.ts';
@@ -21,17 +22,26 @@ export interface GlobalOptions {
 export interface VerbOptions<A extends unknown[]> {
   /** The verb only reads: a store that does not exist is a usage error, and nothing is created. */
   readOnly?: boolean;
+  /**
+   * With `readOnly`: a store that does not exist reads as an empty one instead of an error (`check`: what the guard
+   * would say of a first publish), and still nothing is created.
+   */
+  absentIsEmpty?: boolean;
   /** The verb needs no store for these arguments (e.g. `diff` of two files): it runs on an empty in-memory one. */
   storeless?: (...args: A) => boolean;
 }
 
 /** Open the estate the global flags name (flag, else environment, else default: config.ts). */
-export const openEstateFor = <A extends unknown[]>(opts: GlobalOptions, verb: VerbOptions<A>, args: A): Promise<Estate> => {
+export const openEstateFor = async <A extends unknown[]>(opts: GlobalOptions, verb: VerbOptions<A>, args: A): Promise<Estate> => {
+  const configFor = (store: string | undefined) =>
+    loadConfig({ ...(store ? { store } : {}), ...(opts.bus ? { bus: opts.bus } : {}), ...(opts.by ? { by: opts.by } : {}) });
   const store = verb.storeless?.(...args) ? 'memory:' : opts.store;
-  return openEstate(
-    loadConfig({ ...(store ? { store } : {}), ...(opts.bus ? { bus: opts.bus } : {}), ...(opts.by ? { by: opts.by } : {}) }),
-    { access: verb.readOnly ? 'read' : 'write' },
-  );
+  try {
+    return await openEstate(configFor(store), { access: verb.readOnly ? 'read' : 'write' });
+  } catch (e) {
+    if (!(verb.readOnly && verb.absentIsEmpty && e instanceof DomainError && e.code === 'no-store')) throw e;
+    return openEstate(configFor('memory:'));
+  }
 };
 
 /**

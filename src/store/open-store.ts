@@ -11,7 +11,7 @@ import { createSqliteEventStore } from './sqlite-event-store.ts';
 
 /** The shape open-store needs from the network adapters' modules, declared here so they can evolve on their own. */
 interface NetworkStoreModules {
-  postgres: { createPostgresEventStore(options: { connectionString: string }): EventStore | Promise<EventStore> };
+  postgres: { createPostgresEventStore(options: { connectionString: string; readOnly?: boolean }): EventStore | Promise<EventStore> };
   kurrentdb: { createKurrentDbEventStore(options: { connectionString: string }): EventStore | Promise<EventStore> };
 }
 
@@ -21,8 +21,8 @@ const KURRENTDB_MODULE = './kurrentdb-event-store.ts';
 
 export interface OpenStoreOptions {
   /**
-   * `read`: the verb only reads (list, show, history, calls, replay, diff), so a store that does not exist is an error
-   * and nothing is created. `write` (default): a missing SQLite file is created, but never a missing directory, except
+   * `read`: the verb only reads (list, show, history, calls, replay, diff, watch, copy's source), so a store that does
+   * not exist is an error and nothing is created (on PostgreSQL: no schema, table or index). `write` (default): a missing SQLite file is created, but never a missing directory, except
    * the default `.estate/` (a typo in `--store` must not leave a directory tree behind).
    */
   access?: 'read' | 'write';
@@ -44,7 +44,7 @@ export async function openEventStore(url: string, options: OpenStoreOptions = {}
 
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const module = (await import(POSTGRES_MODULE)) as NetworkStoreModules['postgres'];
-    return module.createPostgresEventStore({ connectionString: url });
+    return module.createPostgresEventStore({ connectionString: url, readOnly: options.access === 'read' });
   }
 
   if (url.startsWith('kurrentdb://') || url.startsWith('esdb://')) {
@@ -64,7 +64,7 @@ const checkSqlitePath = (url: string, file: string, access: 'read' | 'write'): v
         `no store at ${url}: ${file} does not exist (nothing was created; check --store or ESTATE_STORE, or publish something first)`,
       );
     }
-    if (statSync(file).isDirectory()) throw new DomainError('usage', 'no-store', `no store at ${url}: ${file} is a directory`);
+    if (statSync(file).isDirectory()) throw new DomainError('usage', 'not-a-store', `no store at ${url}: ${file} is a directory`);
     return;
   }
   const dir = dirname(file);

@@ -17,6 +17,7 @@
  * snapshots); this file ties them to the port.
  */
 import pg from 'pg';
+import { DomainError } from '#domain/errors';
 import { HELD_BACK_COUNT_CAP, type AppendRequest, type AppendResult, type EventStore, type LogPage, type ReadAllOptions, type StoredEvent, type SubscribeOptions, type Subscription } from '#app/ports';
 import { appendInOneStatement, appendInTransaction, type PostgresAppendContext } from './postgres-append.ts';
 import { createAppendListener } from './postgres-listener.ts';
@@ -24,6 +25,7 @@ import { heldBack, readStream, scan, scanToEnd, streamIds, type PostgresReadCont
 import { DEFAULT_LIMIT, START, later, parsePosition, quoteSchema, validateRequest } from './postgres-rows.ts';
 import { createSchemaMigration } from './postgres-schema.ts';
 import { createPostgresSnapshots } from './postgres-snapshots.ts';
+import { redactStoreUrl } from './store-url.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
 export interface PostgresEventStoreOptions {
@@ -39,6 +41,11 @@ export interface PostgresEventStoreOptions {
   relistenDelayMs?: number;
   /** Schema holding the tables, created on first use. Default `estate`. */
   schema?: string;
+  /**
+   * Only read (SPEC §5: read-only verbs never create a store): nothing is created, not the schema, its tables or an
+   * index, and a schema without the event tables is an error (usage, `no-store`) when the store is opened.
+   */
+  readOnly?: boolean;
   /** Pool size. Default 10. */
   maxConnections?: number;
   /**
@@ -76,7 +83,22 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     relistenDelayMs: opts.relistenDelayMs ?? 250,
     isClosed,
   });
-  const ensureReady = createSchemaMigration(pool, s, schemaName, isClosed);
+  const ensureReady = createSchemaMigration(
+    pool,
+    s,
+    schemaName,
+    isClosed,
+    opts.readOnly
+      ? () =>
+        noStore(
+          opts.connectionString,
+          `the schema "${schemaName}" holds no Estate event tables (nothing was created; check --store or ESTATE_STORE, ` +
+            'or publish something first)',
+        )
+      : undefined,
+    (e) =>
+      noStore(opts.connectionString, `${e.message} (Estate creates its schema and tables, never a database: create it, or check --store or ESTATE_STORE)`),
+  );
   const appends: PostgresAppendContext = { pool, s, schemaName, channel, beforeCommit: opts.beforeCommit };
   const reads: PostgresReadContext = { pool, s, ensureReady };
 
@@ -149,7 +171,7 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
     return subscriptions.track(subscription);
   }
 
-  return {
+  const store: EventStore = {
     kind: 'postgres',
 
     append: (streamId, events, { expectedRevision }) =>
@@ -179,4 +201,21 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
       await pool.end();
     },
   };
+  if (opts.readOnly) {
+    // Checked at once, as the SQLite file is: a read-only verb on an empty database fails before it reads anything.
+    try {
+      await ensureReady();
+    } catch (e) {
+      await store.close();
+      throw e;
+    }
+  }
+  return store;
 }
+
+/**
+ * No store where the URL points: a database that does not exist, or (opened read-only) a schema where nothing was
+ * ever published. The same error, and exit code, as a SQLite file that does not exist.
+ */
+const noStore = (connectionString: string, why: string): DomainError =>
+  new DomainError('usage', 'no-store', `no store at ${redactStoreUrl(connectionString)}: ${why}`);

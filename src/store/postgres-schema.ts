@@ -16,14 +16,28 @@ const speedUpIndexes = (s: string): { streams: Array<[string, string]>; events: 
   streams: [[STREAM_IDS_INDEX, `${s}.streams (stream_id COLLATE "C")`]],
   events: Object.entries(INDEXED_PREFIXES).map(([prefix, index]): [string, string] => [index, `${s}.events (transaction_id, seq) WHERE starts_with(stream_id, '${prefix}')`]),
 });
+/** SQLSTATE 3D000: the connection names a database that does not exist. */
+const INVALID_CATALOG_NAME = '3D000';
+
 const createIndex = (index: string, on: string, concurrently: boolean): string =>
   `CREATE INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${index} ON ${on}`;
 
 /**
  * A `ready()` that creates the tables on first use and resolves at once after. A failed first use (database still
  * starting) is forgotten, so it does not poison every later call; `isClosed` refuses use after close.
+ *
+ * `missing`, given (a read-only opening: SPEC §5, read-only verbs never create a store): nothing is created, not even
+ * a speed-up index; a schema without the event tables rejects with the error `missing()` makes. A database that does
+ * not exist (Estate creates its schema, never a database) rejects with the error `noDatabase` makes of the driver's.
  */
-export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: string, isClosed: () => boolean): () => Promise<void> {
+export function createSchemaMigration(
+  pool: pg.Pool,
+  s: string,
+  schemaName: string,
+  isClosed: () => boolean,
+  missing?: () => Error,
+  noDatabase?: (e: Error) => Error,
+): () => Promise<void> {
   /**
    * Which of these relations of the schema exist, read from pg_class with the statement's snapshot. Not by
    * `to_regclass`, which reads the connection's catalog cache: a connection that looked before another process created
@@ -55,6 +69,10 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
   };
 
   async function migrate(): Promise<void> {
+    if (missing) {
+      if (!(await schemaPresent(pool))) throw missing();
+      return;
+    }
     // Checked first because even CREATE INDEX IF NOT EXISTS takes a lock that waits for every open writer, and every
     // later writer would queue behind it: a second process starting up must not stall the ones already running.
     if (await schemaPresent(pool)) {
@@ -93,7 +111,8 @@ export function createSchemaMigration(pool: pg.Pool, s: string, schemaName: stri
   let ready: Promise<void> | null = null;
   return (): Promise<void> => {
     if (isClosed()) return Promise.reject(new Error('PostgreSQL event store is closed'));
-    ready ??= migrate().catch((error: unknown) => {
+    ready ??= migrate().catch((e: unknown) => {
+      const error = (e as { code?: unknown }).code === INVALID_CATALOG_NAME && noDatabase ? noDatabase(e as Error) : e;
       // A failed first use (database still starting) must not poison every later call.
       ready = null;
       throw error;

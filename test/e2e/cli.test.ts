@@ -154,6 +154,9 @@ describe('what a new user trips over (issue 8)', () => {
     ['calls', 'run-1'],
     ['replay', '--at', '1'],
     ['diff', 'payments.lookup@1.0.0', 'payments.lookup@2.0.0'],
+    ['upstream', 'list'],
+    ['upstream', 'drift'],
+    ['watch'],
   ])('read-only %s on a store that does not exist: exit 2, a clear error, nothing created', async (...args) => {
     const fresh = makeTempStore('estate-ro-');
     try {
@@ -168,6 +171,25 @@ describe('what a new user trips over (issue 8)', () => {
       const file = `${fresh.dir}/x.db`;
       expect((await runCli([...args, '--store', `sqlite:${file}`])).code).toBe(2);
       expect(readdirSync(fresh.dir)).toEqual([]);
+    } finally {
+      fresh.cleanup();
+    }
+  });
+  it('check on a store that does not exist judges against an empty catalogue and creates nothing', async () => {
+    const fresh = makeTempStore('estate-ro-');
+    try {
+      const def = fresh.file('d.json', aRawDefinition());
+      const r = await runCli(['check', def, '--json', '--store', `sqlite:${fresh.dir}/x.db`]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ result: 'would-publish', level: 'initial' });
+      const byDefault = await runCli(['check', def], { cwd: fresh.dir });
+      expect(byDefault.code, byDefault.stderr).toBe(0);
+      expect(byDefault.stdout).toMatch(/^would-publish: /);
+      expect(readdirSync(fresh.dir)).toEqual(['d.json']);
+      // A directory where the file should be is not "no store": it stays an error.
+      const dir = await runCli(['check', def, '--store', `sqlite:${fresh.dir}`]);
+      expect(dir.code).toBe(2);
+      expect(dir.stderr).toMatch(/is a directory/);
     } finally {
       fresh.cleanup();
     }

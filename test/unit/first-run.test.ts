@@ -1,6 +1,7 @@
 /** The start-up banner and the browser page as pure functions: wording, redaction, escaping. */
 import { describe, expect, it } from 'vitest';
-import { redactStoreUrl, startupBanner } from '#cli/banner';
+import { startupBanner } from '#cli/banner';
+import { redactStoreUrl } from '#store/store-url';
 import { browserPage, escapeHtml } from '#mcp/browser-page';
 
 describe('startupBanner', () => {

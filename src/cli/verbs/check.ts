@@ -10,5 +10,11 @@ export const register = (program: Command): void => {
     .description('say what the publish guard would decide for a definition; changes nothing')
     .argument('<file>', 'tool definition file')
     .addOption(serverOption())
-    .action(withCatalogueWrites(async (catalogue, opts, file: string) => judgeFile(catalogue, 'check', file, opts, checkedLines)));
+    .action(
+      withCatalogueWrites(async (catalogue, opts, file: string) => judgeFile(catalogue, 'check', file, opts, checkedLines), {
+        // It changes nothing, so it creates no store either: a store that does not exist is judged as an empty one.
+        readOnly: true,
+        absentIsEmpty: true,
+      }),
+    );
 };

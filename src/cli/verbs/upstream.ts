@@ -84,7 +84,7 @@ export const register = (program: Command): void => {
         for (const ns of await registry.namespaces()) rows.push(await registry.summary(ns));
         if (opts.json) printJson({ upstreams: rows });
         else say(rows.length === 0 ? ['(no upstreams)'] : rows.map(upstreamRow));
-      }),
+      }, { readOnly: true }),
     );
 
   up.command('sync')
@@ -107,7 +107,7 @@ export const register = (program: Command): void => {
         if (opts.json) {
           printJson({ pending: pending.map((p) => ({ ns: p.ns, tool: p.tool, upstreamTool: p.upstreamTool, level: p.level, reasons: p.reasons, ...(p.pinned ? { pinned: p.pinned } : {}), ...(p.textDiff ? { textDiff: p.textDiff } : {}), candidateHash: p.candidateHash, at: p.at })) });
         } else say(pendingLines(pending));
-      }),
+      }, { readOnly: true }),
     );
 
   addAccessFlags(
