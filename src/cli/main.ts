@@ -4,6 +4,7 @@
  * the one list of them (its order is the order of `estate --help`).
  */
 import { Command, CommanderError, Option } from 'commander';
+import { SERVER_INFO } from '#mcp/server-info';
 import { stdoutTaken } from '#mcp/stdout-guard';
 import { EXIT } from './exit.ts';
 import { fail, type GlobalOptions } from './run.ts';
@@ -30,6 +31,7 @@ export const buildProgram = (): Command => {
     .option('--json', 'machine-readable output on stdout')
     .addOption(new Option('--store <url>', 'event store: sqlite:<path> | memory: | postgres://... | kurrentdb://... (env ESTATE_STORE, default sqlite:.estate/estate.db)'))
     .addOption(new Option('--bus <url>', 'change bus: local | kafka://host:port[,host:port] (env ESTATE_BUS, default local)'))
+    .version(SERVER_INFO.version, '-V, --version', 'the version of Estate')
     .showHelpAfterError('(run estate --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })

@@ -138,6 +138,13 @@ describe('the README walkthrough', () => {
 });
 
 describe('what a new user trips over (issue 8)', () => {
+  it('estate --version prints the version and exits 0', async () => {
+    for (const flag of ['--version', '-V']) {
+      const r = await runCli([flag]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    }
+  });
   it('replay --at yesterday is a usage error (exit 2), not "not found"', async () => {
     t.file('seed.json', aRawDefinition({ name: 'seed.tool', handler: 'seed.tool' }));
     expect((await estate('publish', `${t.dir}/seed.json`)).code).toBe(0);

@@ -1,6 +1,8 @@
 /** The start-up banner and the browser page as pure functions: wording, redaction, escaping. */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { startupBanner } from '#cli/banner';
+import { SERVER_INFO } from '#mcp/server-info';
 import { redactStoreUrl } from '#store/store-url';
 import { browserPage, escapeHtml } from '#mcp/browser-page';
 
@@ -23,6 +25,10 @@ describe('startupBanner', () => {
     expect(redactStoreUrl('postgres://estate:s3cret@db:5432/estate')).toBe('postgres://estate:***@db:5432/estate');
     expect(redactStoreUrl('sqlite:/tmp/a:b@c.db')).toBe('sqlite:/tmp/a:b@c.db');
     expect(startupBanner({ ...base, store: 'postgres://u:pw@h/db' })).not.toContain('pw');
+  });
+  it('says the version package.json has (initialize, server/discover and estate --version say it)', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(SERVER_INFO.version).toBe(pkg.version);
   });
 });
 
