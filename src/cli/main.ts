@@ -31,7 +31,6 @@ export const buildProgram = (): Command => {
     .option('--json', 'machine-readable output on stdout')
     .addOption(new Option('--store <url>', 'event store: sqlite:<path> | memory: | postgres://... | kurrentdb://... (env ESTATE_STORE, default sqlite:.estate/estate.db)'))
     .addOption(new Option('--bus <url>', 'change bus: local | kafka://host:port[,host:port] (env ESTATE_BUS, default local)'))
-    .version(SERVER_INFO.version, '-V, --version', 'the version of Estate')
     .showHelpAfterError('(run estate --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
@@ -39,6 +38,7 @@ export const buildProgram = (): Command => {
       'after',
       `
 Exit codes: 0 ok (also "unchanged"), 2 usage error or unreadable file, 3 refused by a rule, 4 not found, 1 anything else.
+estate --version prints the version.
 Examples:
   estate publish tools/payments.lookup.yaml --by ci
   estate check tools/payments.lookup.yaml
@@ -61,7 +61,17 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   if (!stdoutTaken()) process.exit(process.exitCode ?? EXIT.ok);
 });
 
+/**
+ * `estate --version` (or `-V`) alone. Not commander's `.version()`: program options are recognised after a verb too
+ * (so `estate list --json` works), and that option would take `upstream approve <ref> --version 2.0.0`'s flag.
+ */
+const asksVersion = (args: readonly string[]): boolean => args.length === 1 && (args[0] === '--version' || args[0] === '-V');
+
 const main = async (): Promise<void> => {
+  if (asksVersion(process.argv.slice(2))) {
+    console.log(SERVER_INFO.version);
+    return;
+  }
   const program = buildProgram();
   try {
     await program.parseAsync(process.argv);
