@@ -121,6 +121,7 @@ export const pendingLines = (pending: readonly PendingView[]): string[] =>
         `${p.tool}  ${p.level}${p.pinned ? ` (pinned ${p.pinned})` : ' (never approved)'}  upstream tool '${p.upstreamTool}'`,
         ...p.reasons.map((r) => `  ${r.level.padEnd(5)} ${r.path}: ${r.rule} — ${r.detail}`),
         ...(p.textDiff ? [p.textDiff.replace(/^/gm, '    ')] : []),
+        `  approve exactly this: estate upstream approve ${p.tool} --candidate ${p.candidateHash}`,
       ]);
 
 export const approvedLine = (v: VerdictJson): string => `${v.result} ${v.name}@${v.version} (${v.level})${v.reasons.length ? `: ${reasonsInline(v.reasons)}` : ''}`;

@@ -10,6 +10,7 @@ import { ConcurrencyError, systemClock, type Clock, type EventStore } from '#app
 import { DomainError } from '#domain/errors';
 import { upstreamStream, type AutoApprove, type UpstreamCandidate, type UpstreamEvent, type UpstreamTarget } from '#domain/events';
 import { baselineOf } from '#domain/guard';
+import { parseVersion } from '#domain/semver';
 import type { DefinitionChecker } from '#app/definition-budget';
 import type { Reason, ToolAccess, ToolDefinition } from '#domain/types';
 import { applyUpstreamEvent, CHANGE_HISTORY, pendingDrift, type DriftData, type UpstreamState, type UpstreamToolState } from '#projections/upstreams';
@@ -359,6 +360,9 @@ export class UpstreamRegistry {
     const d = t ? pendingDrift(t, pinned ? contentHash(pinned) : undefined) : undefined;
     if (!t || !d) throw new DomainError('not-found', 'no-pending-drift', `no pending candidate for ${tool}`);
     stillTheCandidate(tool, d.candidateHash, o.candidateHash);
+    if (o.version !== undefined && !parseVersion(o.version)) {
+      throw new DomainError('usage', 'invalid-version', `--version: '${o.version}' is not strict semver MAJOR.MINOR.PATCH (no pre-release, no build, no leading zeros)`);
+    }
     const version = o.version ?? nextVersion(pinned?.version, d.level);
     const access = { ...d.candidate.access, ...o.access };
     const def: ToolDefinition = {

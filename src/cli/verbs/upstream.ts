@@ -50,6 +50,23 @@ const syncOnce = async (estate: Estate, ns: string) => {
   }
 };
 
+/**
+ * `--candidate <hash>`: act only on the candidate a reviewer was shown. Between `upstream drift` and `approve`, a
+ * sync (the serving process's, every interval) may record a newer candidate: without the hash, approve publishes
+ * whatever is pending then. The whole hash (as `drift` prints it), as the console sends: a prefix could be matched by
+ * an upstream that crafts a candidate to share it.
+ */
+const candidateOption = (): Option =>
+  new Option('--candidate <hash>', 'only if the pending candidate is still this one (the hash upstream drift shows); refused (exit 3) if it changed');
+
+const candidateOf = (flags: { candidate?: string }): { candidateHash?: string } => {
+  if (flags.candidate === undefined) return {};
+  if (!/^[0-9a-f]{64}$/.test(flags.candidate)) {
+    throw new DomainError('usage', 'invalid-candidate', `--candidate: '${flags.candidate}' is not a candidate hash (64 hex digits, as upstream drift prints it)`);
+  }
+  return { candidateHash: flags.candidate };
+};
+
 export const register = (program: Command): void => {
   const up = program.command('upstream').description('mirror, pin and proxy upstream MCP servers (their tools become catalogue versions only when approved)');
 
@@ -116,15 +133,19 @@ export const register = (program: Command): void => {
       .description('publish a pending candidate through the publish guard (version: the pinned one bumped by the level)')
       .argument('<ref>', '<ns>.<tool>, or <ns> with --all')
       .option('--all', 'every pending candidate of the namespace')
-      .option('--version <x.y.z>', 'publish as this version instead'),
+      .option('--version <x.y.z>', 'publish as this version instead')
+      .addOption(candidateOption()),
     'access of the published version (default: the candidate\'s)',
   ).action(
-    withEstate(async (estate, opts, ref: string, flags: AccessFlags & { all?: boolean; version?: string }) => {
+    withEstate(async (estate, opts, ref: string, flags: AccessFlags & { all?: boolean; version?: string; candidate?: string }) => {
       const registry = registryOf(estate);
+      if (flags.all && flags.candidate !== undefined) {
+        throw new DomainError('usage', 'candidate-with-all', '--candidate names one tool\'s candidate: approve that tool, not --all');
+      }
       const o = { by: estate.config.actor, ...(flags.version !== undefined ? { version: flags.version } : {}), access: accessOverrides(flags) };
       const verdicts = flags.all
         ? await registry.approveAll(ref, o)
-        : [await registry.approveOne(parseToolRef(ref).ns, parseToolRef(ref).tool, o)];
+        : [await registry.approveOne(parseToolRef(ref).ns, parseToolRef(ref).tool, { ...o, ...candidateOf(flags) })];
       if (flags.all && verdicts.length === 0) {
         if (opts.json) printJson({ approved: [] });
         else console.log(noPendingLine(ref));
@@ -147,10 +168,11 @@ export const register = (program: Command): void => {
     .description('reject a pending candidate; the pinned version keeps serving')
     .argument('<ref>', '<ns>.<tool>')
     .requiredOption('--reason <text>', 'why (recorded)')
+    .addOption(candidateOption())
     .action(
-      withEstate(async (estate, opts, ref: string, flags: { reason: string }) => {
+      withEstate(async (estate, opts, ref: string, flags: { reason: string; candidate?: string }) => {
         const { ns, tool } = parseToolRef(ref);
-        const r = await registryOf(estate).reject(ns, tool, flags.reason, estate.config.actor);
+        const r = await registryOf(estate).reject(ns, tool, flags.reason, estate.config.actor, candidateOf(flags).candidateHash);
         if (opts.json) printJson({ result: 'rejected', ...r });
         else console.log(rejectedLine(tool));
       }),
