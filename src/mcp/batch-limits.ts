@@ -16,7 +16,9 @@ export const DEFAULT_BATCH_LIMITS: BatchLimits = { messages: BATCH_LIMIT_DEFAULT
 
 /** The refusal of a batch frame on a session of `revision`, or null; `bytes`: the frame's size as received. */
 export const batchRefusal = (batch: readonly unknown[], revision: string | undefined, limits: BatchLimits = DEFAULT_BATCH_LIMITS, bytes?: number): JsonRpcResponse | null => {
-  if (!allowsBatches(revision) || batch.length === 0) return failure(null, INVALID_REQUEST, batchRefused().message);
+  if (!allowsBatches(revision)) return failure(null, INVALID_REQUEST, batchRefused().message);
+  // JSON-RPC 2.0: an empty array is an invalid request (one error, id null), even where batches are accepted.
+  if (batch.length === 0) return failure(null, INVALID_REQUEST, 'Invalid Request: an empty batch (a batch holds at least one message)');
   if (batch.length > limits.messages) {
     return failure(null, INVALID_REQUEST, `Invalid Request: a batch may hold at most ${limits.messages} messages (got ${batch.length}; ESTATE_MAX_BATCH_MESSAGES)`);
   }

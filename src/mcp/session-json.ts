@@ -8,9 +8,10 @@
  * the rest of the call (docs/benchmarks.md, "Issue 15: tools/call, profiled").
  *
  * Before dispatch, the checks the SDK transport makes on such a POST, in its order and with its answers (id null,
- * HTTP status): Accept must name both media types (406), the message must be the SDK's JSON-RPC shape (400, -32700),
- * an MCP-Protocol-Version header must be one the transport speaks (400). The ones Estate made already (content type,
- * size, JSON, envelope, session, duplicate id) ran before this.
+ * HTTP status): Accept must name both media types (406), an MCP-Protocol-Version header must be one the transport
+ * speaks (400). Not the SDK's message shape: its -32700 with id null for valid JSON is not SPEC §3's answer, and Estate
+ * takes here what it takes on stdio. The ones Estate made already (content type, size, JSON, envelope, session,
+ * duplicate id) ran before this.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { header } from '#http/header';
@@ -38,32 +39,38 @@ const isId = (v: unknown): boolean => typeof v === 'string' || (typeof v === 'nu
 const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
 
 /**
- * Whether the SDK's JSONRPCMessageSchema (@modelcontextprotocol/core) accepts a request: no member beyond the four of
- * JSON-RPC, a string or safe-integer id, a string method, and params (if any) an object whose `_meta` (if any) is an
- * object with a string or safe-integer progressToken and a related-task `{taskId: string}` when present. Written out
- * because the zod parse cost more than the rest of the check; test/unit/mcp-session-json.test.ts holds it equal to the
- * schema on generated messages.
+ * Why the SDK's JSONRPCMessageSchema (@modelcontextprotocol/core) refuses a request, or null when it takes it: no
+ * member beyond the four of JSON-RPC, a string or safe-integer id, a string method, and params (if any) an object whose
+ * `_meta` (if any) is an object with a string or safe-integer progressToken and a related-task `{taskId: string}` when
+ * present. Written out because the zod parse cost more than the rest of the check; test/unit/mcp-session-json.test.ts
+ * holds it equal to the schema on generated messages. Asked of what goes on to the SDK transport (streamable-http.ts).
  */
-export const isSdkRequestShape = (raw: unknown): boolean => {
-  if (!isPlainObject(raw) || raw.jsonrpc !== '2.0' || !isId(raw.id) || typeof raw.method !== 'string') return false;
-  for (const key of Object.keys(raw)) if (!REQUEST_KEYS.has(key)) return false;
-  if (raw.params === undefined) return true;
-  if (!isPlainObject(raw.params)) return false;
+export const sdkRequestShapeProblem = (raw: unknown): string | null => {
+  if (!isPlainObject(raw) || raw.jsonrpc !== '2.0' || typeof raw.method !== 'string') return 'not a JSON-RPC request';
+  if (!isId(raw.id)) return 'id must be a string or an integer';
+  for (const key of Object.keys(raw)) if (!REQUEST_KEYS.has(key)) return `unknown member '${key.slice(0, 64)}' (a request has jsonrpc, id, method and params)`;
+  if (raw.params === undefined) return null;
+  if (!isPlainObject(raw.params)) return 'params must be an object';
   const meta = raw.params._meta;
-  if (meta === undefined) return true;
-  if (!isPlainObject(meta)) return false;
-  if (meta.progressToken !== undefined && !isId(meta.progressToken)) return false;
+  if (meta === undefined) return null;
+  if (!isPlainObject(meta)) return 'params._meta must be an object';
+  if (meta.progressToken !== undefined && !isId(meta.progressToken)) return 'params._meta.progressToken must be a string or an integer';
   const task = meta[RELATED_TASK_META];
-  return task === undefined || (isPlainObject(task) && typeof task.taskId === 'string');
+  return task === undefined || (isPlainObject(task) && typeof task.taskId === 'string') ? null : `params._meta["${RELATED_TASK_META}"] must be {taskId: string}`;
 };
 
-/** The SDK transport's refusal of this POST, or null; its order: Accept, message shape, protocol version header. */
-export const sdkRefusal = (req: IncomingMessage, raw: unknown, revisions: readonly string[]): Refusal | null => {
+export const isSdkRequestShape = (raw: unknown): boolean => sdkRequestShapeProblem(raw) === null;
+
+/**
+ * The SDK transport's refusal of this POST, or null; its order: Accept, protocol version header. Not its refusal of a
+ * message shape it does not take (-32700 with id null, for valid JSON): Estate answers these requests itself, as it
+ * does on stdio, and what goes on to the SDK transport is checked before (streamable-http.ts, -32600 with the id).
+ */
+export const sdkRefusal = (req: IncomingMessage, _raw: unknown, revisions: readonly string[]): Refusal | null => {
   const accept = header(req, 'accept');
   if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
     return { status: 406, code: -32000, message: 'Not Acceptable: Client must accept both application/json and text/event-stream' };
   }
-  if (!isSdkRequestShape(raw)) return { status: 400, code: -32700, message: 'Parse error: Invalid JSON-RPC message' };
   const version = header(req, 'mcp-protocol-version');
   if (version !== undefined && !revisions.includes(version)) {
     return { status: 400, code: -32000, message: `Bad Request: Unsupported protocol version: ${version} (supported versions: ${revisions.join(', ')})` };

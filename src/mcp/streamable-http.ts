@@ -18,13 +18,28 @@ import { DEFAULT_MAX_LISTENS_PER_SUBJECT } from '#config';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
 import { createSdkTransport, loadSdkTransport, serveOverNode } from './sdk-transport.ts';
-import { answerAsJson } from './session-json.ts';
+import { answerAsJson, sdkRequestShapeProblem } from './session-json.ts';
 import { answerAsStream, resumeCallStream } from './session-stream.ts';
 import { Cancellation } from './cancellation.ts';
 import { duplicateId, type BatchLimits } from './batch-limits.ts';
-import { checkEnvelope, failure, INVALID_REQUEST, isRequest, isResponseEnvelope, parseFrame, responseBody, success, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
+import {
+  checkEnvelope,
+  failure,
+  INVALID_REQUEST,
+  isPlainObject,
+  isRequest,
+  isResponseEnvelope,
+  parseFrame,
+  readableId,
+  responseBody,
+  success,
+  type JsonRpcCall,
+  type JsonRpcFailure,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+} from './jsonrpc.ts';
 import { openListen } from './listen.ts';
-import { STATELESS_REVISION } from './revisions.ts';
+import { negotiate, STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
 import { checkStatelessRequest, handleStateless, isStatelessMessage, mayNotify, type StatelessContext } from './stateless.ts';
 import { SubjectCounts, subjectOf } from './subject-counts.ts';
@@ -60,6 +75,39 @@ const SESSION_NOT_FOUND = -32001;
 /** Bytes the SDK transport adds around a message's JSON in an event without an id: `event: message\ndata: ` and `\n\n`. */
 const SSE_EVENT_FRAMING = 23;
 export const FORBIDDEN = -32000;
+
+/**
+ * A request about to go to the SDK transport (an initialize, or a request before the session is initialized) that it
+ * would refuse as "Parse error" with id null although it is valid JSON (SPEC §3: -32600 with the id): answered here
+ * instead. Null: the transport takes it.
+ */
+const refusedBeforeSdk = (m: JsonRpcRequest): JsonRpcFailure | null => {
+  const shape = sdkRequestShapeProblem(m);
+  return shape ? failure(readableId(m), INVALID_REQUEST, `Invalid Request: ${shape}`) : null;
+};
+
+/**
+ * An initialize as the SDK transport recognises one. Over stdio a session takes an initialize whatever its params
+ * hold (a protocolVersion it does not speak, or none, negotiates its newest; no clientInfo is an unnamed client); the
+ * SDK transport, which starts an HTTP session, took one without a string protocolVersion, an object capabilities or a
+ * clientInfo with string name and version for something else, and answered "Server not initialized" with id null.
+ * Filled in the way the session reads them, so the two transports agree.
+ */
+const asSdkInitialize = (m: JsonRpcRequest): JsonRpcRequest => {
+  const p = m.params ?? {};
+  const info = p.clientInfo;
+  const named = isPlainObject(info) && typeof info.name === 'string' && typeof info.version === 'string';
+  if (typeof p.protocolVersion === 'string' && isPlainObject(p.capabilities) && named) return m;
+  return {
+    ...m,
+    params: {
+      ...p,
+      protocolVersion: negotiate(p.protocolVersion),
+      capabilities: isPlainObject(p.capabilities) ? p.capabilities : {},
+      clientInfo: named ? info : { name: isPlainObject(info) && typeof info.name === 'string' ? info.name : '', version: '' },
+    },
+  };
+};
 
 export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp => {
   const { core, principal } = o;
@@ -175,12 +223,14 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       }
       if (m.method === 'ping') return sendJson(res, 200, success(m.id, {}));
       if (m.method !== 'initialize') return sendJson(res, 400, failure(m.id, notInitialized().code, notInitialized().message));
+      const refused = refusedBeforeSdk(m);
+      if (refused) return sendJson(res, 400, refused);
       // Loaded before the admission check, so that nothing awaits between admitting the session and counting it.
       await loadSdkTransport();
       const refusal = sessions.admit(principalOf(req));
       if (refusal) return sendJson(res, refusal.status, failure(m.id, FORBIDDEN, refusal.message), refusal.status === 503 ? { 'retry-after': '60' } : {});
       const s = sessions.create(principalOf(req), ownerOf(req));
-      await serveOverNode(s.transport, req, res, raw, { owners });
+      await serveOverNode(s.transport, req, res, asSdkInitialize(m), { owners });
       if (!s.session.isInitialized) sessions.drop(s.id);
       return;
     }
@@ -213,6 +263,11 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       res.on('close', () => s.session.unclaim(id));
       if (s.session.isInitialized && s.session.sendsOnlyItsAnswer(env.message)) return answerAsJson(req, res, s, env.message, raw, jsonOptions);
       if (s.session.isInitialized) return answerAsStream(req, res, s, env.message, raw, streamOptions);
+      const refused = refusedBeforeSdk(env.message);
+      if (refused) {
+        s.session.unclaim(id);
+        return sendJson(res, 400, refused, { 'mcp-session-id': s.id });
+      }
     }
     await serveOverNode(s.transport, req, res, raw, { owners });
   };

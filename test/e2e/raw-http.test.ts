@@ -249,4 +249,33 @@ describe('estate serve --http, raw requests', () => {
     const gone = await send(srv.url, { body: JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'ping' }), headers: { ...JSON_HEADERS, 'mcp-session-id': sid } });
     expect(gone.status).toBe(404);
   });
+
+  // The SDK transport answered these (valid JSON) "-32700 Parse error" with id null; stdio served them.
+  it('stateful: an initialize with missing params starts a session as on stdio; a message the SDK would not take → -32600 with its id', async () => {
+    const post = (body: unknown, sid?: string) => send(srv.url, { body: JSON.stringify(body), headers: { ...JSON_HEADERS, ...(sid ? { 'mcp-session-id': sid } : {}) } });
+    const bare = await post({ jsonrpc: '2.0', id: 8, method: 'initialize' });
+    expect(bare.status, bare.body).toBe(200);
+    expect(bare.json()).toMatchObject({ id: 8, result: { protocolVersion: '2025-11-25' } });
+    const sid = bare.headers['mcp-session-id'] as string;
+    expect(sid).toMatch(/^[0-9a-f-]{36}$/);
+
+    for (const [message, why] of [
+      [{ jsonrpc: '2.0', id: 9, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } }, extra: 1 }, /unknown member 'extra'/],
+      [{ jsonrpc: '2.0', id: 1.5, method: 'initialize', params: {} }, /id must be a string or an integer/],
+    ] as const) {
+      const r = await post(message);
+      expect(r.status).toBe(400);
+      expect(r.json()).toMatchObject({ id: message.id, error: { code: -32600, message: expect.stringMatching(why) } });
+    }
+
+    // In a live session Estate answers these itself, as over stdio: a member JSON-RPC does not name is ignored, a bad
+    // _meta is the tool call's own error, with the id.
+    const extra = await post({ jsonrpc: '2.0', id: 2, method: 'ping', extra: 1 }, sid);
+    expect(extra.json()).toEqual({ jsonrpc: '2.0', id: 2, result: {} });
+    const fractional = await post({ jsonrpc: '2.0', id: 1.5, method: 'ping' }, sid);
+    expect(fractional.json()).toEqual({ jsonrpc: '2.0', id: 1.5, result: {} });
+    const meta = await post({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'fx.rates', arguments: {}, _meta: 5 } }, sid);
+    expect(meta.json()).toMatchObject({ id: 3 });
+    expect(JSON.stringify(meta.json())).not.toContain('Parse error');
+  });
 });

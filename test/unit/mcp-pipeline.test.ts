@@ -87,6 +87,8 @@ describe('stateful pipeline (the five gates, in order)', () => {
       { jsonrpc: '2.0', id: 'b', error: { code: -32601, message: 'Method not found: nope' } },
       { jsonrpc: '2.0', id: 'c', error: { code: -32600, message: 'Invalid Request: jsonrpc must be "2.0"' } },
     ]);
+    // An empty array is one invalid request, and the answer must not claim that batches are refused here.
+    expect(await old.send([])).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: an empty batch (a batch holds at least one message)' } });
     const current = h.session();
     await current.initialize('2025-11-25');
     expect(await current.send([{ jsonrpc: '2.0', id: 'a', method: 'ping' }])).toMatchObject({ id: null, error: { code: -32600 } });

@@ -80,9 +80,6 @@ describe('a session request that only has its answer to send', () => {
 describe('the JSON path refuses what the SDK transport refuses, with its answer', () => {
   const cases: [string, (m: Record<string, unknown>) => Record<string, unknown>, Record<string, string>][] = [
     ['an Accept header without text/event-stream (406)', (m) => m, { accept: 'application/json' }],
-    ['a fractional id (400, -32700)', (m) => ({ ...m, id: 1.5 }), {}],
-    ['a member JSON-RPC does not define (400, -32700)', (m) => ({ ...m, extra: true }), {}],
-    ['a _meta that is not an object (400, -32700)', (m) => ({ ...m, params: { ...(m.params as object), _meta: 5 } }), {}],
     ['an unsupported MCP-Protocol-Version header (400)', (m) => m, { 'mcp-protocol-version': '1999-01-01' }],
   ];
   for (const [what, change, extraHeaders] of cases) {
@@ -95,6 +92,28 @@ describe('the JSON path refuses what the SDK transport refuses, with its answer'
       expect(viaJson.status).toBeGreaterThanOrEqual(400);
       expect({ status: viaJson.status, body: JSON.parse(viaJson.text) as unknown }).toEqual({ status: viaSdk.status, body: JSON.parse(viaSdk.text) as unknown });
       expect(await h.calls(plain['mcp-session-id'] as string)).toHaveLength(0);
+    });
+  }
+});
+
+describe('valid JSON the SDK schema would refuse (its answer: -32700 with id null, not SPEC §3\'s)', () => {
+  const cases: [string, (m: Record<string, unknown>) => Record<string, unknown>][] = [
+    ['a fractional id', (m) => ({ ...m, id: 1.5 })],
+    ['a member JSON-RPC does not define', (m) => ({ ...m, extra: true })],
+    ['a _meta that is not an object', (m) => ({ ...m, params: { ...(m.params as object), _meta: 5 } })],
+  ];
+  for (const [what, change] of cases) {
+    it(`${what}: served as on stdio, the same on both paths, answered with its id`, async () => {
+      const plain = await open();
+      const askable = await open({ elicitation: {} });
+      const message = change(call());
+      const viaJson = await post(message, plain);
+      const viaStream = await post(message, askable);
+      for (const r of [viaJson, viaStream]) {
+        expect(r.text).not.toContain('Parse error');
+        expect(r.text).toContain(`"id":${JSON.stringify(message.id)}`);
+      }
+      expect(viaJson.status).toBe(viaStream.status);
     });
   }
 });
