@@ -2,19 +2,43 @@
  * Reading a definition from a file, once for every verb and both adapters: unreadable files are usage errors (exit 2),
  * broken rules are refusals (exit 3), and a definition error names the file first.
  */
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { DomainError } from '#domain/errors';
-import { parseDefinitionText } from '#domain/tool-definition';
+import { MAX_DEFINITION_BYTES, parseDefinitionText, tooLarge } from '#domain/tool-definition';
 import type { ToolDefinition } from '#domain/types';
 import type { DefinitionSource } from './commands/port.ts';
+
+/**
+ * A file's text, refused past MAX_DEFINITION_BYTES without reading further: a regular file by its size, anything else
+ * (`/dev/stdin`, a pipe, `/dev/zero`) as it is read.
+ */
+const readBounded = async (file: string): Promise<string> => {
+  const handle = await open(file, 'r');
+  try {
+    if ((await handle.stat()).size > MAX_DEFINITION_BYTES) throw tooLarge(file);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const { bytesRead, buffer } = await handle.read({ buffer: Buffer.alloc(64 * 1024) });
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > MAX_DEFINITION_BYTES) throw tooLarge(file);
+      chunks.push(buffer.subarray(0, bytesRead));
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  } finally {
+    await handle.close();
+  }
+};
 
 /** Read and parse (JSON for .json, YAML otherwise); nothing is validated yet. */
 export const readDefinitionSource = async (file: string): Promise<DefinitionSource> => {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readBounded(file);
   } catch (e) {
+    if (e instanceof DomainError) throw e;
     const code = (e as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : String(code ?? e);
     throw new DomainError('usage', 'unreadable-file', `cannot read ${file}: ${why}`);

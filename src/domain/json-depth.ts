@@ -56,3 +56,21 @@ export const scanJsonDepth = (text: string, maxDepth: number): JsonDepthScan => 
   }
   return { tooDeep, idText };
 };
+
+/**
+ * Whether a parsed value nests deeper than `maxDepth` (a scalar is level 0, the root container level 1), found without
+ * recursion: the question is asked of values too deep for a recursive walk. Stops at the first container past the limit.
+ */
+export const nestsDeeperThan = (value: unknown, maxDepth: number): boolean => {
+  const stack: [unknown, number][] = [[value, 1]];
+  // YAML aliases may share a node: walked again only when reached deeper than before (the yaml parser bounds aliases).
+  const deepest = new Map<object, number>();
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null || (deepest.get(v) ?? 0) >= depth) continue;
+    if (depth > maxDepth) return true;
+    deepest.set(v, depth);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  }
+  return false;
+};

@@ -8,21 +8,42 @@ import { DomainError, invalidDefinition } from './errors.ts';
 import type { SchemaCompiler } from './schema-compiler.ts';
 import { isStrictSemver } from './semver.ts';
 import { issuePath } from './zod-issues.ts';
+import { nestsDeeperThan, scanJsonDepth } from './json-depth.ts';
 import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject, type SideEffect, type ToolDefinition } from './types.ts';
 
 export const NAME_PATTERN = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$/;
 export const NAME_MAX = 128;
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
-/** Parse definition text. `format` comes from the file extension; YAML is a superset of JSON, so unknown means YAML. */
+/** Most levels a definition may nest: far above what MAX_SCHEMA_DEPTH subschemas need, far below costly. */
+export const MAX_DEFINITION_DEPTH = 1024;
+/** The largest definition text read: the publishing API's body bound (#http/guards MAX_BODY_BYTES). */
+export const MAX_DEFINITION_BYTES = 1024 * 1024;
+
+/**
+ * Parse definition text. `format` comes from the file extension; YAML is a superset of JSON, so unknown means YAML.
+ * Bounded before it is parsed: the size, and the nesting of brackets (a YAML flow sequence 10,000 deep took the `yaml`
+ * parser's process down with a fatal out-of-memory in V8's RegExp compiler; a definition 4,000 levels deep overflowed
+ * the stack of the structured clone that sends it to the definition worker); then the parsed value's depth, which
+ * YAML's block nesting reaches without brackets.
+ */
 export const parseDefinitionText = (text: string, source: string, format: 'json' | 'yaml' = 'yaml'): unknown => {
+  if (text.length > MAX_DEFINITION_BYTES) throw tooLarge(source);
+  const tooDeep = new DomainError('usage', 'too-deep', `${source}: nested deeper than ${MAX_DEFINITION_DEPTH} levels (not read further)`);
+  // For YAML an upper bound: brackets in comments and single-quoted scalars count too.
+  if (scanJsonDepth(text, MAX_DEFINITION_DEPTH).tooDeep) throw tooDeep;
+  let value: unknown;
   try {
-    if (format === 'json') return JSON.parse(text) as unknown;
-    return parseYaml(text, { prettyErrors: true, uniqueKeys: true }) as unknown;
+    value = format === 'json' ? (JSON.parse(text) as unknown) : (parseYaml(text, { prettyErrors: true, uniqueKeys: true }) as unknown);
   } catch (e) {
     throw new DomainError('usage', 'syntax-error', `${source}: not valid ${format.toUpperCase()}: ${syntaxDetail(e, text, format)}`);
   }
+  if (format === 'yaml' && nestsDeeperThan(value, MAX_DEFINITION_DEPTH)) throw tooDeep;
+  return value;
 };
+
+export const tooLarge = (source: string): DomainError =>
+  new DomainError('usage', 'too-large', `${source}: larger than ${MAX_DEFINITION_BYTES} bytes (a definition is at most 1 MiB)`);
 
 /** One line naming what is wrong and where (line and column, 1-based), whichever parser failed. */
 const syntaxDetail = (e: unknown, text: string, format: 'json' | 'yaml'): string => {

@@ -26,7 +26,7 @@ import { invalidDefinition } from '#domain/errors';
 import { scanJsonDepth } from '#domain/json-depth';
 import type { SchemaCompiler } from '#domain/schema-compiler';
 import type { ToolDefinition } from '#domain/types';
-import { parseDefinitionText, checkName } from '#domain/tool-definition';
+import { MAX_DEFINITION_DEPTH, parseDefinitionText, checkName } from '#domain/tool-definition';
 import type { DefinitionChecker } from '#app/definition-budget';
 import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from './guards.ts';
 import { sendJson as send } from './send-json.ts';
@@ -43,8 +43,6 @@ export interface PublishApiOptions {
 /** Answers one request whose path is under /v1. */
 export type PublishApi = (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
 
-/** Most levels a definition body may nest: far above what MAX_SCHEMA_DEPTH subschemas need, far below costly. */
-export const MAX_DEFINITION_DEPTH = 1024;
 
 export const isApiPath = (path: string): boolean => path === '/v1' || path.startsWith('/v1/');
 

@@ -14,6 +14,12 @@ beforeAll(() => {
 afterAll(() => t.cleanup());
 
 const estate = (...args: string[]) => runCli([...args, '--store', t.store]);
+/** An object schema whose property nests `levels` object schemas deep. */
+const nested = (levels: number): Record<string, unknown> => {
+  let schema: Record<string, unknown> = { type: 'string' };
+  for (let i = 0; i < levels; i++) schema = { type: 'object', properties: { a: schema } };
+  return schema;
+};
 const eventCount = async (): Promise<number> => {
   const r = await estate('list', '--json', '--include-deprecated');
   if (r.code === 2 && /no store at/.test(r.stderr)) return 0; // read-only verbs never create the store
@@ -29,6 +35,12 @@ describe('bad input: a specific one-line error, a non-zero exit, nothing changed
     ['non-compiling schema', 'bad-schema.json', aRawDefinition({ inputSchema: { type: 'object', properties: { a: { type: 'strin' } } } }), 3, /inputSchema/],
     ['YAML syntax error', 'broken.yaml', 'name: [payments\nversion: 1.0.0\n', 2, /broken\.yaml: not valid YAML: .*line/],
     ['JSON syntax error', 'broken.json', '{"name": "a",', 2, /broken\.json: not valid JSON/],
+    // Found by a probe: 2,000 nested object schemas overflowed the stack sending the definition to its worker (exit 1, a
+    // stack trace); a YAML flow sequence 10,000 deep took the yaml parser's process down with a fatal V8 out-of-memory.
+    ['a schema 2,000 levels deep', 'deep.json', JSON.stringify(aRawDefinition({ inputSchema: nested(2000) })), 2, /deep\.json: nested deeper than 1024 levels/],
+    ['a YAML flow sequence 10,000 deep', 'deep.yaml', `name: a.b\nx: ${'['.repeat(10_000)}${']'.repeat(10_000)}\n`, 2, /deep\.yaml: nested deeper than 1024 levels/],
+    ['YAML block nesting 1,100 deep', 'block.yaml', `${Array.from({ length: 1100 }, (_, i) => `${' '.repeat(i)}- `).join('\n')}1\n`, 2, /block\.yaml: /],
+    ['a file over 1 MiB', 'big.json', aRawDefinition({ description: 'x'.repeat(1_100_000) }), 2, /big\.json: larger than 1048576 bytes/],
   ];
   it.each(cases)('%s', async (_why, file, content, exit, message) => {
     const before = await eventCount();
