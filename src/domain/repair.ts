@@ -45,9 +45,13 @@ const lookup = (root: unknown, schema: unknown, keyword: string): unknown => {
 const declaredTypes = (type: unknown): string[] =>
   typeof type === 'string' ? [type] : Array.isArray(type) ? type.filter((t): t is string => typeof t === 'string') : [];
 
-/** The coerced value, or undefined when the string stays as it is. */
+/**
+ * The coerced value, or undefined when the string stays as it is. A string of digits past 2^53 is left as it is: its
+ * number would be another one ("9007199254740993" → 9007199254740992), and a repair that changes a value is a guess.
+ */
 const coerce = (types: string[], s: string): number | boolean | undefined => {
   if (types.length === 0 || types.includes('string')) return undefined;
+  if (INTEGER.test(s) && !Number.isSafeInteger(Number(s))) return undefined;
   if (types.includes('integer') && INTEGER.test(s)) return Number(s);
   if (types.includes('number') && NUMBER.test(s)) {
     const n = Number(s);

@@ -37,6 +37,15 @@ describe('repair: coercion', () => {
     }
   });
 
+  it('never to a different number: digits past 2^53 stay a string (found by a probe: 9007199254740993 became ...992)', () => {
+    expect(repairA({ type: 'integer' }, '9007199254740991')).toEqual({ a: 9007199254740991 });
+    expect(repairA({ type: 'integer' }, '-9007199254740991')).toEqual({ a: -9007199254740991 });
+    for (const s of ['9007199254740993', '99999999999999999999', '-9007199254740993']) {
+      expect(repairA({ type: 'integer' }, s)).toEqual({ a: s });
+      expect(repairA({ type: 'number' }, s)).toEqual({ a: s });
+    }
+  });
+
   it('number from the JSON number grammar only', () => {
     expect(repairA({ type: 'number' }, '2.5')).toEqual({ a: 2.5 });
     expect(repairA({ type: 'number' }, '-0.5e-3')).toEqual({ a: -0.0005 });
