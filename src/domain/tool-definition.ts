@@ -202,7 +202,9 @@ export const validateDefinition = (raw: unknown, compiler: SchemaCompiler): Tool
   }
   if (sideEffectKnown && isObject(fields.annotations)) collect(() => checkAnnotations(fields.annotations as JsonObject, sideEffectText as SideEffect));
   const handler = str(fields.handler);
-  if (name !== undefined && handler !== undefined && NAME_PATTERN.test(name)) collect(() => checkHandlerNamespace(name, handler));
+  const handlerProblem = handler === undefined ? null : handlerSyntaxProblem(handler);
+  if (handlerProblem) problem('invalid-handler', handlerProblem);
+  else if (name !== undefined && handler !== undefined && NAME_PATTERN.test(name)) collect(() => checkHandlerNamespace(name, handler));
   if (isObject(fields.inputSchema)) collect(() => compiler.check(fields.inputSchema as JsonObject, 'inputSchema'));
   if (isObject(fields.outputSchema)) collect(() => compiler.check(fields.outputSchema as JsonObject, 'outputSchema'));
 
@@ -233,6 +235,22 @@ export const validateDefinition = (raw: unknown, compiler: SchemaCompiler): Tool
     timeoutMs: d.timeoutMs ?? DEFAULT_TIMEOUT_MS,
   };
   return def;
+};
+
+/** A local handler: dot-separated segments, none empty, nothing that is a space or a control character. */
+const LOCAL_HANDLER = /^[^\s.\p{Cc}]+(\.[^\s.\p{Cc}]+)*$/u;
+/** `upstream:<ns>/<tool>`: the namespace as upstream namespaces are named, the upstream's own tool name after it. */
+const UPSTREAM_HANDLER = /^upstream:[a-z][a-z0-9_-]*\/[^\p{Cc}]+$/u;
+const HANDLER_MAX = 256;
+
+/** Why a handler name cannot name an implementation (`invalid-handler`), or null. */
+const handlerSyntaxProblem = (handler: string): string | null => {
+  const shown = handler.length > 80 ? `${handler.slice(0, 80)}...` : handler;
+  if (handler.length > HANDLER_MAX) return `handler: '${shown}' is longer than ${HANDLER_MAX} characters`;
+  if (handler.startsWith('upstream:')) {
+    return UPSTREAM_HANDLER.test(handler) ? null : `handler: '${shown}' must be upstream:<ns>/<tool> (a namespace, a slash, and the upstream's tool name)`;
+  }
+  return LOCAL_HANDLER.test(handler) ? null : `handler: '${shown}' must be dot-separated names (no empty segment, no spaces), e.g. payments.lookup`;
 };
 
 /**

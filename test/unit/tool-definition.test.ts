@@ -55,13 +55,26 @@ describe('refusals, each with its own code', () => {
     ['payments.mirror', 'paymentsx.lookup'],
     ['payments', 'accounts'],
     ['payments.mirror', 'upstream:accounts/balance'],
-    ['payments.mirror', 'upstream:payments'],
-    ['payments.mirror', '.payments'],
-    ['payments.mirror', 'upstream:/payments'],
   ])('a handler outside the namespace: %s with handler %s (handler-namespace)', (name, handler) => {
     const e = refusal(aRawDefinition({ name, handler }));
     expect(e.code).toBe('handler-namespace');
     expect(e.message).toContain("namespace 'payments'");
+  });
+  // A probe found 'upstream:payments' refused as outside the namespace 'payments' (it is not: it names no tool), and
+  // 'upstream:payments/', 'payments..x' and 'payments.' accepted.
+  it.each([
+    ['upstream:payments', /must be upstream:<ns>\/<tool>/],
+    ['upstream:payments/', /must be upstream:<ns>\/<tool>/],
+    ['upstream:/payments', /must be upstream:<ns>\/<tool>/],
+    ['payments..x', /must be dot-separated names/],
+    ['payments.', /must be dot-separated names/],
+    ['.payments', /must be dot-separated names/],
+    ['payments.look up', /must be dot-separated names/],
+    [`payments.${'x'.repeat(300)}`, /longer than 256 characters/],
+  ])('a handler that names nothing: %j (invalid-handler)', (handler, message) => {
+    const e = refusal(aRawDefinition({ name: 'payments.mirror', handler }));
+    expect(e.code).toBe('invalid-handler');
+    expect(e.message).toMatch(message);
   });
   it.each([
     ['payments.mirror', 'payments.lookup'],
