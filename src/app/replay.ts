@@ -14,7 +14,11 @@ export type AsOf = { position: string } | { time: string };
 export const parseAsOf = (text: string): AsOf => {
   if (/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(text)) {
     const t = Date.parse(text);
-    if (Number.isNaN(t)) throw new DomainError('usage', 'bad-time', `--at: '${text}' is not a valid ISO-8601 time`);
+    const [y, m, d] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+    // Date.parse rolls an impossible day over (2027-02-30 is 2 March) but refuses day 32 and month 13: both are refused.
+    const calendar = new Date(Date.UTC(y, m - 1, d));
+    const real = calendar.getUTCFullYear() === y && calendar.getUTCMonth() === m - 1 && calendar.getUTCDate() === d;
+    if (Number.isNaN(t) || !real) throw new DomainError('usage', 'bad-time', `--at: '${text}' is not a valid ISO-8601 time`);
     return { time: new Date(t).toISOString() };
   }
   // Every store's positions are digits, or digits:digits (PostgreSQL, KurrentDB); anything else is a usage error,
