@@ -2,6 +2,7 @@
  * Reading a definition from a file, once for every verb and both adapters: unreadable files are usage errors (exit 2),
  * broken rules are refusals (exit 3), and a definition error names the file first.
  */
+import { statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { DomainError } from '#domain/errors';
@@ -60,5 +61,16 @@ export const validateSource = async ({ file, raw }: DefinitionSource, check: (ra
   }
 };
 
-/** Whether a CLI argument names a file (for `diff`): it looks like a path rather than name@version. */
-export const looksLikeFile = (arg: string): boolean => /[/\\]/.test(arg) || /\.(json|ya?ml)$/i.test(arg);
+/**
+ * Whether a CLI argument names a file (for `diff`, SPEC §5: "an existing file path, else name@version"): a file that
+ * exists, whatever its name (`def1`), or one that looks like a path, so a missing one is "no such file", not a bad ref.
+ */
+export const looksLikeFile = (arg: string): boolean => isExistingFile(arg) || /[/\\]/.test(arg) || /\.(json|ya?ml)$/i.test(arg);
+
+const isExistingFile = (arg: string): boolean => {
+  try {
+    return statSync(arg).isFile();
+  } catch {
+    return false;
+  }
+};

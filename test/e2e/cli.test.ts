@@ -222,6 +222,12 @@ describe('what a new user trips over (issue 8)', () => {
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/^patch/);
       expect(existsSync(`${fresh.dir}/none.db`)).toBe(false);
+      // SPEC §5: "an existing file path, else name@version": a file named without a slash or an extension is a file.
+      fresh.file('def1', aRawDefinition());
+      fresh.file('def2', aRawDefinition({ version: '1.0.1', description: 'Another description.' }));
+      const bare = await runCli(['diff', 'def1', 'def2'], { cwd: fresh.dir });
+      expect(bare.code, bare.stderr).toBe(0);
+      expect(bare.stdout).toMatch(/^patch/);
     } finally {
       fresh.cleanup();
     }
