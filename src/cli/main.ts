@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { SERVER_INFO } from '#mcp/server-info';
 import { stdoutTaken } from '#mcp/stdout-guard';
 import { EXIT } from './exit.ts';
+import { printJson } from './output.ts';
 import { fail, type GlobalOptions } from './run.ts';
 import * as check from './verbs/check.ts';
 import * as calls from './verbs/calls.ts';
@@ -67,6 +68,9 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
  */
 const asksVersion = (args: readonly string[]): boolean => args.length === 1 && (args[0] === '--version' || args[0] === '-V');
 
+/** `commander.unknownOption` → `unknown-option`: a code in the style of Estate's own. */
+const commanderCode = (code: string): string => code.replace(/^commander\./, '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
 const main = async (): Promise<void> => {
   if (asksVersion(process.argv.slice(2))) {
     console.log(SERVER_INFO.version);
@@ -78,7 +82,10 @@ const main = async (): Promise<void> => {
   } catch (e) {
     if (e instanceof CommanderError) {
       // Help and version are not errors; everything commander refuses is a usage error.
-      process.exitCode = e.exitCode === 0 || e.code === 'commander.helpDisplayed' || e.code === 'commander.help' ? EXIT.ok : EXIT.usage;
+      const ok = e.exitCode === 0 || e.code === 'commander.helpDisplayed' || e.code === 'commander.help';
+      process.exitCode = ok ? EXIT.ok : EXIT.usage;
+      // Commander said it on stderr; with --json a program also gets SPEC §5's error shape on stdout, as for any other.
+      if (!ok && process.argv.includes('--json')) printJson({ error: { code: commanderCode(e.code), message: e.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ') } });
       return;
     }
     fail(e, program.opts<GlobalOptions>());

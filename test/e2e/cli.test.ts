@@ -71,6 +71,20 @@ describe('bad input: a specific one-line error, a non-zero exit, nothing changed
     expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'unknown-tool', message: "unknown tool 'nobody.here'" } });
     expect((await estate('calls', 'no-such-run')).code).toBe(4);
   });
+  it('a usage error the argument parser finds still gives --json its error shape on stdout', async () => {
+    for (const [args, code] of [
+      [['frobnicate'], 'unknown-command'],
+      [['list', '--bogus'], 'unknown-option'],
+      [['list', '--clearance', 'secret'], 'invalid-argument'],
+      [['replay'], 'missing-mandatory-option-value'],
+    ] as const) {
+      const r = await estate(...args, '--json');
+      expect(r.code, r.stderr).toBe(2);
+      const body = JSON.parse(r.stdout) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe(code);
+      expect(body.error.message).not.toMatch(/\n|^error: /);
+    }
+  });
   it('copy names its stores with --from and --to: --store (ignored by copy) and the same store twice are usage errors', async () => {
     const withStore = await runCli(['copy', '--store', 'sqlite:a.db', '--from', 'sqlite:b.db', '--to', 'sqlite:c.db']);
     expect([withStore.code, withStore.stderr.trim()]).toEqual([2, 'estate: error: copy: name the stores with --from <store-url> and --to <store-url>, not --store']);
