@@ -19,6 +19,6 @@ export const registerLifecycleVerb = (program: Command, verb: 'deprecate' | 'ret
         if (opts.json) printJson(out);
         // The ref as given names the version, whatever a server's body says.
         else console.log(lifecycleLine({ ...out, name, version }));
-      }),
+      }, { neverCreates: true }),
     );
 };

@@ -27,19 +27,25 @@ export interface VerbOptions<A extends unknown[]> {
    * would say of a first publish), and still nothing is created.
    */
   absentIsEmpty?: boolean;
+  /**
+   * The verb writes, but only into a catalogue that has something to change (deprecate, retire): a store that does not
+   * exist reads as an empty one, so the verb answers "unknown tool" and creates nothing.
+   */
+  neverCreates?: boolean;
   /** The verb needs no store for these arguments (e.g. `diff` of two files): it runs on an empty in-memory one. */
-  storeless?: (...args: A) => boolean;
+  storeless?: (...args: A) => boolean | Promise<boolean>;
 }
 
 /** Open the estate the global flags name (flag, else environment, else default: config.ts). */
 export const openEstateFor = async <A extends unknown[]>(opts: GlobalOptions, verb: VerbOptions<A>, args: A): Promise<Estate> => {
   const configFor = (store: string | undefined) =>
     loadConfig({ ...(store ? { store } : {}), ...(opts.bus ? { bus: opts.bus } : {}), ...(opts.by ? { by: opts.by } : {}) });
-  const store = verb.storeless?.(...args) ? 'memory:' : opts.store;
+  const store = (await verb.storeless?.(...args)) ? 'memory:' : opts.store;
   try {
-    return await openEstate(configFor(store), { access: verb.readOnly ? 'read' : 'write' });
+    return await openEstate(configFor(store), { access: verb.readOnly || verb.neverCreates ? 'read' : 'write' });
   } catch (e) {
-    if (!(verb.readOnly && verb.absentIsEmpty && e instanceof DomainError && e.code === 'no-store')) throw e;
+    const emptyWhenAbsent = (verb.readOnly && verb.absentIsEmpty) || verb.neverCreates;
+    if (!(emptyWhenAbsent && e instanceof DomainError && e.code === 'no-store')) throw e;
     return openEstate(configFor('memory:'));
   }
 };

@@ -227,6 +227,21 @@ describe('what a new user trips over (issue 8)', () => {
       fresh.cleanup();
     }
   });
+  it('a writing verb that fails before it writes leaves no store behind (a missing file; nothing to deprecate)', async () => {
+    const fresh = makeTempStore('estate-rw-');
+    try {
+      const store = `sqlite:${fresh.dir}/x.db`;
+      const missing = await runCli(['publish', `${fresh.dir}/missing.yaml`, '--store', store]);
+      expect([missing.code, missing.stderr.trim()]).toEqual([2, `estate: error: cannot read ${fresh.dir}/missing.yaml: no such file`]);
+      const deprecate = await runCli(['deprecate', 'a.b@1.0.0', '--reason', 'x', '--store', store]);
+      expect([deprecate.code, deprecate.stderr.trim()]).toEqual([4, "estate: not found: unknown tool 'a.b'"]);
+      const retire = await runCli(['retire', 'a.b@1.0.0', '--reason', 'x', '--store', store]);
+      expect(retire.code).toBe(4);
+      expect(readdirSync(fresh.dir)).toEqual([]);
+    } finally {
+      fresh.cleanup();
+    }
+  });
   it('diff of two files needs no store', async () => {
     const fresh = makeTempStore('estate-ro-');
     try {

@@ -4,16 +4,24 @@ import { DomainError } from '#domain/errors';
 import { serverOption, withCatalogue, withCatalogueWrites, type ServerOptions } from '../commands/open.ts';
 import { EXIT } from '../exit.ts';
 import { printJson, publishedLines, refusalLine, say } from '../output.ts';
+import { readDefinitionSource } from '../definition-file.ts';
 import { judgeFile } from '../verdict.ts';
 
 interface PublishOptions extends ServerOptions {
   module?: string;
 }
 
-const publishFile = withCatalogueWrites(async (catalogue, opts: PublishOptions, file: string | undefined, _flags: unknown, _cmd: Command) => {
-  if (file === undefined) throw new DomainError('usage', 'missing-file', 'publish: give a definition file, or --module <file>');
-  return judgeFile(catalogue, 'publish', file, opts, publishedLines);
-});
+const publishFile = withCatalogueWrites(
+  async (catalogue, opts: PublishOptions, file: string | undefined, _flags: unknown, _cmd: Command) => {
+    if (file === undefined) throw new DomainError('usage', 'missing-file', 'publish: give a definition file, or --module <file>');
+    return judgeFile(catalogue, 'publish', file, opts, publishedLines);
+  },
+  {
+    // A file that cannot be read or parsed is refused before the catalogue is asked anything: refused on an empty
+    // in-memory store, so a first publish of a missing file does not leave an empty store behind (a probe's did).
+    storeless: (file: string | undefined, _flags: unknown, _cmd: Command) => file === undefined || readDefinitionSource(file).then(() => false, () => true),
+  },
+);
 
 /** Each zod-defined tool, converted to JSON Schema now, through the same validation and guard. */
 const publishModule = withCatalogue(async (catalogue, opts: PublishOptions, file: string | undefined, _flags: unknown, _cmd: Command) => {
