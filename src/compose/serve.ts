@@ -158,7 +158,9 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
   // Caught up: a publish here (the API, the console, an upstream's mirror) of a tool this catalogue does not know skips
   // reading its stream; a catalogue that is behind costs that publish a conflict and a re-read (src/app/command-handler.ts).
   estate.commands.useReadModel((name) => reader.catalogue.tool(name) !== undefined);
-  const upstreams = (await pool?.start()) ?? 0;
+  // The upstream streams are followed from the catalogue's position, so a removal or a new registration by another
+  // process (the CLI, the console of another server) reaches this process's links: no link outlives its registration.
+  const upstreams = (await pool?.start({ store: estate.store, after: reader.position })) ?? 0;
   // Fronting an upstream: the definitions worker starts now, beside the upstreams' connecting (their syncs have just
   // begun), so the first sync's checks find it ready and its duration (which paces the next ones) is its own work. Not
   // otherwise: a process without upstreams need not hold an idle thread.

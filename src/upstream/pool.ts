@@ -3,6 +3,12 @@
  * made on first use from the namespace's registration; the executors that the tools/call path runs for handler names
  * `upstream:<ns>/<t>`; and the syncs a serving process makes on its own — on the upstream's list_changed (debounced
  * 1 s) and every `--upstream-sync-interval`.
+ *
+ * A link belongs to one registration. The pool follows the upstream streams of the store (start's `follow`): a removal
+ * (`estate upstream remove`, from any process) closes the namespace's link — its child exits, its HTTP session ends —
+ * and stops its syncs; a later registration is connected to afresh, at its own target, on first use. A registration
+ * replaced before the pool heard of it is found by the sync too: a link never lists tools into a registration it was
+ * not made for.
  */
 import type { HandlerMap, ToolHandler } from '#handlers/types';
 import type { ExecutorTraits } from '#handlers/executor-failure';
@@ -11,6 +17,9 @@ import { AnswerBudget } from './answer-budget.ts';
 import type { BreakerOptions } from './breaker.ts';
 import { parseUpstreamHandler } from './candidate.ts';
 import type { Log } from '#app/log';
+import type { EventStore, StoredEvent, Subscription } from '#app/ports';
+import { UPSTREAM_STREAM_PREFIX } from '#domain/events';
+import type { UpstreamState } from '#projections/upstreams';
 import type { UpstreamLink } from './link.ts';
 import type { UpstreamRegistry } from './registry.ts';
 
@@ -24,6 +33,21 @@ export const parseUpstreamSelection = (s: string | undefined): UpstreamSelection
   if (s === 'none') return 'none';
   return s.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
 };
+
+/** What makes one registration of a namespace differ from the next: its time and its target. */
+const registrationOf = (state: UpstreamState): string => `${state.registeredAt} ${JSON.stringify(state.target)}`;
+
+/** A link and the registration it was made from. */
+interface Linked {
+  link: UpstreamLink;
+  registration: string;
+}
+
+/** Where the pool hears of registrations and removals: the store, from a position (null: its beginning). */
+export interface PoolFollow {
+  store: Pick<EventStore, 'subscribe'>;
+  after: string | null;
+}
 
 export interface PoolOptions {
   registry: UpstreamRegistry;
@@ -40,7 +64,10 @@ export interface PoolOptions {
 }
 
 export class UpstreamPool {
-  private readonly links = new Map<string, Promise<UpstreamLink>>();
+  private readonly links = new Map<string, Promise<Linked>>();
+  /** Links closed because their registration ended, until their connection has (close() waits for them). */
+  private readonly closing = new Set<Promise<void>>();
+  private following: Subscription | undefined;
   private readonly debouncers = new Map<string, NodeJS.Timeout>();
   private readonly syncing = new Map<string, Promise<void>>();
   /** The one more sync asked for while one was running, per upstream. */
@@ -74,25 +101,84 @@ export class UpstreamPool {
 
   /** The link of a served, registered upstream. */
   link(ns: string): Promise<UpstreamLink> {
+    return this.linked(ns).then((l) => l.link);
+  }
+
+  private linked(ns: string): Promise<Linked> {
     let p = this.links.get(ns);
     if (!p) {
       // The MCP client (./link.ts, ./connection.ts) is loaded with the first link: a server fronting no upstream never loads it.
-      p = Promise.all([this.o.registry.active(ns), import('./link.ts')]).then(
-        ([{ state }, { UpstreamLink }]) =>
-          new UpstreamLink({
-            ns,
-            target: state.target,
-            env: this.o.env,
-            log: this.o.log,
-            answers: this.answers,
-            onToolsChanged: () => this.scheduleSync(ns),
-            ...(this.o.breaker ? { breaker: this.o.breaker } : {}),
-          }),
-      );
-      this.links.set(ns, p);
-      p.catch(() => this.links.delete(ns));
+      const made: Promise<Linked> = Promise.all([this.o.registry.active(ns), import('./link.ts')]).then(([{ state }, { UpstreamLink }]) => ({
+        registration: registrationOf(state),
+        link: new UpstreamLink({
+          ns,
+          target: state.target,
+          env: this.o.env,
+          log: this.o.log,
+          answers: this.answers,
+          // A link closed for a new registration may still hear its old upstream until it has gone: not a reason to sync.
+          onToolsChanged: () => {
+            if (this.links.get(ns) === made) this.scheduleSync(ns);
+          },
+          ...(this.o.breaker ? { breaker: this.o.breaker } : {}),
+        }),
+      }));
+      p = made;
+      this.links.set(ns, made);
+      made.catch(() => {
+        if (this.links.get(ns) === made) this.links.delete(ns);
+      });
     }
     return p;
+  }
+
+  /**
+   * Bring the namespace's link in line with its registration as the store has it now: a link made for a registration
+   * that has since been removed or replaced is closed (a stdio child exits, an HTTP session ends), its pending syncs are
+   * dropped, and the next call or sync connects to the registration of the day. Returns whether the link was closed.
+   */
+  private async reconcile(ns: string): Promise<boolean> {
+    const p = this.links.get(ns);
+    if (!p) return false;
+    const { state } = await this.o.registry.load(ns);
+    const held = await p.catch(() => undefined);
+    // Asked again meanwhile, or the link failed to be made (then it is gone already).
+    if (!held || this.links.get(ns) !== p) return false;
+    const now = state?.status === 'active' ? registrationOf(state) : undefined;
+    if (held.registration === now) return false;
+    this.links.delete(ns);
+    clearTimeout(this.debouncers.get(ns));
+    this.debouncers.delete(ns);
+    clearTimeout(this.followUps.get(ns)?.timer);
+    this.followUps.delete(ns);
+    this.waiting.delete(ns);
+    this.o.log.info({ upstream: ns, registration: now === undefined ? 'removed' : 'replaced' }, 'upstream link closed: its registration ended');
+    const closed = held.link.close().catch(() => undefined);
+    this.closing.add(closed);
+    void closed.then(() => this.closing.delete(closed));
+    return true;
+  }
+
+  /** The upstream events of the store, as they are appended: each registration or removal of a served namespace is followed. */
+  private follow(f: PoolFollow): void {
+    const onEvents = async (events: StoredEvent[]): Promise<void> => {
+      const touched = new Set<string>();
+      for (const e of events) {
+        if (e.type !== 'UpstreamRegistered' && e.type !== 'UpstreamRemoved') continue;
+        const ns = e.streamId.slice(UPSTREAM_STREAM_PREFIX.length);
+        if (this.serves(ns)) touched.add(ns);
+      }
+      for (const ns of touched) {
+        if (this.closed) return;
+        await this.reconcile(ns);
+      }
+    };
+    this.following = f.store.subscribe({
+      after: f.after,
+      streamPrefix: UPSTREAM_STREAM_PREFIX,
+      onEvents,
+      onError: (e) => this.o.log.warn({ error: e instanceof Error ? e.message : String(e) }, 'upstream registrations: read failed, retrying'),
+    });
   }
 
   /** The executor for one handler name, shaped as a module handler. */
@@ -161,11 +247,16 @@ export class UpstreamPool {
       let link: UpstreamLink | undefined;
       let started = Date.now();
       try {
+        // A link of a registration that has ended (the store's word not yet heard) lists nothing into the next one.
+        await this.reconcile(ns);
         link = await this.link(ns);
+        const made = this.links.get(ns);
         // The pace (paceMs) is set by the sync's own work: connecting (a child's start, an HTTP session, once per link)
         // made the first sync after a start count ~0.5 s more, and the next notice-driven sync wait 5 s more.
         started = Date.now();
         const tools = await link.listTools();
+        // Closed while it listed (removed or replaced meanwhile): what it listed is its old upstream's.
+        if (made !== undefined && this.links.get(ns) !== made) throw new Error(`upstream ${ns}: its registration ended during the sync`);
         const r = await this.o.registry.sync(ns, tools, this.o.actor);
         this.o.log.info(
           { upstream: ns, listed: r.listed, drift: r.drift.length, refused: r.refused.length, vanished: r.vanished.length, deferred: r.deferred.length, autoApproved: r.autoApproved },
@@ -244,19 +335,34 @@ export class UpstreamPool {
     this.followUps.set(ns, { at, timer });
   }
 
-  /** Sync every served upstream at start and then on the interval; returns how many active upstreams it fronts. */
-  async start(): Promise<number> {
+  /** The served namespaces whose registration is active now. */
+  private async activeServed(): Promise<string[]> {
     const all = (await this.o.registry.namespaces()).filter((ns) => this.serves(ns));
     const active: string[] = [];
     for (const ns of all) {
       const { state } = await this.o.registry.load(ns);
       if (state?.status === 'active') active.push(ns);
     }
+    return active;
+  }
+
+  /**
+   * Sync every served upstream at start and then on the interval; returns how many active upstreams it fronts. With
+   * `follow`, registrations and removals appended after `follow.after` (by any process) are followed from now on: start
+   * it from a position no later than the store's end now (the catalogue's position will do), before any link is made.
+   */
+  async start(follow?: PoolFollow): Promise<number> {
+    if (follow) this.follow(follow);
+    const active = await this.activeServed();
     for (const ns of active) void this.sync(ns);
     const every = this.o.syncIntervalMs ?? 600_000;
     if (every > 0) {
       this.interval = setInterval(() => {
-        void this.o.registry.namespaces().then((nss) => nss.filter((ns) => this.serves(ns)).forEach((ns) => void this.sync(ns)));
+        // A removed upstream is not synced (there is nothing of it to keep up with): only the active ones.
+        void this.activeServed().then(
+          (nss) => nss.forEach((ns) => void this.sync(ns)),
+          (e: unknown) => this.o.log.warn({ error: e instanceof Error ? e.message : String(e) }, 'upstream sync failed'),
+        );
       }, every);
       this.interval.unref();
     }
@@ -266,7 +372,7 @@ export class UpstreamPool {
   /** Each served upstream's breaker state, for status output. */
   async statuses(): Promise<Record<string, string>> {
     const out: Record<string, string> = {};
-    for (const [ns, p] of this.links) out[ns] = await p.then((l) => l.status, () => 'unregistered');
+    for (const [ns, p] of this.links) out[ns] = await p.then((l) => l.link.status, () => 'unregistered');
     return out;
   }
 
@@ -283,7 +389,7 @@ export class UpstreamPool {
   /** Per served upstream with a link: connected and its breaker closed (metrics' `estate_upstream_up`). */
   async up(): Promise<Record<string, boolean>> {
     const out: Record<string, boolean> = {};
-    for (const [ns, p] of this.links) out[ns] = await p.then((l) => l.connected && l.status === 'up', () => false);
+    for (const [ns, p] of this.links) out[ns] = await p.then((l) => l.link.connected && l.link.status === 'up', () => false);
     return out;
   }
 
@@ -293,7 +399,9 @@ export class UpstreamPool {
     for (const t of this.debouncers.values()) clearTimeout(t);
     for (const f of this.followUps.values()) clearTimeout(f.timer);
     for (const stop of [...this.pacing]) stop();
+    await this.following?.close();
     await Promise.all([...this.syncing.values(), ...this.again.values()]);
-    await Promise.all([...this.links.values()].map((p) => p.then((l) => l.close(), () => undefined)));
+    await Promise.all([...this.links.values()].map((p) => p.then((l) => l.link.close(), () => undefined)));
+    await Promise.all([...this.closing]);
   }
 }
