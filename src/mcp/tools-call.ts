@@ -69,7 +69,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
     span?.addEvent('validated', { 'estate.admitted': admitted.ok });
     if (!admitted.ok) {
       span?.setAttribute('estate.outcome', 'invalid_arguments');
-      return answer(facts, admitted.refusal);
+      return answer({ ...facts, repairs: admitted.repairs }, admitted.refusal);
     }
     if (admitted.repairs.length > 0) span?.addEvent('repaired', { 'estate.repairs': admitted.repairs.length });
     const argsHash = argsHashOf(p.received);

@@ -77,8 +77,9 @@ describe('estate serve --stdio, raw lines (demo estate)', () => {
       arguments: { reference: 'PMT771', include_legs: 'yes', urgent: true },
       _meta: { 'io.estate/runId': 'run-traced-invalid' },
     });
-    const result = r.result as { content: { text: string }[]; isError: boolean };
+    const result = r.result as { content: { text: string }[]; isError: boolean; _meta: Record<string, unknown> };
     expect(result.isError).toBe(true);
+    expect(result._meta['io.estate/repairs']).toEqual([{ path: '$.urgent', action: 'dropped' }]);
     expect(result.content[0]?.text.split('\n')).toEqual([
       '$.include_legs: expected type boolean, got string',
       "$.reference: does not match pattern '^PMT-\\d{3,}$'",

@@ -95,7 +95,8 @@ describe('tools/call', () => {
     const r = resultOf(await s.request('tools/call', { name: 'payments.lookup', arguments: { reference: 'PMT771', include_legs: 'yes', urgent: true } }));
     expect(r.isError).toBe(true);
     expect(textOf(r)).toBe("$.include_legs: expected type boolean, got string\n$.reference: does not match pattern '^PMT-\\d{3,}$'");
-    expect(r._meta).toEqual({ 'io.estate/version': '1.0.0', 'io.estate/runId': 'run-traced' });
+    // What repair did before the errors that remain is said too: the model learns that urgent was dropped.
+    expect(r._meta).toEqual({ 'io.estate/version': '1.0.0', 'io.estate/runId': 'run-traced', 'io.estate/repairs': [{ path: '$.urgent', action: 'dropped' }] });
     expect(ran).toBe(0);
     expect(await h.calls('run-traced')).toEqual([]);
   });

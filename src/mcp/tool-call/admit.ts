@@ -12,9 +12,16 @@ import { errorResult } from '../error-map.ts';
 
 export type Repair = Pick<RepairChange, 'path' | 'action'>;
 
-export type Admission = { ok: true; args: Record<string, unknown>; repairs: Repair[] } | { ok: false; refusal: CallToolResult };
+const NO_REPAIRS: Repair[] = [];
 
-const refused = (errors: readonly ValidationError[]): Admission => ({ ok: false, refusal: errorResult(formatErrors([...errors])) });
+/**
+ * A refusal carries what repair changed before the errors that remain (SPEC §3: every result says, in `_meta`, when
+ * repair changed the arguments): a model told only "$.include_legs: expected type boolean" would not learn that its
+ * `urgent` was dropped too, and would send it again.
+ */
+export type Admission = { ok: true; args: Record<string, unknown>; repairs: Repair[] } | { ok: false; refusal: CallToolResult; repairs: Repair[] };
+
+const refused = (errors: readonly ValidationError[], repairs: Repair[] = NO_REPAIRS): Admission => ({ ok: false, refusal: errorResult(formatErrors([...errors])), repairs });
 
 /** Limits first (cheap, no compile): the refusal of arguments too large or too deep, before any validator is needed. */
 export const argumentLimitRefusal = (received: unknown): CallToolResult | null => {
@@ -30,8 +37,7 @@ export const admitArguments = (v: CatalogueVersion, schemas: VersionSchemas, rec
     return errors.length > 0 ? refused(errors) : { ok: true, args: received as Record<string, unknown>, repairs: [] };
   }
   const r = repair(input, received);
-  if (r.errors.length > 0) return refused(r.errors);
-  return { ok: true, args: r.value as Record<string, unknown>, repairs: r.changes.length === 0 ? NO_REPAIRS : r.changes.map(({ path, action }) => ({ path, action })) };
+  const repairs = r.changes.length === 0 ? NO_REPAIRS : r.changes.map(({ path, action }) => ({ path, action }));
+  if (r.errors.length > 0) return refused(r.errors, repairs);
+  return { ok: true, args: r.value as Record<string, unknown>, repairs };
 };
-
-const NO_REPAIRS: Repair[] = [];
