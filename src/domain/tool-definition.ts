@@ -309,7 +309,18 @@ export const derivedHints = (sideEffect: SideEffect): { readOnlyHint: boolean; i
   idempotentHint: sideEffect !== 'non_idempotent',
 });
 
+/** MCP's ToolAnnotations. Other keys are kept as given (a newer revision may add some); a near miss of one is refused. */
+const MCP_ANNOTATIONS = ['title', 'readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
+const squash = (key: string): string => key.toLowerCase().replace(/[-_\s]/g, '');
+
 const checkAnnotations = (annotations: JsonObject, sideEffect: SideEffect): void => {
+  // `readonlyHint: true` passed the contradiction rule (it reads readOnlyHint) and reached clients as a key none reads:
+  // a typo must not silently weaken a contract (SPEC §1).
+  for (const key of Object.keys(annotations)) {
+    if ((MCP_ANNOTATIONS as readonly string[]).includes(key)) continue;
+    const meant = MCP_ANNOTATIONS.find((k) => squash(k) === squash(key));
+    if (meant) throw invalidDefinition('annotation-typo', `annotations.${key.slice(0, 80)}: not an MCP annotation; did you mean ${meant}?`);
+  }
   const derived = derivedHints(sideEffect);
   for (const key of ['readOnlyHint', 'idempotentHint'] as const) {
     const v = annotations[key];

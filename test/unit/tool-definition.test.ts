@@ -113,6 +113,20 @@ describe('refusals, each with its own code', () => {
     expect(refusal(aRawDefinition({ sideEffect: 'none', annotations: { destructiveHint: false } })).code).toBe('annotation-contradiction');
     expect(refusal(aRawDefinition({ sideEffect: 'non_idempotent', annotations: { idempotentHint: true } })).code).toBe('annotation-contradiction');
   });
+  it.each([
+    [{ readonlyHint: true }, 'readOnlyHint'],
+    [{ idempotenthint: true }, 'idempotentHint'],
+    [{ read_only_hint: true }, 'readOnlyHint'],
+    [{ 'destructive-hint': true }, 'destructiveHint'],
+    [{ OpenWorldHint: false }, 'openWorldHint'],
+  ])('a misspelt MCP annotation %j is refused, naming the one meant (found by a probe: it slipped past the contradiction rule)', (annotations, meant) => {
+    const e = refusal(aRawDefinition({ sideEffect: 'non_idempotent', annotations }));
+    expect(e.code).toBe('annotation-typo');
+    expect(e.message).toContain(`did you mean ${meant}?`);
+  });
+  it('other annotation keys are kept as given (a later MCP revision may add some)', () => {
+    expect(validateDefinition(aRawDefinition({ annotations: { title: 'T', vendorHint: 1 } }), compiler).annotations).toEqual({ title: 'T', vendorHint: 1 });
+  });
   it('missing and unknown fields', () => {
     const { description: _d, ...noDescription } = aRawDefinition();
     expect(refusal(noDescription).message).toMatch(/^description: /);
