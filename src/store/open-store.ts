@@ -39,7 +39,16 @@ export async function openEventStore(url: string, options: OpenStoreOptions = {}
     if (path === '') throw unknownStore(url);
     const file = isAbsolute(path) ? path : resolve(process.cwd(), path);
     checkSqlitePath(url, file, options.access ?? 'write');
-    return createSqliteEventStore({ path: file });
+    try {
+      return createSqliteEventStore({ path: file });
+    } catch (e) {
+      // `--store sqlite:tool.yaml`: SQLite's own words ("file is not a database") named neither the store nor the flag.
+      const code = (e as { code?: unknown }).code;
+      if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+        throw new DomainError('usage', 'not-a-store', `no store at ${url}: ${file} is not an Estate store (SQLite: ${(e as Error).message})`);
+      }
+      throw e;
+    }
   }
 
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {

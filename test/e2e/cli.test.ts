@@ -2,7 +2,7 @@
  * The `estate` CLI as a user meets it: every malformed definition gets a specific one-line error and a non-zero exit
  * and changes nothing; the walkthrough of the README works; --json shapes and exit codes are as SPEC §5 says.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aRawDefinition } from '../fixtures/builders.ts';
 import { makeTempStore, runCli, type TempStore } from './helpers.ts';
@@ -70,6 +70,18 @@ describe('bad input: a specific one-line error, a non-zero exit, nothing changed
     expect(r.code).toBe(4);
     expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'unknown-tool', message: "unknown tool 'nobody.here'" } });
     expect((await estate('calls', 'no-such-run')).code).toBe(4);
+  });
+  it('a malformed version, a version where none is taken, a file that is no store: usage errors (exit 2), not "not found"', async () => {
+    for (const args of [['show', 'payments.lookup@1.0'], ['retire', 'payments.lookup@1.0', '--reason', 'r'], ['history', 'payments.lookup@1.0.0']]) {
+      const r = await estate(...args);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    const notAStore = t.file('not-a-store.json', aRawDefinition());
+    const before = readFileSync(notAStore, 'utf8');
+    const r = await runCli(['list', '--store', `sqlite:${notAStore}`]);
+    expect([r.code, r.stderr.trim()]).toEqual([2, `estate: error: no store at sqlite:${notAStore}: ${notAStore} is not an Estate store (SQLite: file is not a database)`]);
+    expect(readFileSync(notAStore, 'utf8')).toBe(before);
   });
   it('a usage error the argument parser finds still gives --json its error shape on stdout', async () => {
     for (const [args, code] of [

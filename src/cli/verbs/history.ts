@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { withCatalogue } from '../commands/open.ts';
 import { historyLines, printJson, say } from '../output.ts';
+import { parseToolName } from '../ref.ts';
 
 export const register = (program: Command): void => {
   program
@@ -10,7 +11,7 @@ export const register = (program: Command): void => {
     .argument('<name>')
     .action(
       withCatalogue(async (catalogue, opts, name: string) => {
-        const versions = await catalogue.history(name);
+        const versions = await catalogue.history(parseToolName(name, 'history'));
         if (opts.json) printJson({ name, versions });
         else say(historyLines(versions));
       }, { readOnly: true }),
