@@ -4,6 +4,8 @@
  */
 import { DomainError } from '#domain/errors';
 import type { PublishVerdict } from '#domain/guard';
+import { isStrictSemver } from '#domain/semver';
+import { NAME_MAX, NAME_PATTERN } from '#domain/tool-definition';
 
 /** publish / check: `{result, name, version, level, reasons, baseline?, position?, error?}`. */
 export const verdictJson = (v: PublishVerdict, result: string, position?: string) => ({
@@ -18,7 +20,16 @@ export const verdictJson = (v: PublishVerdict, result: string, position?: string
 });
 
 /** A definition that does not even parse: the publish/check shape, with the error and nothing known of the tool. */
-export const definitionErrorJson = (e: DomainError) => ({ result: 'refused', name: null, version: null, level: null, reasons: [], error: { code: e.code, message: e.message } });
+/**
+ * A definition refused by a rule, as publish and check answer it. `raw`, when the text parsed: its name and version
+ * are given back when each is well formed on its own (the refusal may be about something else entirely), else null.
+ */
+export const definitionErrorJson = (e: DomainError, raw?: unknown) => {
+  const fields = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
+  const name = typeof fields.name === 'string' && fields.name.length <= NAME_MAX && NAME_PATTERN.test(fields.name) ? fields.name : null;
+  const version = typeof fields.version === 'string' && isStrictSemver(fields.version) ? fields.version : null;
+  return { result: 'refused', name, version, level: null, reasons: [], error: { code: e.code, message: e.message } };
+};
 
 /** Any error: `{error: {code, message, reasons?}}`. */
 export const errorJson = (e: unknown): { error: { code: string; message: string; reasons?: unknown } } => {

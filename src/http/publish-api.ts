@@ -99,7 +99,7 @@ export const createPublishApi = (o: PublishApiOptions): PublishApi => {
   const { checker } = o;
 
   /** The CLI's definition-error JSON: 400 when the body is not a definition at all, 422 when it breaks a rule. */
-  const refuseDefinition = (res: ServerResponse, e: DomainError): void => sendJson(res, e.kind === 'usage' ? 400 : 422, definitionErrorJson(e));
+  const refuseDefinition = (res: ServerResponse, e: DomainError, raw?: unknown): void => sendJson(res, e.kind === 'usage' ? 400 : 422, definitionErrorJson(e, raw));
 
   const publishOrCheck = async (res: ServerResponse, caller: Caller, text: string, verb: 'publish' | 'check'): Promise<void> => {
     const held = caller.principal.scopes;
@@ -120,14 +120,14 @@ export const createPublishApi = (o: PublishApiOptions): PublishApi => {
       if (!covers(held, PUBLISH_SCOPE, name)) return forbid(res, scopeNeededFor(PUBLISH_SCOPE, name), `${verb === 'publish' ? 'publishing' : 'checking'} ${name}`);
     } catch (e) {
       if (!(e instanceof DomainError)) throw e;
-      return refuseDefinition(res, e);
+      return refuseDefinition(res, e, raw);
     }
     let def;
     try {
       def = await checker.check(raw);
     } catch (e) {
       if (!(e instanceof DomainError)) throw e;
-      return refuseDefinition(res, e);
+      return refuseDefinition(res, e, raw);
     }
     const by = caller.principal.subject;
     // Classifying against the baseline is as costly as checking can be: the same worker, budget and refusal.

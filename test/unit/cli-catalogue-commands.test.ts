@@ -42,7 +42,8 @@ describe('local CatalogueCommands', () => {
   it('a definition breaking a rule is a refusal naming the file, not an exception', async () => {
     const v = await catalogue.publish(source(aRawDefinition({ name: 'Not A Name' }), 'tools/bad.json'));
     expect(v.refusal).toBe('refused');
-    expect(v.json).toMatchObject({ result: 'refused', name: null, version: null, level: null, reasons: [] });
+    // The name is not one, so it is not given back; the version is well formed, so it is (found by a probe: both null).
+    expect(v.json).toMatchObject({ result: 'refused', name: null, version: '1.0.0', level: null, reasons: [] });
     expect(v.json.error?.message).toMatch(/^tools\/bad\.json: /);
     // A body that is not an object at all: refused the same way.
     expect((await catalogue.check(source([1, 2]))).refusal).toBe('refused');

@@ -66,7 +66,7 @@ export const localCatalogueCommands = (estate: Estate): CatalogueCommands => {
     try {
       def = await validateSource(source, check);
     } catch (e) {
-      if (e instanceof DomainError) return definitionRefusal(e);
+      if (e instanceof DomainError) return definitionRefusal(e, source.raw);
       throw e;
     }
     return decide(def);

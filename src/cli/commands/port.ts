@@ -108,7 +108,7 @@ export class RemoteRefusal extends Error {
 }
 
 /** A definition that could not be read, parsed or validated: the publish/check shape, carrying the error. */
-export const definitionRefusal = (e: DomainError): VerdictOutcome => ({
-  json: definitionErrorJson(e),
+export const definitionRefusal = (e: DomainError, raw?: unknown): VerdictOutcome => ({
+  json: definitionErrorJson(e, raw),
   refusal: e.kind === 'usage' ? 'usage' : 'refused',
 });
