@@ -4,9 +4,14 @@
  * connection, without writing anything: SQLite takes the write lock and starts a schema change that is rolled back;
  * PostgreSQL reports `transaction_read_only`. While the last probe failed, tools/call is refused before any handler
  * runs (-32050, `ran: false`) and `/readyz` answers 503 with the reason.
+ *
+ * The SQLite probe runs on the serving thread (better-sqlite3 is synchronous), so it never waits for a lock held by
+ * another connection: it used to, for up to a second every two, and every session's requests waited with it. A held
+ * lock is a busy store, not a broken one, so the probe reports it able to write.
  */
 import { isAbsolute, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { BUSY_SPIN_MS, isBusy } from '#store/sqlite-busy';
 
 export interface StoreHealth {
   /** Probe now; null when the store can write, else why not. */
@@ -31,7 +36,7 @@ const sqliteProbe = (file: string): Probe => {
   return {
     run() {
       try {
-        db ??= new Database(file, { fileMustExist: true, timeout: 1000 });
+        db ??= new Database(file, { fileMustExist: true, timeout: BUSY_SPIN_MS });
         try {
           db.exec('BEGIN IMMEDIATE');
           db.exec('CREATE TABLE estate_write_probe (x INTEGER)');
@@ -40,9 +45,8 @@ const sqliteProbe = (file: string): Probe => {
         }
         return Promise.resolve(null);
       } catch (e) {
-        const code = (e as { code?: string }).code;
-        // Another writer holding the lock for a second is busy, not broken.
-        if (code === 'SQLITE_BUSY') return Promise.resolve(null);
+        // Another writer holding the lock is busy, not broken.
+        if (isBusy(e)) return Promise.resolve(null);
         return Promise.resolve(`the SQLite store cannot write: ${firstLine(e)}`);
       }
     },

@@ -1,7 +1,9 @@
 /**
  * SqliteEventStore: the embedded default. One file, WAL, `synchronous=FULL` (a call record is durable before its
  * result returns). Appends run in `BEGIN IMMEDIATE`, which takes the write lock before the revision check, so the
- * check and the insert are atomic across every process sharing the file; the others wait up to the busy timeout.
+ * check and the insert are atomic across every process sharing the file; the others wait up to the busy timeout, off
+ * the thread (./sqlite-busy.ts): an append that finds the file locked is retried whole from timers, and later appends
+ * of this store wait behind it, in order.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -21,6 +23,7 @@ import {
 import { startModuleWorker } from '#app/module-worker';
 import { checkExpectedRevision } from './expected-revision.ts';
 import { COLUMNS, fromPage, prefixPages, PREFIX_INDEXES, READ_AFTER, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
+import { BUSY_SPIN_MS, DEFAULT_BUSY_TIMEOUT_MS, isBusy, whenFree, writeQueue } from './sqlite-busy.ts';
 import { createSqliteSnapshots } from './sqlite-snapshots.ts';
 import { checkExternalCommits, releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
@@ -33,7 +36,10 @@ export interface SqliteEventStoreOptions {
    * this is only the fallback for a missed or unavailable watch: default 1000 ms (50 ms where no watch can be set).
    */
   pollIntervalMs?: number;
-  /** How long a writer waits for another process's write lock before failing. Default 30 s. */
+  /**
+   * How long a statement waits for another connection's lock before failing (SQLITE_BUSY). Default 30 s. The wait is
+   * spent on timers, not on the thread, except at open (creating the schema), when nothing is being served yet.
+   */
   busyTimeoutMs?: number;
   /**
    * A scan with at least this many positions ahead of it reads on a worker thread of its own. Default 100,000; 0
@@ -78,11 +84,14 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   const file = resolve(options.path);
   mkdirSync(dirname(file), { recursive: true });
 
-  const db = new Database(file, { timeout: options.busyTimeoutMs ?? 30_000 });
+  const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+  const db = new Database(file, { timeout: busyTimeoutMs });
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   // Several processes may open a fresh file together; IMMEDIATE makes them take turns creating the schema.
   db.transaction(() => db.exec(SCHEMA)).immediate();
+  // From here on a locked file is waited for on timers (./sqlite-busy.ts), never more than a moment on the thread.
+  db.pragma(`busy_timeout = ${BUSY_SPIN_MS}`);
 
   const headStmt = db.prepare<[string], { head: number | null }>(
     'SELECT MAX(revision) AS head FROM events WHERE stream_id = ?',
@@ -146,7 +155,14 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   const dataVersionStmt = db.prepare<[], number>('PRAGMA data_version').pluck();
   let seenVersion = dataVersionStmt.get() as number;
   const stopChecking = checkExternalCommits(file, () => {
-    const v = dataVersionStmt.get() as number;
+    let v: number;
+    try {
+      v = dataVersionStmt.get() as number;
+    } catch (e) {
+      // Locked for a moment (a peer recovering the WAL): assume it changed; the tails' reads wait it out.
+      if (isBusy(e)) return true;
+      throw e;
+    }
     if (v === seenVersion) return false;
     seenVersion = v;
     return true;
@@ -157,9 +173,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   const pollIntervalMs = options.pollIntervalMs ?? (watchable ? 1000 : 50);
   const ownWakes = new Set<Wake>();
   const subscriptions = new OpenSubscriptions();
-  const snapshots = createSqliteSnapshots(file, options.busyTimeoutMs ?? 30_000);
+  const snapshots = createSqliteSnapshots(file, busyTimeoutMs);
+  const writes = writeQueue(busyTimeoutMs);
   let closed = false;
 
+  /** One transaction: retried whole (and its revisions checked again) while the file is locked. */
   function appendAll(requests: AppendRequest[]): AppendResult[] {
     if (requests.length === 0) return [];
     let results: AppendResult[];
@@ -197,14 +215,20 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     let after = parsePosition(options.after);
     const limit = options.limit ?? DEFAULT_LIMIT;
     const prefix = options.streamPrefix ?? '';
-    if (prefix !== '' && !anyStreamWith(prefix)) return;
-    const head = headPositionStmt.get()?.head ?? 0;
+    const head = await whenFree(() => (prefix !== '' && !anyStreamWith(prefix) ? null : (headPositionStmt.get()?.head ?? 0)), busyTimeoutMs);
+    if (head === null) return;
     if (head - after >= scanThreadMinRows) {
       yield* scanOnThread({ file, after, prefix, pageSize: limit, ahead: SCAN_AHEAD });
       return;
     }
     for (;;) {
-      const rows = rowsAfter(after, prefix, limit);
+      let rows: RawRow[];
+      try {
+        rows = rowsAfter(after, prefix, limit);
+      } catch (e) {
+        if (!isBusy(e)) throw e;
+        rows = await whenFree(() => rowsAfter(after, prefix, limit), busyTimeoutMs);
+      }
       if (rows.length > 0) yield rows.map(toStored);
       // Short: the end of the log as this connection sees it.
       if (rows.length < limit) return;
@@ -281,17 +305,17 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     };
   }
 
-  // better-sqlite3 is synchronous; each call runs inside a promise so its errors become rejections.
-  const settle = <T>(work: () => T): Promise<T> => new Promise((ok) => ok(work()));
+  // better-sqlite3 is synchronous; each call runs at once, inside a promise so its errors become rejections, and a
+  // read that finds the file locked (rare in WAL: a peer's exclusive locking mode, WAL recovery) waits on timers.
+  const settle = <T>(work: () => T): Promise<T> => whenFree(work, busyTimeoutMs);
 
   return {
     kind: 'sqlite',
     durability: () => ({ journalMode: String(db.pragma('journal_mode', { simple: true })), synchronous: Number(db.pragma('synchronous', { simple: true })) }),
 
-    append: (streamId, events, { expectedRevision }) =>
-      settle(() => appendAll([{ streamId, events, expectedRevision }])[0]!),
+    append: (streamId, events, { expectedRevision }) => writes.run(() => appendAll([{ streamId, events, expectedRevision }])[0]!),
 
-    appendMany: (requests) => settle(() => appendAll(requests)),
+    appendMany: (requests) => writes.run(() => appendAll(requests)),
 
     readStream: (streamId, options = {}) =>
       settle(() =>
@@ -333,8 +357,9 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       const readPage = (after: string | null): LogPage => {
         const version = dataVersionStmt.get() as number;
         if (!dirty && quiet !== null && quiet.version === version && quiet.after === after) return { events: [], end: true };
-        dirty = false;
+        // Cleared only once read: a read that found the file locked and is tried again must not take itself as done.
         const page = readRows(after);
+        dirty = false;
         quiet = page.length === 0 ? { after, version } : null;
         // A short page read everything up to the head as this connection saw it; a later commit wakes the tail.
         return { events: page, end: page.length < DEFAULT_LIMIT };
@@ -367,6 +392,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     async close() {
       if (closed) return;
       closed = true;
+      // Appends waiting for a lock finish first (each within its deadline): a call's record is not dropped at shutdown.
+      await writes.idle();
       await subscriptions.closeAll();
       for (const w of [...scanWorkers]) w.stop(new Error('the store was closed'));
       for (const wake of ownWakes) wakesOf(file).delete(wake);

@@ -3,6 +3,8 @@
  * projection in `projection_snapshots`, the state in `projection_snapshot_chunks`. One file carries its events and
  * the snapshot made from them, so a copied or restored file never pairs a snapshot with another log.
  *
+ * A statement that finds the file locked by another connection waits on timers, not on the thread (./sqlite-busy.ts).
+ *
  * Its own connection, with `synchronous = NORMAL`: a snapshot is a cache, and losing the last one to a power cut only
  * costs a replay, so its commits do not wait for an fsync the way the event store's (FULL) do. The tables are created
  * on the first write, so a read-only store (or a process that only reads) never tries to change the file.
@@ -10,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import type { SnapshotHead, SnapshotStore, StoredSnapshotHead } from '#app/ports';
+import { BUSY_SPIN_MS, whenFree } from './sqlite-busy.ts';
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS projection_snapshots (
@@ -72,22 +75,24 @@ export function createSqliteSnapshots(file: string, busyTimeoutMs: number): Sqli
   const connection = (): Database.Database => {
     if (closed) throw new Error('SQLite snapshot store is closed');
     if (!opened) {
-      opened = new Database(file, { timeout: busyTimeoutMs });
+      opened = new Database(file, { timeout: BUSY_SPIN_MS });
       opened.pragma('synchronous = NORMAL');
     }
     return opened;
   };
+  /** Each statement (or transaction) at once, or, while the file is locked, from timers up to the busy timeout. */
+  const free = <T>(work: () => T): Promise<T> => whenFree(work, busyTimeoutMs);
   let created = false;
-  const ensureTables = (db: Database.Database): void => {
+  const ensureTables = async (db: Database.Database): Promise<void> => {
     if (created) return;
-    db.transaction(() => db.exec(SCHEMA)).immediate();
+    await free(() => db.transaction(() => db.exec(SCHEMA)).immediate());
     created = true;
   };
 
   return {
     async head(name) {
       try {
-        const row = connection().prepare<[string], HeadRow>('SELECT * FROM projection_snapshots WHERE name = ?').get(name);
+        const row = await free(() => connection().prepare<[string], HeadRow>('SELECT * FROM projection_snapshots WHERE name = ?').get(name));
         return row ? toHead(row) : null;
       } catch (e) {
         if (missingTable(e)) return null;
@@ -96,9 +101,10 @@ export function createSqliteSnapshots(file: string, busyTimeoutMs: number): Sqli
     },
 
     async *chunks(head) {
-      const stmt = connection().prepare<[string, number], { data: string }>('SELECT data FROM projection_snapshot_chunks WHERE id = ? AND seq = ?');
+      const stmt = await free(() => connection().prepare<[string, number], { data: string }>('SELECT data FROM projection_snapshot_chunks WHERE id = ? AND seq = ?'));
       for (let seq = 0; seq < head.chunkCount; seq++) {
-        const row = stmt.get(head.id, seq);
+        const at = seq;
+        const row = await free(() => stmt.get(head.id, at));
         if (!row) return;
         yield row.data;
       }
@@ -106,15 +112,18 @@ export function createSqliteSnapshots(file: string, busyTimeoutMs: number): Sqli
 
     async write(chunks, finish: () => SnapshotHead) {
       const db = connection();
-      ensureTables(db);
+      await ensureTables(db);
       const id = randomUUID();
-      const insert = db.prepare('INSERT INTO projection_snapshot_chunks (id, seq, data, created_ms) VALUES (?, ?, ?, ?)');
+      const insert = await free(() => db.prepare('INSERT INTO projection_snapshot_chunks (id, seq, data, created_ms) VALUES (?, ?, ?, ?)'));
       let seq = 0;
       try {
         // One short commit per chunk: the write lock is never held across a whole snapshot.
-        for await (const chunk of chunks) insert.run(id, seq++, chunk, Date.now());
+        for await (const chunk of chunks) {
+          const at = seq++;
+          await free(() => insert.run(id, at, chunk, Date.now()));
+        }
         const h = finish();
-        db.transaction(() => {
+        await free(() => db.transaction(() => {
           const old = db.prepare<[string], { id: string }>('SELECT id FROM projection_snapshots WHERE name = ?').get(h.name);
           db.prepare(
             `INSERT INTO projection_snapshots (name, id, version, position, event_count, checksum, chunk_count, chars, written_at)
@@ -125,7 +134,7 @@ export function createSqliteSnapshots(file: string, busyTimeoutMs: number): Sqli
           ).run(h.name, id, h.version, h.position, h.eventCount, h.checksum, h.chunkCount, h.chars, h.writtenAt);
           if (old) db.prepare('DELETE FROM projection_snapshot_chunks WHERE id = ?').run(old.id);
           db.prepare('DELETE FROM projection_snapshot_chunks WHERE created_ms < ? AND id NOT IN (SELECT id FROM projection_snapshots)').run(Date.now() - ORPHAN_AGE_MS);
-        }).immediate();
+        }).immediate());
       } catch (e) {
         try {
           db.prepare('DELETE FROM projection_snapshot_chunks WHERE id = ?').run(id);
