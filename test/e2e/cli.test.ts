@@ -4,6 +4,8 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runStream } from '#domain/events';
+import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { aRawDefinition } from '../fixtures/builders.ts';
 import { makeTempStore, runCli, type TempStore } from './helpers.ts';
 
@@ -315,5 +317,29 @@ describe('output piped into a reader that stops early (`estate --help | head -1`
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     expect(stderr).not.toMatch(/EPIPE|Unhandled/);
     expect(code).toBe(0);
+  });
+});
+
+describe('estate calls --json of a call that started and has no outcome on record', () => {
+  it('has every field of SPEC §5\'s call shape, null where nothing is known', async () => {
+    const fresh = makeTempStore('estate-started-');
+    try {
+      // The intent a non_idempotent call commits before its handler runs, with no ToolCalled after it (a crash).
+      const store = createSqliteEventStore({ path: fresh.store.slice('sqlite:'.length) });
+      const owner = { tenant: 'acme', subject: 'alice' };
+      await store.append(runStream('run-crash', owner), [
+        { type: 'ToolCallStarted', data: { callId: 'c1', runId: 'run-crash', ...owner, tool: 'payments.send', version: '1.0.0', argsHash: 'ab'.repeat(32), at: '2026-12-07T00:00:00.000Z' } },
+      ], { expectedRevision: 'no_stream' });
+      await store.close();
+      const r = await runCli(['calls', 'run-crash', '--json', '--store', fresh.store]);
+      expect(r.code, r.stderr).toBe(0);
+      const [call] = (JSON.parse(r.stdout) as { calls: Record<string, unknown>[] }).calls;
+      for (const field of ['tool', 'version', 'schemaHash', 'argsHash', 'repaired', 'outcome', 'durationMs', 'at', 'subject', 'tenant']) {
+        expect(call, field).toHaveProperty(field);
+      }
+      expect(call).toMatchObject({ outcome: 'started', schemaHash: null, repaired: null, durationMs: null, tool: 'payments.send' });
+    } finally {
+      fresh.cleanup();
+    }
   });
 });

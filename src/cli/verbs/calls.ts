@@ -26,7 +26,10 @@ export const register = (program: Command): void => {
         // One run per owner: the same id used by two tenants (or subjects) is two runs, shown one after the other.
         const runs = await catalogue.calls(runId);
         if (runs.length === 0) throw new DomainError('not-found', 'unknown-run', `no calls recorded for run '${runId}'`);
-        if (opts.json) printJson({ runId, owners: runs.map((r) => r.owner), calls: runs.flatMap((r) => r.calls) });
+        // A `started` call (an intent with no outcome on record) has SPEC §5's fields too: null where nothing is known.
+        const shaped = (c: (typeof runs)[number]['calls'][number]) =>
+          c.outcome === 'started' ? { schemaHash: null, repaired: null, durationMs: null, ...c } : c;
+        if (opts.json) printJson({ runId, owners: runs.map((r) => r.owner), calls: runs.flatMap((r) => r.calls.map(shaped)) });
         else for (const { owner, calls } of runs) say([runHeader(runId, owner), ...calls.map(callLine)]);
       }, { readOnly: true }),
     );
