@@ -21,7 +21,39 @@ export const MAX_UPSTREAM_TOOLS = 1000;
 export const tooManyTools = (ns: string, listed: number): DomainError =>
   new DomainError('invalid-definition', 'too-many-tools', `upstream ${ns} lists ${listed} tools or more, past the ${MAX_UPSTREAM_TOOLS} a sync takes: nothing of its listing is recorded`);
 
-/** What an upstream's tools/list gives for one tool (the fields Estate reads). */
+/**
+ * One page of an upstream's tools/list, read leniently: only the envelope is checked here (`tools` an array,
+ * `nextCursor` a string or absent). Each tool is left as the upstream gave it and judged on its own by the mapping
+ * below, so one malformed tool is refused with its reasons and the others are still compared with their pinned
+ * versions. Read strictly (the SDK's schema), one tool without an inputSchema failed the whole listing, and with it
+ * the detection of every other tool's change: an upstream could hide a rug pull behind one broken tool.
+ */
+export interface ListingPage {
+  tools: UpstreamTool[];
+  nextCursor?: string;
+}
+
+/** Entries of a listing that were not JSON objects, kept as an empty object (the registry reads `name` off each) and what they were. */
+const notObjects = new WeakMap<object, string>();
+
+const kindOf = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`);
+
+/** One page's result → the page, or why it is not one (the envelope only; a bad tool is its candidate's refusal). */
+export const listingPageOf = (result: unknown): ListingPage | string => {
+  if (typeof result !== 'object' || result === null || Array.isArray(result)) return `the result is ${kindOf(result)}, not an object`;
+  const { tools, nextCursor } = result as { tools?: unknown; nextCursor?: unknown };
+  if (!Array.isArray(tools)) return `tools: expected an array, got ${tools === undefined ? 'nothing' : kindOf(tools)}`;
+  if (nextCursor !== undefined && typeof nextCursor !== 'string') return `nextCursor: expected a string or nothing, got ${kindOf(nextCursor)}`;
+  const entries = tools.map((t: unknown): UpstreamTool => {
+    if (typeof t === 'object' && t !== null && !Array.isArray(t)) return t as UpstreamTool;
+    const kept = {} as UpstreamTool;
+    notObjects.set(kept, kindOf(t));
+    return kept;
+  });
+  return { tools: entries, ...(nextCursor !== undefined ? { nextCursor } : {}) };
+};
+
+/** What an upstream's tools/list gives for one tool (the fields Estate reads; any of them may be missing or wrong). */
 export interface UpstreamTool {
   name: string;
   title?: string;
@@ -144,11 +176,24 @@ export const mapCandidates = async (
   pinnedOf: (name: string) => ToolDefinition | undefined,
 ): Promise<MappedTool[]> => {
   const byName = new Map<string, UpstreamTool[]>();
-  for (const t of tools) {
-    const name = typeof t.name === 'string' ? mapToolName(ns, t.name) : '';
-    byName.set(name, [...(byName.get(name) ?? []), t]);
-  }
   const out: MappedTool[] = [];
+  tools.forEach((t, i) => {
+    if (typeof t.name === 'string' && t.name.length > 0) {
+      const name = mapToolName(ns, t.name);
+      byName.set(name, [...(byName.get(name) ?? []), t]);
+      return;
+    }
+    // No name to map (nor to collide with another's): refused on its own, named by its place in the listing.
+    const at = `#${i + 1}`;
+    const what = notObjects.get(t);
+    const message =
+      what !== undefined
+        ? `the listing's entry ${at} is ${what}, not a tool`
+        : t.name === undefined
+          ? `the listing's entry ${at} has no name`
+          : `the listing's entry ${at} has a name that is ${t.name === '' ? 'empty' : `${kindOf(t.name)}, not a string`}`;
+    out.push({ ok: false, refusal: { upstreamTool: at, tool: `${ns}.${at}`, code: 'invalid-name', message } });
+  });
   for (const [name, group] of [...byName.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     if (group.length > 1) {
       const names = group.map((t) => `'${String(t.name)}'`).join(', ');
@@ -157,16 +202,15 @@ export const mapCandidates = async (
       }
       continue;
     }
-    const t = group[0] as UpstreamTool;
+    const t = group[0] as UpstreamTool & { name: string };
     out.push(await mapOne(ns, name, t, defaults, check, pinnedOf(name)));
   }
   return out;
 };
 
-const mapOne = async (ns: string, name: string, t: UpstreamTool, defaults: ToolAccess, check: CheckDefinition, pinned: ToolDefinition | undefined): Promise<MappedTool> => {
-  const upstreamTool = String(t.name);
-  const refuse = (code: string, message: string): MappedTool => ({ ok: false, refusal: { upstreamTool, tool: name, code, message } });
-  if (typeof t.name !== 'string' || t.name.length === 0) return refuse('invalid-name', 'the upstream tool has no name');
+/** One tool with a name (mapCandidates refused the others). */
+const mapOne = async (ns: string, name: string, t: UpstreamTool & { name: string }, defaults: ToolAccess, check: CheckDefinition, pinned: ToolDefinition | undefined): Promise<MappedTool> => {
+  const upstreamTool = t.name;
   const annotations = meaningfulAnnotations(asObject(t.annotations));
   const raw: Record<string, unknown> = {
     name,
@@ -175,7 +219,8 @@ const mapOne = async (ns: string, name: string, t: UpstreamTool, defaults: ToolA
     description: t.description ?? '',
     inputSchema: asObject(t.inputSchema) ? asDraft2020(t.inputSchema) : t.inputSchema,
     ...(t.outputSchema !== undefined ? { outputSchema: asObject(t.outputSchema) ? asDraft2020(t.outputSchema) : t.outputSchema } : {}),
-    ...(annotations !== undefined ? { annotations } : {}),
+    // Annotations that are not an object are given to the definition rules as they are, to be refused with the reason.
+    ...(annotations !== undefined ? { annotations } : t.annotations !== undefined ? { annotations: t.annotations } : {}),
     access: pinned?.access ?? defaults,
     sideEffect: sideEffectOf(annotations),
     handler: upstreamHandler(ns, t.name),
@@ -186,7 +231,7 @@ const mapOne = async (ns: string, name: string, t: UpstreamTool, defaults: ToolA
     const { version: _v, ...candidate } = def;
     return { ok: true, upstreamTool, candidate };
   } catch (e) {
-    if (e instanceof DomainError) return refuse(e.code, e.message);
+    if (e instanceof DomainError) return { ok: false, refusal: { upstreamTool, tool: name, code: e.code, message: e.message } };
     throw e;
   }
 };

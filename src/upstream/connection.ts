@@ -6,14 +6,15 @@
  * default: PATH, HOME, ...) plus what was named for it, never the whole environment of the serving process.
  */
 import type { Readable } from 'node:stream';
-import { Client, ProtocolError, SdkError, SdkErrorCode, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
+import { Client, ProtocolError, SdkError, SdkErrorCode, StreamableHTTPClientTransport, type RequestOptions, type StandardSchemaV1, type Transport } from '@modelcontextprotocol/client';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { DomainError } from '#domain/errors';
 import type { UpstreamTarget } from '#domain/events';
-import { MAX_UPSTREAM_TOOLS, tooManyTools, type UpstreamTool } from './candidate.ts';
+import { listingPageOf, MAX_UPSTREAM_TOOLS, tooManyTools, type ListingPage, type UpstreamTool } from './candidate.ts';
 import { EndpointPaces } from './event-pace.ts';
 import { createUpstreamFetch } from './http-fetch.ts';
 import { useAnswerLines } from './stdio-answers.ts';
+import { directoryProblem } from './target-flags.ts';
 
 /** The stateless revision: no session, questions embedded in results, change notices on a listen stream. */
 export const STATELESS_REVISION = '2026-07-28';
@@ -73,6 +74,9 @@ export const resolveNamed = (ns: string, names: Record<string, string>, env: Nod
 
 const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv, hooks: UpstreamHooks): Transport => {
   if (target.transport === 'stdio') {
+    // Spawning in a directory that is not there fails as `spawn <command> ENOENT`, naming the command, which exists.
+    const problem = target.cwd !== undefined ? directoryProblem(target.cwd) : undefined;
+    if (problem !== undefined) throw new Error(`working directory '${String(target.cwd).slice(0, 200)}' (--cwd): ${problem}`);
     const t = new StdioClientTransport({
       command: target.command,
       args: target.args,
@@ -162,6 +166,86 @@ class ProgressRoutes {
   }
 }
 
+/** A tools/list page's result read as ./candidate.ts's listingPageOf reads it: the envelope only. */
+const LISTING_PAGE: StandardSchemaV1<unknown, ListingPage> = {
+  '~standard': {
+    version: 1,
+    vendor: 'estate',
+    validate: (value) => {
+      const page = listingPageOf(value);
+      return typeof page === 'string' ? { issues: [{ message: page }] } : { value: page };
+    },
+  },
+};
+
+type RequestId = string | number;
+const idOf = (m: unknown): RequestId | undefined => {
+  const id = (m as { id?: unknown }).id;
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
+};
+
+/**
+ * The pages of an upstream's tools/list, read leniently (./candidate.ts, listingPageOf): one malformed tool must not
+ * fail the listing, and with it the detection of every other tool's change.
+ *
+ * On a 2025 connection the SDK validates a result only with the schema the request names, so the lenient one is given.
+ * On a 2026-07-28 connection its wire codec first checks a tools/list result against the revision's own strict schema,
+ * whatever schema the request names, and fails the page over any one tool. For that case the result is also kept as it
+ * was read (the transport hands every message to `note` before the SDK sees it) for the requests of a listing under
+ * way only, each taken back by the listing that sent it; a page the SDK refused as invalid is then read from it.
+ */
+export class ListingReader {
+  /** Set while a listing sends its request: told the request's id (the SDK sends it synchronously). */
+  private claim: ((id: RequestId) => void) | undefined;
+  /** Results of listings' requests as read, by request id (undefined until answered); each removed by its listing. */
+  private readonly read = new Map<RequestId, unknown>();
+
+  constructor(transport: Transport) {
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      if (this.claim && (message as { method?: unknown }).method === 'tools/list') {
+        const id = idOf(message);
+        if (id !== undefined) this.claim(id);
+      }
+      return send(message, options);
+    };
+  }
+
+  /** Every message the transport reads, before the SDK does. */
+  note(message: unknown): void {
+    const m = message as { method?: unknown; result?: unknown };
+    if (m.method !== undefined || m.result === undefined) return;
+    const id = idOf(m);
+    if (id !== undefined && this.read.has(id)) this.read.set(id, m.result);
+  }
+
+  async page(client: Client, cursor: string | undefined, options: RequestOptions): Promise<ListingPage> {
+    let id: RequestId | undefined;
+    let sent: Promise<ListingPage>;
+    this.claim = (sentId) => {
+      id = sentId;
+      this.read.set(sentId, undefined);
+    };
+    try {
+      sent = client.request({ method: 'tools/list', ...(cursor !== undefined ? { params: { cursor } } : {}) }, LISTING_PAGE, options);
+    } finally {
+      this.claim = undefined;
+    }
+    try {
+      return await sent;
+    } catch (e) {
+      const result = id !== undefined ? this.read.get(id) : undefined;
+      // Only a result the SDK refused as invalid, and only one that says it is complete (a 2026-07-28 result must).
+      if (!(e instanceof SdkError) || e.code !== SdkErrorCode.InvalidResult || result === undefined || (result as { resultType?: unknown }).resultType !== 'complete') throw e;
+      const page = listingPageOf(result);
+      if (typeof page === 'string') throw new SdkError(SdkErrorCode.InvalidResult, `Invalid result for tools/list: ${page}`);
+      return page;
+    } finally {
+      if (id !== undefined) this.read.delete(id);
+    }
+  }
+}
+
 export const openUpstream = async (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv, hooks: UpstreamHooks = {}, timeoutMs = 30_000): Promise<UpstreamSession> => {
   const transport = transportFor(ns, target, env, hooks);
   const client = new Client(ESTATE_CLIENT_INFO, {
@@ -169,8 +253,12 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
     versionNegotiation: { mode: 'auto' },
   });
   const progress = new ProgressRoutes();
+  const listing = new ListingReader(transport);
   // Set before connect: the SDK chains a handler found on the transport and calls it first, with every message.
-  transport.onmessage = (message) => progress.route(message);
+  transport.onmessage = (message) => {
+    progress.route(message);
+    listing.note(message);
+  };
   client.setNotificationHandler('notifications/progress', () => undefined); // routed above, never by the SDK
   // On 2026-07-28 every question is embedded in an input_required result; the SDK hands it over with its key as the id.
   const keyOf = (id: unknown): string | undefined => (client.getNegotiatedProtocolVersion() === STATELESS_REVISION && typeof id === 'string' ? id : undefined);
@@ -211,13 +299,17 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
     },
     trackProgress: (listener) => progress.track(listener),
     async listTools(signal) {
+      // As the SDK's listTools does: a server that does not offer tools lists none.
+      if (!client.getServerCapabilities()?.tools) return [];
       const out: UpstreamTool[] = [];
       let cursor: string | undefined;
       for (let page = 0; page < MAX_PAGES; page++) {
-        const r = await client.listTools(cursor !== undefined ? { cursor } : undefined, { timeout: timeoutMs, cacheMode: 'bypass', ...(signal ? { signal } : {}) });
-        out.push(...(r.tools as unknown as UpstreamTool[]));
+        // Page by page (the SDK's listTools() without a cursor would read every page before anything is counted).
+        const r = await listing.page(client, cursor, { timeout: timeoutMs, ...(signal ? { signal } : {}) });
+        out.push(...r.tools);
         if (out.length > MAX_UPSTREAM_TOOLS) throw tooManyTools(ns, out.length); // no more pages read
         if (!r.nextCursor) return out;
+        if (r.nextCursor === cursor) throw new Error(`upstream ${ns}: tools/list answered a page's cursor with the same cursor: the listing would never end`);
         cursor = r.nextCursor;
       }
       throw new Error(`upstream ${ns}: tools/list did not end after ${MAX_PAGES} pages`);
