@@ -3,6 +3,8 @@
  * put a secret into an event (`--env TOKEN=ghp_...`), reach a non-loopback server in clear text, or leave access open
  * by default (fail closed). Each refusal is one line naming the flag.
  */
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { DomainError } from '#domain/errors';
 import type { UpstreamTarget } from '#domain/events';
 import { CLASSIFICATIONS, type Classification, type ToolAccess } from '#domain/types';
@@ -14,6 +16,27 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const FORBIDDEN_HEADERS = new Set(['host', 'content-length', 'content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'connection', 'transfer-encoding']);
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * A URL query parameter whose name says it carries a credential (`api_key`, `accessToken`, `X-Amz-Signature`,
+ * `client_secret`, `sessionid`, ...): the name split into words (at `-`, `_`, `.` and lower-to-upper case changes), any
+ * word one of these, or ending in one of the suffixes (`apikey`, `authtoken`, `clientsecret`). Words, not substrings,
+ * so `author` or `keyword` are not taken for one.
+ */
+const CREDENTIAL_WORDS = new Set([
+  'auth', 'authorization', 'oauth', 'bearer', 'jwt', 'cookie',
+  'key', 'token', 'secret', 'password', 'passwd', 'pwd', 'passphrase',
+  'sig', 'signature', 'credential', 'credentials', 'cred', 'creds',
+  'session', 'sessionid', 'sessid', 'jsessionid', 'phpsessid',
+]);
+const CREDENTIAL_SUFFIX = /(key|token|secret|password|passwd|signature|credentials?)$/;
+
+export const looksLikeCredential = (name: string): boolean =>
+  name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .some((w) => w.length > 0 && (CREDENTIAL_WORDS.has(w) || CREDENTIAL_SUFFIX.test(w) || w.startsWith('session')));
 
 /** Split a command line into words: whitespace separates, '...' and "..." quote, backslash escapes outside '...'. */
 export const splitCommand = (line: string): string[] => {
@@ -61,6 +84,30 @@ const parseNamed = (entry: string, flag: '--env' | '--header', namePattern: RegE
   return [name, value.slice(4)];
 };
 
+/** Why `dir` cannot be a child's working directory; undefined when it can. */
+export const directoryProblem = (dir: string): string | undefined => {
+  try {
+    return statSync(dir).isDirectory() ? undefined : 'not a directory';
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ENOTDIR' ? 'no such directory' : `cannot be used (${code ?? 'unknown error'})`;
+  }
+};
+
+/**
+ * `--cwd`: an existing directory, stored as an absolute path. A missing one was accepted and only failed at spawn, as
+ * `spawn node ENOENT` (naming the command, which exists); a relative one would be resolved against each serving
+ * process's own working directory, not the one it was checked in.
+ */
+const existingDirectory = (dir: string): string => {
+  const shown = dir.slice(0, 200);
+  if (dir.length === 0) throw usage('upstream-cwd', '--cwd: empty');
+  const abs = resolve(dir);
+  const problem = directoryProblem(abs);
+  if (problem !== undefined) throw usage('upstream-cwd', `--cwd '${shown}': ${problem}`);
+  return abs;
+};
+
 export interface TargetFlags {
   command?: string;
   cwd?: string;
@@ -80,16 +127,25 @@ export const targetFromFlags = (f: TargetFlags): UpstreamTarget => {
       const [name, variable] = parseNamed(e, '--env', ENV_NAME);
       env[name] = variable;
     }
-    return { transport: 'stdio', command: words[0] as string, args: words.slice(1), ...(f.cwd !== undefined ? { cwd: f.cwd } : {}), env };
+    return { transport: 'stdio', command: words[0] as string, args: words.slice(1), ...(f.cwd !== undefined ? { cwd: existingDirectory(f.cwd) } : {}), env };
   }
   if ((f.env ?? []).length > 0 || f.cwd !== undefined) throw usage('upstream-flag', 'upstream add: --env and --cwd are for --command upstreams; an HTTP upstream takes --header');
   let url: URL;
   try {
     url = new URL(f.url as string);
   } catch {
-    throw usage('upstream-url', `--url '${String(f.url).slice(0, 80)}': not a URL`);
+    // Not echoed past its query: that may be where a secret is.
+    throw usage('upstream-url', `--url '${String(f.url).replace(/[?#][\s\S]*$/, '?...').slice(0, 80)}': not a URL`);
   }
   if (url.username || url.password) throw usage('upstream-url', '--url: credentials in the URL would be stored; use --header \'Authorization=env:VARIABLE\'');
+  for (const name of new Set(url.searchParams.keys())) {
+    if (!looksLikeCredential(name)) continue;
+    // The name only, never the value.
+    throw usage(
+      'upstream-url',
+      `--url: query parameter '${name.slice(0, 60)}' looks like a credential, and the URL would be stored; send it as a header instead, from an environment variable: --header '<Name>=env:VARIABLE' (a secret is never stored)`,
+    );
+  }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.has(url.hostname))) {
     throw usage('upstream-url', `--url ${url.protocol}//${url.host}: must be https, or http on a loopback host (127.0.0.1, localhost, [::1])`);
   }

@@ -1,6 +1,19 @@
 /** Attack tests for `estate upstream add`'s flags: no secret into an event, no clear text off loopback, fail closed. */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultAccessFromFlags, splitCommand, targetFromFlags } from '#upstream/target-flags';
+import { defaultAccessFromFlags, looksLikeCredential, splitCommand, targetFromFlags } from '#upstream/target-flags';
+
+const refusalOf = (f: Parameters<typeof targetFromFlags>[0]): string => {
+  try {
+    targetFromFlags(f);
+  } catch (e) {
+    expect((e as { kind?: string }).kind).toBe('usage');
+    return (e as Error).message;
+  }
+  throw new Error(`accepted: ${JSON.stringify(f)}`);
+};
 
 describe('upstream add flags', () => {
   it('splits a command line with quotes and escapes', () => {
@@ -36,6 +49,38 @@ describe('upstream add flags', () => {
     expect(() => targetFromFlags({})).toThrow(/exactly one/);
     expect(() => targetFromFlags({ url: 'https://x.example/mcp', env: ['A=env:B'] })).toThrow(/--env and --cwd are for --command/);
     expect(targetFromFlags({ url: 'http://127.0.0.1:3001/mcp' })).toMatchObject({ transport: 'http' });
+  });
+
+  it('refuses a query parameter named like a credential, without echoing its value, pointing at --header', () => {
+    for (const name of ['api_key', 'apikey', 'API-KEY', 'apiKey', 'key', 'token', 'access_token', 'accessToken', 'auth', 'Authorization', 'secret', 'client_secret', 'password', 'passwd', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token', 'sig', 'signature', 'credential', 'session', 'sessionid', 'JSESSIONID', 'session_token', 'jwt']) {
+      const message = refusalOf({ url: `https://example.com/mcp?page=2&${name}=SECRET123` });
+      expect(message, name).toBe(`--url: query parameter '${name}' looks like a credential, and the URL would be stored; send it as a header instead, from an environment variable: --header '<Name>=env:VARIABLE' (a secret is never stored)`);
+      expect(message).not.toContain('SECRET123');
+    }
+    // Percent-encoded, or without a value, it is the same name.
+    expect(refusalOf({ url: 'https://example.com/mcp?api%5Fkey=SECRET123' })).toMatch(/'api_key' looks like a credential/);
+    expect(refusalOf({ url: 'https://example.com/mcp?token' })).toMatch(/'token' looks like a credential/);
+    // A URL that does not parse is not echoed past its query either.
+    expect(refusalOf({ url: 'not a url?token=SECRET123' })).toBe("--url 'not a url?...': not a URL");
+    // Words, not substrings: these are no credentials.
+    for (const name of ['author', 'keyword', 'page', 'cursor', 'format', 'design', 'tokenizer', 'passive']) expect(looksLikeCredential(name), name).toBe(false);
+    expect(targetFromFlags({ url: 'https://example.com/mcp?author=me&keyword=x&tokenizer=cl100k' })).toEqual({ transport: 'http', url: 'https://example.com/mcp?author=me&keyword=x&tokenizer=cl100k', headers: {} });
+  });
+
+  it('refuses a --cwd that is not an existing directory, and stores the one given as an absolute path', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'estate-cwd-'));
+    try {
+      const file = join(dir, 'file.txt');
+      writeFileSync(file, 'x');
+      expect(refusalOf({ command: 'node s.js', cwd: join(dir, 'nonexistent') })).toBe(`--cwd '${join(dir, 'nonexistent')}': no such directory`);
+      expect(refusalOf({ command: 'node s.js', cwd: file })).toBe(`--cwd '${file}': not a directory`);
+      expect(refusalOf({ command: 'node s.js', cwd: join(file, 'below') })).toBe(`--cwd '${join(file, 'below')}': no such directory`);
+      expect(refusalOf({ command: 'node s.js', cwd: '' })).toBe('--cwd: empty');
+      expect(targetFromFlags({ command: 'node s.js', cwd: dir })).toEqual({ transport: 'stdio', command: 'node', args: ['s.js'], cwd: dir, env: {} });
+      expect(targetFromFlags({ command: 'node s.js', cwd: relative(process.cwd(), dir) })).toMatchObject({ cwd: dir });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('requires default access (fail closed)', () => {
