@@ -251,12 +251,26 @@ const loadConsoleSignIn = (flags: ServeFlags, env: NodeJS.ProcessEnv, auth: Auth
   return parsed.data;
 };
 
-/** `90`, `90s`, `10m`, `1h`, `500ms` → milliseconds; `0` = never. */
+/**
+ * The shortest `--upstream-sync-interval` (other than 0, never): each sync lists every page of every served upstream
+ * and compares each tool. `1ms` made 427 syncs in 5 s against one upstream (probed); changes between syncs are heard
+ * at once anyway, from the upstream's list_changed.
+ */
+export const MIN_SYNC_INTERVAL_MS = 1000;
+/** The longest: past 2^31 - 1 ms (24.8 days) Node's timers fire after 1 ms instead, every millisecond. */
+export const MAX_SYNC_INTERVAL_MS = 2_147_483_647;
+
+/** `90`, `90s`, `10m`, `1h`, `1500ms` → milliseconds; `0` = never; otherwise at least 1 s and at most 24 days. */
 export const parseInterval = (s: string): number => {
   const m = /^(\d+)(ms|s|m|h)?$/.exec(s.trim());
   if (!m) throw new DomainError('usage', 'serve-interval', `serve: --upstream-sync-interval '${s.slice(0, 40)}' is not a duration such as 30s, 10m or 1h`);
   const n = Number(m[1]);
-  return n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h']);
+  const ms = n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h']);
+  if (ms !== 0 && ms < MIN_SYNC_INTERVAL_MS) {
+    throw new DomainError('usage', 'serve-interval', `serve: --upstream-sync-interval '${s.trim().slice(0, 40)}' is shorter than the minimum, 1s (0 turns the timed sync off; list_changed still syncs)`);
+  }
+  if (ms > MAX_SYNC_INTERVAL_MS) throw new DomainError('usage', 'serve-interval', `serve: --upstream-sync-interval '${s.trim().slice(0, 40)}' is longer than the maximum, 24 days (596h)`);
+  return ms;
 };
 
 const nameList = (s: string | undefined, fallback: readonly string[]): string[] =>

@@ -89,7 +89,7 @@ describe('loadServeConfig', () => {
     const c = loadServeConfig(http, {});
     expect(c).toMatchObject({ transport: 'http', port: 8080, host: '127.0.0.1', allowedHosts: ['localhost', '127.0.0.1', '[::1]'], upstreamSyncIntervalMs: 600_000, console: true, demo: false, metricsPublic: false });
     expect(c.auth).toBeUndefined();
-    expect(loadServeConfig({ ...http, port: '0', allowedHosts: ' A.example ,b', upstreamSyncInterval: '500ms', console: false }, {})).toMatchObject({ port: 0, allowedHosts: ['a.example', 'b'], upstreamSyncIntervalMs: 500, console: false });
+    expect(loadServeConfig({ ...http, port: '0', allowedHosts: ' A.example ,b', upstreamSyncInterval: '1500ms', console: false }, {})).toMatchObject({ port: 0, allowedHosts: ['a.example', 'b'], upstreamSyncIntervalMs: 1500, console: false });
   });
   it('exactly one transport', () => {
     expect(refusal({ port: '1', host: '127.0.0.1' }).code).toBe('serve-transport');
@@ -101,6 +101,16 @@ describe('loadServeConfig', () => {
   });
   it.each(['10 minutes', '1d', '', '-5s', '5s; rm -rf /'])('refuses --upstream-sync-interval %j', (interval) => {
     expect(refusal({ ...http, upstreamSyncInterval: interval }).code).toBe('serve-interval');
+  });
+  it('--upstream-sync-interval: 0 is off; otherwise from 1 s (1ms made 427 syncs in 5 s) to what a Node timer can wait', () => {
+    for (const [given, ms] of [['0', 0], ['0ms', 0], ['1s', 1000], ['1000ms', 1000], ['30', 30_000], ['596h', 596 * 3_600_000]] as const) {
+      expect(loadServeConfig({ ...http, upstreamSyncInterval: given }, {}).upstreamSyncIntervalMs, given).toBe(ms);
+    }
+    for (const given of ['1ms', '999ms']) {
+      expect(refusal({ ...http, upstreamSyncInterval: given })).toEqual({ code: 'serve-interval', message: `serve: --upstream-sync-interval '${given}' is shorter than the minimum, 1s (0 turns the timed sync off; list_changed still syncs)` });
+    }
+    // Past 2^31 - 1 ms Node's timers fire after 1 ms instead: a long interval would sync every millisecond.
+    for (const given of ['597h', '99999999999999999999h']) expect(refusal({ ...http, upstreamSyncInterval: given }).message).toMatch(/longer than the maximum, 24 days/);
   });
   it('without authorization HTTP binds loopback only; with it, any address, and no principal flags', () => {
     expect(refusal({ ...http, host: '0.0.0.0' }).code).toBe('serve-host');
