@@ -20,7 +20,7 @@ export const registerServeCommand = (program: Command): void => {
       .option('--demo', 'publish the demo payments estate (idempotent) and serve it')
       .option('--allowed-hosts <names>', 'Host header names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
       .option('--upstreams <which>', 'upstream MCP servers to front: all | none | <ns,...> (default all)')
-      .option('--upstream-sync-interval <duration>', 'sync every served upstream this often, e.g. 30s, 10m (default 10m; 0 = only on list_changed)')
+      .option('--upstream-sync-interval <duration>', 'sync every served upstream this often, e.g. 30s, 10m: 1s to 596h (default 10m; 0 = only on list_changed)')
       .option('--allowed-origins <names>', 'Origin host names accepted, comma-separated (default: localhost,127.0.0.1,[::1])')
       .option('--no-console', 'HTTP: do not serve the web console at /console/')
       .option('--console-client-id <id>', 'HTTP with --auth-*: the console signs people in at the issuer as this public OAuth client, redirect URI <console origin>/console/callback (env ESTATE_CONSOLE_CLIENT_ID)')
