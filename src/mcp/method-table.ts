@@ -97,7 +97,12 @@ const METHODS: Readonly<Record<string, MethodRow>> = {
   // 2026-07-28's change notifications: the transport opens the stream (stateful sessions get list_changed on theirs).
   'subscriptions/listen': {
     families: ['stateless'],
-    run: (ctx) => ({ listen: { toolsListChanged: isPlainObject(ctx.params.notifications) && ctx.params.notifications.toolsListChanged === true } }),
+    run: (ctx) => {
+      // A stream opened for something that is not a request for notifications would be held open for nothing.
+      const asked = ctx.params.notifications;
+      if (asked !== undefined && !isPlainObject(asked)) throw invalidParams('Invalid params: notifications must be an object, e.g. {"toolsListChanged": true}');
+      return { listen: { toolsListChanged: isPlainObject(asked) && asked.toolsListChanged === true } };
+    },
   },
 };
 

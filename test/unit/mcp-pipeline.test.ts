@@ -127,6 +127,15 @@ describe('stateless path (2026-07-28)', () => {
     expect(wrongMethod).toMatchObject({ response: { error: { code: -32020 } } });
   });
 
+  it('subscriptions/listen with notifications that are not an object → -32602, no stream held open (found by a probe)', async () => {
+    const h = await makeHarness([aDefinition()], echo);
+    for (const notifications of [5, 'toolsListChanged', [true], null]) {
+      const r = await handleStateless(h.core, req('subscriptions/listen', { notifications, _meta: meta }), { principal });
+      expect(r).toMatchObject({ kind: 'response', response: { error: { code: -32602 } } });
+    }
+    expect(await handleStateless(h.core, req('subscriptions/listen', { notifications: { toolsListChanged: true }, _meta: meta }), { principal })).toMatchObject({ kind: 'listen', toolsListChanged: true });
+  });
+
   it('notifications and id-less requests get nothing', async () => {
     const h = await makeHarness([aDefinition()], echo);
     expect(await handleStateless(h.core, { jsonrpc: '2.0', method: 'notifications/initialized', params: { _meta: meta } }, { principal })).toEqual({ kind: 'none' });
