@@ -342,3 +342,12 @@ export const parseMcpBody = (contentType: string | undefined, body: string): { r
     .map((d) => JSON.parse(d) as Record<string, unknown>);
   return { response: messages.find((m) => 'id' in m && ('result' in m || 'error' in m)) ?? null, notifications: messages.filter((m) => !('id' in m)) };
 };
+
+/** The headers of a Streamable HTTP POST: a JSON body, either kind of answer accepted. */
+export const MCP_POST_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+/** One JSON-RPC POST to `url` (in session `sid` if given): the session id the answer carries, and the response. */
+export const rpc = async (url: string, body: unknown, sid?: string): Promise<{ sid: string | undefined; message: Record<string, unknown> | null }> => {
+  const r = await fetch(url, { method: 'POST', headers: { ...MCP_POST_HEADERS, ...(sid ? { 'mcp-session-id': sid } : {}) }, body: JSON.stringify(body) });
+  return { sid: r.headers.get('mcp-session-id') ?? undefined, message: parseMcpBody(r.headers.get('content-type') ?? undefined, await r.text()).response };
+};

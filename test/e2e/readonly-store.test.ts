@@ -9,10 +9,9 @@ import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { aRawDefinition } from '../fixtures/builders.ts';
-import { makeTempStore, parseMcpBody, REPO_ROOT, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+import { makeTempStore, REPO_ROOT, rpc, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const NOBODY = 65534;
-const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 let srv: HttpServer | undefined;
 let tmp: TempStore | undefined;
@@ -21,11 +20,6 @@ afterEach(async () => {
   srv = undefined;
   tmp?.cleanup();
 });
-
-const rpc = async (url: string, body: unknown, sid?: string) => {
-  const r = await fetch(url, { method: 'POST', headers: { ...JSON_HEADERS, ...(sid ? { 'mcp-session-id': sid } : {}) }, body: JSON.stringify(body) });
-  return { sid: r.headers.get('mcp-session-id') ?? undefined, message: parseMcpBody(r.headers.get('content-type') ?? undefined, await r.text()).response };
-};
 
 /**
  * Whether `nobody` can run Estate from this checkout: not when a parent folder is private to root (a clone under a

@@ -10,9 +10,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { aRawDefinition } from '../fixtures/builders.ts';
-import { makeTempStore, parseMcpBody, REPO_ROOT, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+import { makeTempStore, REPO_ROOT, rpc, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
-const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 let srv: HttpServer | undefined;
 let tmp: TempStore | undefined;
@@ -27,11 +26,6 @@ afterEach(async () => {
   srv = undefined;
   tmp?.cleanup();
 });
-
-const rpc = async (url: string, body: unknown, sid?: string) => {
-  const r = await fetch(url, { method: 'POST', headers: { ...JSON_HEADERS, ...(sid ? { 'mcp-session-id': sid } : {}) }, body: JSON.stringify(body) });
-  return { sid: r.headers.get('mcp-session-id') ?? undefined, message: parseMcpBody(r.headers.get('content-type') ?? undefined, await r.text()).response };
-};
 
 const openSession = async (url: string): Promise<string> => {
   const init = await rpc(url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'lock-wait', version: '1' } } });

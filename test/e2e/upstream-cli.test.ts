@@ -93,17 +93,29 @@ describe('estate upstream (CLI edge cases)', () => {
   });
 });
 
+const FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-server.mjs', import.meta.url));
+const echo = (description: string) => ({ name: 'echo', description, inputSchema: { type: 'object', properties: { message: { type: 'string' } } }, annotations: { readOnlyHint: true } });
+
+/** A store with the fixture upstream `fx` serving `tools`, registered, synced and every tool approved: its tools file. */
+const mirroredFixture = async (store: TempStore, tools: unknown[]): Promise<string> => {
+  const cli = (args: string[]) => runCli([...args, '--store', store.store]);
+  const spec = store.file('tools.json', { tools });
+  const log = store.file('calls.log', '');
+  expect((await cli(['upstream', 'add', 'fx', '--command', `${process.execPath} ${FIXTURE} ${spec} ${log}`, '--scopes', 'fx.use', '--clearance', 'internal'])).code).toBe(0);
+  expect((await cli(['upstream', 'sync', 'fx'])).code).toBe(0);
+  expect((await cli(['upstream', 'approve', 'fx', '--all'])).code).toBe(0);
+  return spec;
+};
+
 /**
  * Between `upstream drift` and `approve`, a sync may record a newer candidate (a rug pull during review): `--candidate`
  * ties a CLI approve or reject to the candidate shown, as the console's hash does. And `--version` reaches approve
  * (not the program's `estate --version`), a bad one a usage error.
  */
 describe('estate upstream approve --candidate / --version, against a fixture upstream', () => {
-  const FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-server.mjs', import.meta.url));
   let store: TempStore;
   let spec: string;
   const cli = (args: string[]) => runCli([...args, '--store', store.store]);
-  const echo = (description: string) => ({ name: 'echo', description, inputSchema: { type: 'object', properties: { message: { type: 'string' } } }, annotations: { readOnlyHint: true } });
   const syncWith = async (description: string): Promise<string> => {
     writeFileSync(spec, JSON.stringify({ tools: [echo(description)] }));
     const s = await cli(['upstream', 'sync', 'fx']);
@@ -114,11 +126,7 @@ describe('estate upstream approve --candidate / --version, against a fixture ups
 
   beforeAll(async () => {
     store = makeTempStore('estate-upcli-candidate-');
-    spec = store.file('tools.json', { tools: [echo('Echoes.')] });
-    const log = store.file('calls.log', '');
-    expect((await cli(['upstream', 'add', 'fx', '--command', `${process.execPath} ${FIXTURE} ${spec} ${log}`, '--scopes', 'fx.use', '--clearance', 'internal'])).code).toBe(0);
-    expect((await cli(['upstream', 'sync', 'fx'])).code).toBe(0);
-    expect((await cli(['upstream', 'approve', 'fx', '--all'])).code).toBe(0);
+    spec = await mirroredFixture(store, [echo('Echoes.')]);
   }, 60_000);
   afterAll(() => store?.cleanup());
 
@@ -159,11 +167,9 @@ describe('estate upstream approve --candidate / --version, against a fixture ups
  * strictly, one such tool failed the whole listing: an upstream could hide a rug pull behind it.
  */
 describe('estate upstream sync, a listing with malformed tools', () => {
-  const FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-server.mjs', import.meta.url));
   let store: TempStore;
   let spec: string;
   const cli = (args: string[]) => runCli([...args, '--store', store.store]);
-  const echo = (description: string) => ({ name: 'echo', description, inputSchema: { type: 'object', properties: { message: { type: 'string' } } }, annotations: { readOnlyHint: true } });
   const write = { name: 'write', description: 'Writes.', inputSchema: { type: 'object', properties: { message: { type: 'string' } } } };
   const malformed = [{ name: 'noschema', description: 'x' }, { name: 'stringy', description: 'y', inputSchema: { type: 'string' } }, 42];
   const pendingEcho = async () => {
@@ -173,11 +179,7 @@ describe('estate upstream sync, a listing with malformed tools', () => {
 
   beforeAll(async () => {
     store = makeTempStore('estate-upcli-malformed-');
-    spec = store.file('tools.json', { tools: [echo('Echoes.'), write] });
-    const log = store.file('calls.log', '');
-    expect((await cli(['upstream', 'add', 'fx', '--command', `${process.execPath} ${FIXTURE} ${spec} ${log}`, '--scopes', 'fx.use', '--clearance', 'internal'])).code).toBe(0);
-    expect((await cli(['upstream', 'sync', 'fx'])).code).toBe(0);
-    expect((await cli(['upstream', 'approve', 'fx', '--all'])).code).toBe(0);
+    spec = await mirroredFixture(store, [echo('Echoes.'), write]);
   }, 60_000);
   afterAll(() => store?.cleanup());
 
