@@ -74,3 +74,36 @@ export const nestsDeeperThan = (value: unknown, maxDepth: number): boolean => {
   }
   return false;
 };
+
+/**
+ * Whether a YAML text's block structure may nest deeper than `maxDepth`, estimated from its lines without parsing: the
+ * chain of ever deeper indentations a line sits in, plus the compact `- ` / `? ` entries it opens (`- - - x` is three
+ * levels on one line). An upper bound for well-formed YAML (a block scalar's lines count as their indentation says).
+ * Asked before the `yaml` parser, which recurses per level: past ~900 levels it overflows the stack, and once there a
+ * RegExp compiled near the stack's end took the process down with a fatal out-of-memory (CI, once).
+ */
+export const yamlBlockDepthExceeds = (text: string, maxDepth: number): boolean => {
+  const indents: number[] = [];
+  let start = 0;
+  while (start <= text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    let i = start;
+    while (i < end && (text.charCodeAt(i) === 0x20 || text.charCodeAt(i) === 0x09)) i++;
+    const c = text.charCodeAt(i);
+    if (i < end && c !== 0x23 && c !== 0x0d) {
+      const width = i - start;
+      while (indents.length > 0 && indents[indents.length - 1]! >= width) indents.pop();
+      indents.push(width);
+      let compact = 0;
+      while (i + 1 < end && (text[i] === '-' || text[i] === '?') && (text[i + 1] === ' ' || text[i + 1] === '\t')) {
+        compact++;
+        i += 2;
+        while (i < end && text.charCodeAt(i) === 0x20) i++;
+      }
+      if (indents.length + compact > maxDepth) return true;
+    }
+    start = end + 1;
+  }
+  return false;
+};

@@ -8,7 +8,7 @@ import { DomainError, invalidDefinition } from './errors.ts';
 import type { SchemaCompiler } from './schema-compiler.ts';
 import { isStrictSemver } from './semver.ts';
 import { issuePath } from './zod-issues.ts';
-import { nestsDeeperThan, scanJsonDepth } from './json-depth.ts';
+import { nestsDeeperThan, scanJsonDepth, yamlBlockDepthExceeds } from './json-depth.ts';
 import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject, type SideEffect, type ToolDefinition } from './types.ts';
 
 export const NAME_PATTERN = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$/;
@@ -29,9 +29,11 @@ export const MAX_DEFINITION_BYTES = 1024 * 1024;
  */
 export const parseDefinitionText = (text: string, source: string, format: 'json' | 'yaml' = 'yaml'): unknown => {
   if (text.length > MAX_DEFINITION_BYTES) throw tooLarge(source);
-  const tooDeep = new DomainError('usage', 'too-deep', `${source}: nested deeper than ${MAX_DEFINITION_DEPTH} levels (not read further)`);
-  // For YAML an upper bound: brackets in comments and single-quoted scalars count too.
-  if (scanJsonDepth(text, MAX_DEFINITION_DEPTH).tooDeep) throw tooDeep;
+  const limit = format === 'json' ? `${MAX_DEFINITION_DEPTH} levels` : `${MAX_YAML_BLOCK_DEPTH} levels (${MAX_YAML_FLOW_DEPTH} in brackets)`;
+  const tooDeep = new DomainError('usage', 'too-deep', `${source}: nested deeper than ${limit} (not read further)`);
+  // For YAML an upper bound: brackets in comments and single-quoted scalars count too. YAML is held lower: the `yaml`
+  // parser recurses per level, its block and flow levels add up, and past ~900 of them the process could die outright.
+  if (format === 'json' ? scanJsonDepth(text, MAX_DEFINITION_DEPTH).tooDeep : yamlTooDeep(text)) throw tooDeep;
   let value: unknown;
   try {
     value = format === 'json' ? (JSON.parse(text) as unknown) : (parseYaml(text, { prettyErrors: true, uniqueKeys: true }) as unknown);
@@ -41,6 +43,12 @@ export const parseDefinitionText = (text: string, source: string, format: 'json'
   if (format === 'yaml' && nestsDeeperThan(value, MAX_DEFINITION_DEPTH)) throw tooDeep;
   return value;
 };
+
+/** The most levels a YAML definition may nest in block style, and in flow style (`[`, `{`): together well under ~900. */
+export const MAX_YAML_BLOCK_DEPTH = 384;
+export const MAX_YAML_FLOW_DEPTH = 256;
+const yamlTooDeep = (text: string): boolean =>
+  scanJsonDepth(text, MAX_YAML_FLOW_DEPTH).tooDeep || yamlBlockDepthExceeds(text, MAX_YAML_BLOCK_DEPTH);
 
 export const tooLarge = (source: string): DomainError =>
   new DomainError('usage', 'too-large', `${source}: larger than ${MAX_DEFINITION_BYTES} bytes (a definition is at most 1 MiB)`);
