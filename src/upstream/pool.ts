@@ -15,7 +15,10 @@ import type { ExecutorTraits } from '#handlers/executor-failure';
 import { ExecutorFailure } from '#handlers/executor-failure';
 import { AnswerBudget } from './answer-budget.ts';
 import type { BreakerOptions } from './breaker.ts';
-import { parseUpstreamHandler } from './candidate.ts';
+import { parseUpstreamHandler, type CandidateRefusal } from './candidate.ts';
+
+/** The most refused tools one log line names (an upstream may list 1,000). */
+const MAX_REFUSALS_LOGGED = 20;
 import type { Log } from '#app/log';
 import type { EventStore, StoredEvent, Subscription } from '#app/ports';
 import { UPSTREAM_STREAM_PREFIX } from '#domain/events';
@@ -68,6 +71,8 @@ export class UpstreamPool {
   /** Links closed because their registration ended, until their connection has (close() waits for them). */
   private readonly closing = new Set<Promise<void>>();
   private following: Subscription | undefined;
+  /** The refusals last logged per upstream (reportRefusals). */
+  private readonly refusalsSaid = new Map<string, string>();
   private readonly debouncers = new Map<string, NodeJS.Timeout>();
   private readonly syncing = new Map<string, Promise<void>>();
   /** The one more sync asked for while one was running, per upstream. */
@@ -262,6 +267,7 @@ export class UpstreamPool {
           { upstream: ns, listed: r.listed, drift: r.drift.length, refused: r.refused.length, vanished: r.vanished.length, deferred: r.deferred.length, autoApproved: r.autoApproved },
           'upstream synced',
         );
+        this.reportRefusals(ns, r.refused);
         this.waiting.set(ns, new Map(Object.entries(r.deferredUntil)));
         if (r.retryAt !== undefined) this.followUp(ns, Date.parse(r.retryAt));
       } catch (e) {
@@ -333,6 +339,20 @@ export class UpstreamPool {
     );
     timer.unref();
     this.followUps.set(ns, { at, timer });
+  }
+
+  /**
+   * Why an upstream's tools were refused (SPEC §7: reported with its reasons, never offered), said in the log when the
+   * set of refusals changes, not at every sync: at most MAX_REFUSALS_LOGGED of them, each message cut to 300 characters
+   * (the text is the upstream's). `estate upstream sync` prints them all.
+   */
+  private reportRefusals(ns: string, refused: readonly CandidateRefusal[]): void {
+    const key = refused.map((x) => `${x.upstreamTool}\u0000${x.code}\u0000${x.message}`).join('\u0001');
+    if ((this.refusalsSaid.get(ns) ?? '') === key) return;
+    this.refusalsSaid.set(ns, key);
+    if (refused.length === 0) return;
+    const shown = refused.slice(0, MAX_REFUSALS_LOGGED).map((x) => ({ tool: x.tool, upstreamTool: x.upstreamTool.slice(0, 200), code: x.code, message: x.message.slice(0, 300) }));
+    this.o.log.warn({ upstream: ns, refused: shown, more: Math.max(0, refused.length - shown.length) }, 'upstream tools refused by the definition rules: never offered');
   }
 
   /** The served namespaces whose registration is active now. */

@@ -213,6 +213,13 @@ describe('estate upstream sync, a listing with malformed tools', () => {
       }
       expect(pending?.textDiff, 'the serving process\'s sync recorded the new description').toContain(`+${poisoned}`);
       expect(pending?.reasons.map((x) => x.rule)).toEqual(['description-changed']);
+      // And its log says why the others were refused, not only how many.
+      const said = await http.logs.next((l) => l.msg === 'upstream tools refused by the definition rules: never offered', 20_000, 'the refusals logged');
+      expect((said.refused as { upstreamTool: string; code: string }[]).map((x) => [x.upstreamTool, x.code])).toEqual([
+        ['#5', 'invalid-name'],
+        ['noschema', 'invalid-field'],
+        ['stringy', 'schema-root-not-object'],
+      ]);
     } finally {
       await http.stop();
     }
