@@ -306,6 +306,30 @@ describe('what a new user trips over (issue 8)', () => {
   });
 });
 
+describe('a definition piped in (`estate publish /dev/stdin < def.json`)', () => {
+  it('is read once, by the verb: the check for a refusal before the store is opened does not read a pipe', async () => {
+    const { spawn } = await import('node:child_process');
+    const { ESTATE_BIN } = await import('./helpers.ts');
+    const fresh = makeTempStore('estate-stdin-');
+    try {
+      const def = fresh.file('def.json', aRawDefinition({ name: 'piped.tool', handler: 'piped.tool' }));
+      // A shell's pipe (Node's own 'pipe' stdio is a socket, which /dev/stdin cannot be opened on).
+      const q = (a: string) => `'${a.replaceAll("'", "'\\''")}'`;
+      const line = `cat ${q(def)} | ${q(process.execPath)} ${q(ESTATE_BIN)} publish /dev/stdin --json --store ${q(fresh.store)}`;
+      const child = spawn('sh', ['-c', line], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect(code, err).toBe(0);
+      expect(JSON.parse(out)).toMatchObject({ result: 'published', name: 'piped.tool', version: '1.0.0' });
+    } finally {
+      fresh.cleanup();
+    }
+  });
+});
+
 describe('output piped into a reader that stops early (`estate --help | head -1`)', () => {
   it('ends quietly with exit 0 instead of failing on EPIPE', async () => {
     const { spawn } = await import('node:child_process');

@@ -1,4 +1,5 @@
 /** `estate publish <file> | --module <file>` (SPEC §5, §10): publish one version, or every tool of a zod module. */
+import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { DomainError } from '#domain/errors';
 import { serverOption, withCatalogue, withCatalogueWrites, type ServerOptions } from '../commands/open.ts';
@@ -11,6 +12,14 @@ interface PublishOptions extends ServerOptions {
   module?: string;
 }
 
+/** Whether publishing `file` is refused before any store is read: it does not exist, or it is a file that does not parse. */
+const refusedBeforeTheStore = async (file: string): Promise<boolean> => {
+  const info = await stat(file).catch(() => undefined);
+  if (info === undefined) return true;
+  if (!info.isFile()) return false;
+  return readDefinitionSource(file).then(() => false, () => true);
+};
+
 const publishFile = withCatalogueWrites(
   async (catalogue, opts: PublishOptions, file: string | undefined, _flags: unknown, _cmd: Command) => {
     if (file === undefined) throw new DomainError('usage', 'missing-file', 'publish: give a definition file, or --module <file>');
@@ -19,7 +28,8 @@ const publishFile = withCatalogueWrites(
   {
     // A file that cannot be read or parsed is refused before the catalogue is asked anything: refused on an empty
     // in-memory store, so a first publish of a missing file does not leave an empty store behind (a probe's did).
-    storeless: (file: string | undefined, _flags: unknown, _cmd: Command) => file === undefined || readDefinitionSource(file).then(() => false, () => true),
+    // Only a regular file is read twice for this: a pipe (`/dev/stdin`) can be read once, by the verb.
+    storeless: (file: string | undefined, _flags: unknown, _cmd: Command) => (file === undefined ? true : refusedBeforeTheStore(file)),
   },
 );
 
