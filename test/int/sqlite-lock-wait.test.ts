@@ -158,11 +158,10 @@ describe('a SQLite store locked by another connection', () => {
     lock.exec('BEGIN EXCLUSIVE');
     const health = createStoreHealth(`sqlite:${path}`);
     try {
-      // The probe is synchronous: it held the thread for its whole 1 s busy timeout. A bound far above a few ms of
-      // SQLite's own busy spin and far below that second.
-      const t0 = performance.now();
-      expect(await health.check()).toBeNull();
-      expect(performance.now() - t0).toBeLessThan(500);
+      // The probe is synchronous: it held the thread for its whole 1 s busy timeout. No clock is asserted here (a loaded
+      // CI machine makes any bound flaky): that the thread is not held while a lock is waited for is pinned by ordering
+      // in test/e2e/sqlite-lock-wait.test.ts; here, that a held lock reads as busy, not broken, every time it is asked.
+      for (let i = 0; i < 3; i++) expect(await health.check()).toBeNull();
       expect(health.refusal()).toBeNull();
     } finally {
       await health.close();
