@@ -86,6 +86,14 @@ export class UpstreamPool {
   private readonly waiting = new Map<string, ReadonlyMap<string, string>>();
   /** When each upstream's last sync ended and how long it took: list_changed syncs are paced by it. */
   private readonly lastSync = new Map<string, { endedAt: number; tookMs: number }>();
+  /**
+   * Per namespace, the tool versions (`name@version`) whose calls have been checked against the namespace's registration
+   * as the store had it once the version was served (vet). The catalogue and this pool read the store separately: a
+   * version approved after a removal and a new registration can reach the catalogue before the pool has heard of them.
+   */
+  private readonly vetted = new Map<string, Set<string>>();
+  /** A check in progress per `ns name@version`: the first calls of one version share it. */
+  private readonly vetting = new Map<string, Promise<void>>();
   private closed = false;
   /** One for the process: every link's calls and syncs are charged to it. */
   readonly answers: AnswerBudget;
@@ -157,11 +165,38 @@ export class UpstreamPool {
     clearTimeout(this.followUps.get(ns)?.timer);
     this.followUps.delete(ns);
     this.waiting.delete(ns);
+    this.vetted.delete(ns);
     this.o.log.info({ upstream: ns, registration: now === undefined ? 'removed' : 'replaced' }, 'upstream link closed: its registration ended');
     const closed = held.link.close().catch(() => undefined);
     this.closing.add(closed);
     void closed.then(() => this.closing.delete(closed));
     return true;
+  }
+
+  /**
+   * Before the first call of a tool version goes out, the namespace's link is checked against the registration the
+   * store has now (one read of the upstream's stream per version and process, not per call). A version is served only
+   * once its publication is committed, and a registration it was approved under was committed before it: so this read
+   * sees that registration even when the pool's own following of the store lags behind the catalogue's, and a call never
+   * reaches the child or session of a registration that was removed or replaced before the version was approved. The
+   * first calls of one version share its check; a check running for another version is not joined (it may have read
+   * before this version's registration was committed).
+   */
+  private vet(ns: string, version: string): Promise<void> {
+    if (this.vetted.get(ns)?.has(version)) return Promise.resolve();
+    const key = `${ns} ${version}`;
+    let p = this.vetting.get(key);
+    if (!p) {
+      p = this.reconcile(ns)
+        .then(() => {
+          let set = this.vetted.get(ns);
+          if (!set) this.vetted.set(ns, (set = new Set()));
+          set.add(version);
+        })
+        .finally(() => this.vetting.delete(key));
+      this.vetting.set(key, p);
+    }
+    return p;
   }
 
   /** The upstream events of the store, as they are appended: each registration or removal of a served namespace is followed. */
@@ -191,6 +226,7 @@ export class UpstreamPool {
     const run: ToolHandler & ExecutorTraits = async (args, ctx) => {
       let link: UpstreamLink;
       try {
+        await this.vet(ns, `${ctx.tool.name}@${ctx.tool.version}`);
         link = await this.link(ns);
       } catch {
         throw new ExecutorFailure('upstream_unavailable', `upstream ${ns} unavailable`, false);
