@@ -28,6 +28,7 @@ td.del { background: #ffe5e5; } td.ins { background: #e3f7e3; } td.empty { backg
 .facts { list-style: none; padding: 0; }
 .drift { border-left: 3px solid #0b3d5c; padding-left: .75rem; margin: 1rem 0; }
 .newer-waiting { background: #fff4d6; padding: .4rem .6rem; }
+.refused { background: #fbeaea; padding: .4rem .6rem; margin: .5rem 0; } .refused summary { cursor: pointer; }
 a { color: #0b4f8a; }
 `;
 

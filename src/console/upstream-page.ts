@@ -1,7 +1,7 @@
 /** The upstreams page: each registered upstream with its status, and its pending drift with the text diff to review. */
 import { html, seg, type Html } from './html.ts';
 import { reasonsList, versionHref } from './pages.ts';
-import type { UpstreamDriftView, UpstreamView } from './upstreams.ts';
+import type { UpstreamDriftView, UpstreamRefusalView, UpstreamView } from './upstreams.ts';
 
 /** A unified diff, each line marked as removed, added or context (the text is escaped like any other). */
 const diffText = (diff: string): Html =>
@@ -26,10 +26,17 @@ ${reasonsList(d.reasons)}
 ${d.textDiff ? diffText(d.textDiff) : html`<p class="muted">No change to the title, description or annotations.</p>`}
 ${canAct ? driftForm(u, d) : ''}</article>`;
 
+/** What the definition rules refused at this server's last sync: shown so a person can see why a tool never appears. */
+const refusedList = (r: { shown: readonly UpstreamRefusalView[]; total: number }): Html =>
+  html`<details class="refused"><summary>${r.total} ${r.total === 1 ? 'tool' : 'tools'} refused by the definition rules at this server's last sync: never offered to clients</summary>
+<ul>${r.shown.map((x) => html`<li><code>${x.upstreamTool}</code> (as ${x.tool}): <span class="code">${x.code}</span>: ${x.message}</li>`)}</ul>
+${r.total > r.shown.length ? html`<p class="muted">and ${r.total - r.shown.length} more (<code>estate upstream sync</code> lists them all).</p>` : ''}</details>`;
+
 export const upstreamsPage = (upstreams: readonly UpstreamView[], canActOn: (tool: string) => boolean): Html =>
   html`<h1>Upstreams</h1>${upstreams.length === 0 ? html`<p id="no-upstreams">No upstream MCP servers are registered.</p>` : upstreams.map(
     (u) => html`<section class="upstream"><h2>${u.ns} <span class="status ${u.status}">${u.status}</span></h2>
 <ul class="facts"><li>Connection from this server: <strong class="link">${u.link}</strong></li><li>${u.transport}: <code>${u.target}</code></li><li>${u.tools} approved ${u.tools === 1 ? 'tool' : 'tools'}; ${u.pending.length} pending</li></ul>
+${u.refused ? refusedList(u.refused) : ''}
 ${u.pending.length === 0 ? html`<p>No pending drift.</p>` : u.pending.map((d) => drift(u, d, canActOn(d.tool)))}
 <p class="action-result" role="status"></p></section>`,
   )}`;

@@ -32,6 +32,14 @@ export interface UpstreamDriftView {
   nextRecordedAfter?: string;
 }
 
+/** An upstream tool the definition rules refused at this serving process's last sync: never offered, never recorded. */
+export interface UpstreamRefusalView {
+  upstreamTool: string;
+  tool: string;
+  code: string;
+  message: string;
+}
+
 export interface UpstreamView {
   ns: string;
   transport: string;
@@ -40,10 +48,18 @@ export interface UpstreamView {
   tools: number;
   /** The registration: active or removed. */
   status: string;
-  /** This serving process's connection: up, down (failing fast), probing, not connected yet, or not served here. */
+  /**
+   * This serving process's connection: up, down (failing fast), probing, not connected yet, not served here, or none
+   * (removed).
+   */
   link: string;
   pending: UpstreamDriftView[];
+  /** Refused at this process's last sync (at most REFUSALS_SHOWN, each cut); how many there were in all. */
+  refused?: { shown: UpstreamRefusalView[]; total: number };
 }
+
+/** The most refused tools one upstream's section shows (an upstream may list 1,000); the rest are counted. */
+export const REFUSALS_SHOWN = 50;
 
 export interface UpstreamConsoleSource {
   list(): Promise<UpstreamView[]>;

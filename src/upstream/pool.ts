@@ -73,6 +73,8 @@ export class UpstreamPool {
   private following: Subscription | undefined;
   /** The refusals last logged per upstream (reportRefusals). */
   private readonly refusalsSaid = new Map<string, string>();
+  /** The tools each upstream's last sync in this process refused (the console shows them; nothing records them). */
+  private readonly refused = new Map<string, readonly CandidateRefusal[]>();
   private readonly debouncers = new Map<string, NodeJS.Timeout>();
   private readonly syncing = new Map<string, Promise<void>>();
   /** The one more sync asked for while one was running, per upstream. */
@@ -166,6 +168,7 @@ export class UpstreamPool {
     this.followUps.delete(ns);
     this.waiting.delete(ns);
     this.vetted.delete(ns);
+    this.refused.delete(ns);
     this.o.log.info({ upstream: ns, registration: now === undefined ? 'removed' : 'replaced' }, 'upstream link closed: its registration ended');
     const closed = held.link.close().catch(() => undefined);
     this.closing.add(closed);
@@ -304,6 +307,7 @@ export class UpstreamPool {
           'upstream synced',
         );
         this.reportRefusals(ns, r.refused);
+        this.refused.set(ns, r.refused);
         this.waiting.set(ns, new Map(Object.entries(r.deferredUntil)));
         if (r.retryAt !== undefined) this.followUp(ns, Date.parse(r.retryAt));
       } catch (e) {
@@ -430,6 +434,14 @@ export class UpstreamPool {
     const out: Record<string, string> = {};
     for (const [ns, p] of this.links) out[ns] = await p.then((l) => l.link.status, () => 'unregistered');
     return out;
+  }
+
+  /**
+   * The tools the last sync of `ns` in this process refused by the definition rules (SPEC §7: reported with their
+   * reasons, never offered): at most MAX_UPSTREAM_TOOLS, as the registry gave them. Empty before a first sync here.
+   */
+  refusals(ns: string): readonly CandidateRefusal[] {
+    return this.refused.get(ns) ?? [];
   }
 
   /** Changes the last sync of `ns` saw and has not recorded yet (metrics' `estate_upstream_changes_waiting`). */

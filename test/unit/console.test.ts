@@ -117,6 +117,17 @@ describe('console html', () => {
     expect(out).not.toContain('changed this tool again');
   });
 
+  it('lists the tools refused at the last sync, escaped, with a count of those not shown', () => {
+    const refused = { shown: [{ upstreamTool: '<img src=x>', tool: 'crm._img_src_x_', code: 'invalid-name', message: 'bad <b>name</b>' }], total: 3 };
+    const crm = { ns: 'crm', transport: 'http', target: 'http://crm.local/mcp', tools: 1, status: 'active', link: 'up', pending: [], refused };
+    const out = upstreamsPage([crm], () => true).text;
+    expect(out).toContain("3 tools refused by the definition rules at this server's last sync: never offered to clients");
+    expect(out).toContain('<code>&lt;img src=x&gt;</code> (as crm._img_src_x_): <span class="code">invalid-name</span>: bad &lt;b&gt;name&lt;/b&gt;');
+    expect(out).toContain('and 2 more');
+    expect(out).not.toContain('<img');
+    expect(upstreamsPage([{ ...crm, refused: undefined }], () => true).text).not.toContain('refused by the definition rules');
+  });
+
   it('says when the upstream changed a pending tool again and that change waits for the change window', () => {
     const drift = { tool: 'crm.find', upstreamTool: 'Find', level: 'patch' as const, reasons: [], candidateHash: 'cd'.repeat(16), at: 't', newerWaiting: '2026-12-01T00:10:00.000Z' };
     const crm = { ns: 'crm', transport: 'http', target: 'http://crm.local/mcp', tools: 1, status: 'active', link: 'up', pending: [drift] };
