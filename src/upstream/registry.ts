@@ -15,7 +15,7 @@ import type { DefinitionChecker } from '#app/definition-budget';
 import type { Reason, ToolAccess, ToolDefinition } from '#domain/types';
 import { applyUpstreamEvent, CHANGE_HISTORY, pendingDrift, type DriftData, type UpstreamState, type UpstreamToolState } from '#projections/upstreams';
 import { describeTarget, nextVersion, sameText, stillTheCandidate, textDiff } from './drift-text.ts';
-import { contentHash, mapCandidates, mapToolName, MAX_UPSTREAM_TOOLS, NS_PATTERN, tooManyTools, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
+import { contentHash, mapCandidates, mapToolName, MAX_UPSTREAM_TOOLS, NS_PATTERN, parseUpstreamHandler, tooManyTools, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
 
 export { describeTarget, nextVersion, textDiff } from './drift-text.ts';
 
@@ -87,6 +87,24 @@ export interface PendingView {
 }
 
 const MAX_ATTEMPTS = 20;
+
+/**
+ * An upstream tool whose catalogue name is a tool the namespace already has with a handler that is not this upstream's
+ * (a tool published by hand under `<ns>.`): approving it would send that tool's calls to the upstream. The classifier
+ * calls a changed handler a patch, and an upstream may copy the local tool's text (anyone who may list it can read it),
+ * so `schema-minor` would have auto-approved the takeover. It is a major change: a person decides, and callers see a
+ * new major version.
+ */
+const localTakeover = (pinned: ToolDefinition, c: UpstreamCandidate): Reason | undefined => {
+  const ns = parseUpstreamHandler(c.handler)?.ns;
+  if (ns === undefined || parseUpstreamHandler(pinned.handler)?.ns === ns) return undefined;
+  return {
+    level: 'major',
+    path: 'handler',
+    rule: 'replaces-local-handler',
+    detail: `handler: ${JSON.stringify(pinned.handler)} is not upstream ${ns}'s: approving sends the calls of ${pinned.name} to the upstream`,
+  };
+};
 
 export class UpstreamRegistry {
   private readonly clock: Clock;
@@ -378,6 +396,8 @@ export class UpstreamRegistry {
     if (!pinned) return { ok: true, level: 'initial', reasons: [] };
     try {
       const { level, reasons } = await this.deps.definitions.classify(pinned, { ...c, version: pinned.version });
+      const takeover = localTakeover(pinned, c);
+      if (takeover) return { ok: true, level: 'major', reasons: [...reasons, takeover] };
       return { ok: true, level, reasons };
     } catch (e) {
       if (e instanceof DomainError) return { ok: false, error: e };

@@ -323,6 +323,21 @@ describe('schema-minor auto-approval', () => {
     expect(r.autoApproved).toEqual([{ tool: 'auto.echo', version: '1.1.0' }]);
   });
 
+  it('never takes over a local tool of the namespace: an upstream tool named like it waits for a person, whatever its level', async () => {
+    // A tool published by hand under the upstream's namespace, whose text the upstream copies (anyone may list it).
+    const local = { name: 'auto.local', version: '1.0.0', description: 'Echoes the message back.', inputSchema: echo().inputSchema, annotations: { readOnlyHint: true }, handler: 'local.echo', sideEffect: 'none' as const, access: ACCESS, timeoutMs: 30_000 };
+    expect((await commands.publish(local, 't')).result).toBe('published');
+    const r = await reg.sync('auto', [echo({ name: 'local' })], 't');
+    expect(r.autoApproved).toEqual([]);
+    const [p] = await reg.pending('auto');
+    expect(p?.tool).toBe('auto.local');
+    expect(p?.reasons.map((x) => x.rule)).toContain('handler-changed');
+    expect(p?.reasons.find((x) => x.rule === 'replaces-local-handler')).toMatchObject({ level: 'major', path: 'handler' });
+    expect(p?.level).toBe('major');
+    // A person may still approve it, as a major version.
+    expect(await reg.approveOne('auto', 'auto.local', { by: 't' })).toMatchObject({ result: 'published', version: '2.0.0' });
+  });
+
   it('never approves a major change', async () => {
     const r = await reg.sync('auto', [echo({ inputSchema: { type: 'object', properties: { message: { type: 'integer' } }, required: ['message'] } })], 't');
     expect(r.autoApproved).toEqual([]);
