@@ -42,7 +42,7 @@ export const isAfter = (p: string, from: string): boolean => {
 };
 
 /** The position of the newest catalogue event now (null: none yet). */
-const lastCataloguePosition = async (store: EventStore): Promise<string | null> => {
+export const lastCataloguePosition = async (store: EventStore): Promise<string | null> => {
   let last: string | null = null;
   for (;;) {
     const page = await store.readAll({ after: last, limit: 1000, streamPrefix: TOOL_STREAM_PREFIX });

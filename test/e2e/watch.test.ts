@@ -49,6 +49,28 @@ describe('estate watch (store tail)', () => {
     expect(JSON.parse(all.stdout)).toMatchObject({ tool: 'test.before', event: 'ToolVersionPublished' });
   }, 180_000);
 
+  it('--from past the newest change says so once on stderr, and still prints a change made after it', async () => {
+    const newest = await publish('test.past-a');
+    const past = String(Number(newest) + 2);
+    const w = await startWatch(['--from', past, '--store', temp.store]);
+    watchers.push(w);
+    const deadline = Date.now() + 30_000;
+    while (!w.stderr().includes('is past the newest change') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(w.stderr()).toContain(`estate watch: position ${past} is past the newest change in this store (position ${newest}): nothing prints until a change is made after it`);
+    // Publish until a change lands after the position given (each publish's position is the store's to choose).
+    let after = '';
+    for (let i = 0; i < 5 && !(Number(after) > Number(past)); i++) after = await publish(`test.past-${i}`);
+    expect(Number(after)).toBeGreaterThan(Number(past));
+    expect(await w.changes.next((c) => c.position === after, 30_000, 'the change after the position')).toMatchObject({ position: after });
+    expect(w.changes.seen.map((c) => c.tool)).not.toContain('test.past-a');
+    expect(await w.stop()).toBe(0);
+    // At the newest change, or before it, nothing is said.
+    const at = await startWatch(['--from', newest, '--count', '1', '--store', temp.store]);
+    watchers.push(at);
+    expect(await at.exited).toBe(0);
+    expect(at.stderr()).not.toContain('past the newest change');
+  }, 180_000);
+
   it('refuses bad flags with exit 2 and one line, and never creates a store', async () => {
     const cases = [
       ['--from', '1;DROP TABLE events'],

@@ -4,7 +4,7 @@ import type { CatalogueChange, EventStore } from '#app/ports';
 import { encodeChange } from '#bus/change-message';
 import { loadConfig } from '#config';
 import { DomainError } from '#domain/errors';
-import { parseWatchPosition, watchStore, type WatchHandle, type WatchStart } from '#ops/change-watch';
+import { isAfter, lastCataloguePosition, parseWatchPosition, watchStore, type WatchHandle, type WatchStart } from '#ops/change-watch';
 import { heldBackLine, watchHeldBack, type HeldBackWatch } from '#ops/held-back-watch';
 import { openEventStore } from '#store/open-store';
 import { EXIT } from '../exit.ts';
@@ -28,6 +28,23 @@ const countOf = (raw: string | undefined): number | undefined => {
   if (raw === undefined) return undefined;
   if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw new DomainError('usage', 'bad-count', `--count ${JSON.stringify(raw.slice(0, 40))} is not a whole number from 1 to 999999999`);
   return Number(raw);
+};
+
+/**
+ * `--from` a position past the newest change in the store (one from another store, a typo, a store restored from an
+ * older backup): the watch follows, but nothing prints until a change is made after it. Said once on stderr, so a
+ * silent watch is not taken for an empty one. Read beside the tail, which has already started.
+ */
+const saySilence = async (store: EventStore, after: string): Promise<void> => {
+  try {
+    const newest = await lastCataloguePosition(store);
+    if (newest !== null && !isAfter(after, newest)) return;
+    process.stderr.write(
+      `estate watch: position ${after} is past the newest change in this store (${newest === null ? 'it has none yet' : `position ${newest}`}): nothing prints until a change is made after it. A position from another store?\n`,
+    );
+  } catch {
+    // Only a note: the tail reports its own read failures.
+  }
 };
 
 const runWatch = async (flags: WatchFlags): Promise<number> => {
@@ -75,6 +92,7 @@ const runWatch = async (flags: WatchFlags): Promise<number> => {
     }
     const after = await handle.started;
     process.stderr.write(`estate watch: following ${source} ${start === 'end' ? 'from the end' : after === null ? 'from the beginning' : `after position ${after}`}\n`);
+    if (store && typeof start === 'object') void saySilence(store, start.after);
     await Promise.race([stopped, handle.done]);
   } catch (e) {
     failure = e;
@@ -104,6 +122,8 @@ export const register = (program: Command): void => {
 Each line is one change message, the same shape the relay publishes on the Kafka topic:
   {"type":"catalogue.changed","position":"42","tool":"payments.lookup","version":"2.0.0","event":"ToolVersionPublished","at":"..."}
 Delivery is at least once: deduplicate by position. Ctrl-C ends it (exit 0).
+On the store, a --from position past the newest change there is is said once on stderr (nothing prints until a
+change is made after it).
 On PostgreSQL, changes committed behind another client's open transaction wait until it ends; once they have waited
 5 s, stderr names that transaction's session (pid, user, database, application), and says when it has ended.
 
