@@ -6,9 +6,9 @@
  *
  * A link belongs to one registration. The pool follows the upstream streams of the store (start's `follow`): a removal
  * (`estate upstream remove`, from any process) closes the namespace's link — its child exits, its HTTP session ends —
- * and stops its syncs; a later registration is connected to afresh, at its own target, on first use. A registration
- * replaced before the pool heard of it is found by the sync too: a link never lists tools into a registration it was
- * not made for.
+ * and stops its syncs; a later registration (of a namespace new or removed) is connected to afresh, at its own target,
+ * and synced at once, as the ones there were at start. A registration replaced before the pool heard of it is found by
+ * the sync too: a link never lists tools into a registration it was not made for.
  */
 import type { HandlerMap, ToolHandler } from '#handlers/types';
 import type { ExecutorTraits } from '#handlers/executor-failure';
@@ -205,15 +205,19 @@ export class UpstreamPool {
   /** The upstream events of the store, as they are appended: each registration or removal of a served namespace is followed. */
   private follow(f: PoolFollow): void {
     const onEvents = async (events: StoredEvent[]): Promise<void> => {
-      const touched = new Set<string>();
+      // Per namespace, whether its last such event in the batch registered it.
+      const touched = new Map<string, boolean>();
       for (const e of events) {
         if (e.type !== 'UpstreamRegistered' && e.type !== 'UpstreamRemoved') continue;
         const ns = e.streamId.slice(UPSTREAM_STREAM_PREFIX.length);
-        if (this.serves(ns)) touched.add(ns);
+        if (this.serves(ns)) touched.set(ns, e.type === 'UpstreamRegistered');
       }
-      for (const ns of touched) {
+      for (const [ns, registered] of touched) {
         if (this.closed) return;
         await this.reconcile(ns);
+        // A new registration is connected to and synced at once, as at start: its tools are listed, and its change
+        // notices heard, without waiting for a call, the interval, or someone's `upstream sync`.
+        if (registered) void this.sync(ns);
       }
     };
     this.following = f.store.subscribe({

@@ -5,7 +5,7 @@
  * target, is connected to afresh. A call after the re-approval reaches only the new child, never the old one.
  */
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
@@ -108,5 +108,20 @@ describe('an upstream removed and registered again under a running estate serve'
     expect(callsIn(oldLog)).toHaveLength(oldCalls);
     expect(callsIn(oldLog).some((c) => c.arguments?.message === 'after')).toBe(false);
     expect(alive(oldPid as number)).toBe(false);
+  }, 120_000);
+
+  it('a namespace registered while the server runs is synced by it at once, and its change notices are heard', async () => {
+    const spec = store.file('bn.json', { tools: [echoTool('Echoes, from bn.')] });
+    const log = store.file('bn.log', '');
+    await cli(['upstream', 'add', 'bn', '--command', `${process.execPath} ${FIXTURE} ${spec} ${log}`, '--scopes', 'fx.read', '--clearance', 'internal']);
+    // No `upstream sync` from anyone: the serving process lists it itself (the interval is ten minutes).
+    const pending = async (): Promise<{ tool: string; level: string; reasons: { rule: string }[] }[]> =>
+      (JSON.parse((await cli(['upstream', 'drift', 'bn', '--json'])).stdout) as { pending: { tool: string; level: string; reasons: { rule: string }[] }[] }).pending;
+    expect(await eventually('the server synced the new upstream', async () => ((await pending()).length > 0 ? await pending() : undefined))).toMatchObject([{ tool: 'bn.echo', level: 'initial' }]);
+    await cli(['upstream', 'approve', 'bn.echo']);
+    // The server's connection hears the upstream's list_changed: the change is recorded without anyone syncing.
+    writeFileSync(spec, JSON.stringify({ tools: [echoTool('Echoes, from bn, changed.')] }));
+    const drift = await eventually('the change recorded by the server', async () => (await pending()).find((p) => p.tool === 'bn.echo'));
+    expect(drift.reasons.map((r) => r.rule)).toContain('description-changed');
   }, 120_000);
 });
