@@ -7,6 +7,7 @@ import { CommandHandler } from '#app/command-handler';
 import { decodeUpstreamEvent } from '#app/event-codec';
 import type { EventStore } from '#app/ports';
 import { upstreamStream } from '#domain/events';
+import type { JsonObject } from '#domain/types';
 import { createMemoryEventStore } from '#store/memory-event-store';
 import { CHANGE_HISTORY } from '#projections/upstreams';
 import { asDraft2020, listingPageOf, mapToolName, MAX_UPSTREAM_TOOLS, meaningfulAnnotations, sideEffectOf, type UpstreamTool } from '#upstream/candidate';
@@ -325,7 +326,7 @@ describe('schema-minor auto-approval', () => {
 
   it('never takes over a local tool of the namespace: an upstream tool named like it waits for a person, whatever its level', async () => {
     // A tool published by hand under the upstream's namespace, whose text the upstream copies (anyone may list it).
-    const local = { name: 'auto.local', version: '1.0.0', description: 'Echoes the message back.', inputSchema: echo().inputSchema, annotations: { readOnlyHint: true }, handler: 'local.echo', sideEffect: 'none' as const, access: ACCESS, timeoutMs: 30_000 };
+    const local = { name: 'auto.local', version: '1.0.0', description: 'Echoes the message back.', inputSchema: echo().inputSchema as JsonObject, annotations: { readOnlyHint: true }, handler: 'local.echo', sideEffect: 'none' as const, access: ACCESS, timeoutMs: 30_000 };
     expect((await commands.publish(local, 't')).result).toBe('published');
     const r = await reg.sync('auto', [echo({ name: 'local' })], 't');
     expect(r.autoApproved).toEqual([]);
