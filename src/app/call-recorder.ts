@@ -45,6 +45,8 @@ export interface CallRecorderOptions {
 interface Pending {
   call: CallRecord | CallIntent;
   type: 'ToolCalled' | 'ToolCallStarted';
+  /** performance.now() when it was asked for: a store waiting for a lock counts this record's wait from then. */
+  at: number;
   resolve(): void;
   reject(e: unknown): void;
 }
@@ -93,7 +95,9 @@ export const createCallRecorder = (store: EventStore, options: CallRecorderOptio
       queue = queue.slice(batch.length);
       lastBatch = batch.length;
       try {
-        await store.appendMany(toRequests(batch));
+        // The batch's oldest record may have waited for the one before it (a lock waited out): the store's wait for a
+        // lock is counted from that record's arrival, so no record waits a whole timeout more behind another batch.
+        await store.appendMany(toRequests(batch), { since: batch[0]!.at });
         for (const p of batch) p.resolve();
       } catch (e) {
         for (const p of batch) p.reject(e);
@@ -116,13 +120,13 @@ export const createCallRecorder = (store: EventStore, options: CallRecorderOptio
   return {
     record(call) {
       return new Promise<void>((resolve, reject) => {
-        queue.push({ call, type: 'ToolCalled', resolve, reject });
+        queue.push({ call, type: 'ToolCalled', at: performance.now(), resolve, reject });
         void kick();
       });
     },
     start(intent) {
       return new Promise<void>((resolve, reject) => {
-        queue.push({ call: intent, type: 'ToolCallStarted', resolve, reject });
+        queue.push({ call: intent, type: 'ToolCallStarted', at: performance.now(), resolve, reject });
         void kick();
       });
     },

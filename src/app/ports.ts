@@ -144,6 +144,15 @@ export interface HeldBackHolder {
 }
 export const HELD_BACK_COUNT_CAP = 10_000;
 
+export interface AppendManyOptions {
+  /**
+   * `performance.now()` when the oldest of these writes was asked for (default: now). A store that waits for another
+   * connection's lock (SQLite's busy timeout) counts the wait from then: writes that queued behind a batch that waited
+   * out a lock have waited already, and are not given a whole timeout more.
+   */
+  since?: number;
+}
+
 export interface EventStore {
   /** `sqlite`, `memory`, `postgres`, `kurrentdb`: for logs and benchmarks. */
   readonly kind: string;
@@ -155,7 +164,7 @@ export interface EventStore {
    * Append to several streams in one durable commit where the backend can (group commit of call records); all or
    * nothing when it can. Results are in request order.
    */
-  appendMany(requests: AppendRequest[]): Promise<AppendResult[]>;
+  appendMany(requests: AppendRequest[], options?: AppendManyOptions): Promise<AppendResult[]>;
 
   /**
    * The events of a stream, in revision order, starting at `fromRevision` (default 0): at most `limit` of them

@@ -67,7 +67,8 @@ interface Waiting {
 /**
  * A connection's writes, in the order they were asked for. A write runs at once while none is waiting; once one finds
  * the database locked, it and every later write of this queue wait their turn (each until its own deadline, counted
- * from when it was asked for), so no later append of this process commits ahead of an earlier one. A write that
+ * from when it was asked for, or from `since` when its caller says it was asked for earlier: a call recorder's batch
+ * that gathered while the batch before it waited), so no later append of this process commits ahead of an earlier one. A write that
  * fails is retried whole: `work` must be one transaction (a failed one leaves nothing behind).
  */
 export const writeQueue = (timeoutMs: number) => {
@@ -93,8 +94,9 @@ export const writeQueue = (timeoutMs: number) => {
     });
 
   return {
-    run<T>(work: () => T): Promise<T> {
-      const started = performance.now();
+    /** `since`: when the write was asked for, if before now (performance.now() ms): its deadline counts from then. */
+    run<T>(work: () => T, since?: number): Promise<T> {
+      const started = Math.min(since ?? Infinity, performance.now());
       if (waiting.length > 0) return enqueue(work, started + timeoutMs, undefined);
       try {
         return Promise.resolve(work());

@@ -315,7 +315,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
     append: (streamId, events, { expectedRevision }) => writes.run(() => appendAll([{ streamId, events, expectedRevision }])[0]!),
 
-    appendMany: (requests) => writes.run(() => appendAll(requests)),
+    appendMany: (requests, options) => writes.run(() => appendAll(requests), options?.since),
 
     readStream: (streamId, options = {}) =>
       settle(() =>

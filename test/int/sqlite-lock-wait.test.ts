@@ -132,6 +132,20 @@ describe('a SQLite store locked by another connection', () => {
     expect(await store.append('s', [{ type: 'C', data: 3 }], { expectedRevision: 'no_stream' })).toMatchObject({ revision: 0 });
   });
 
+  it('counts a batch\'s wait for the lock from when its oldest write was asked for (since), not from when it is run', async () => {
+    // A timeout of a minute: a batch asked for a minute ago has no wait left, and fails at once rather than a minute on.
+    const { store, lock } = setUp(60_000);
+    lock.exec('BEGIN EXCLUSIVE');
+    const late = store.appendMany([{ streamId: 's', events: [{ type: 'A', data: 1 }], expectedRevision: 'any' }], { since: performance.now() - 60_000 });
+    await expect(late).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
+    // One asked for now still waits for the lock, and commits once it is released.
+    const now = watch(store.appendMany([{ streamId: 's', events: [{ type: 'B', data: 2 }], expectedRevision: 'any' }], { since: performance.now() }));
+    await timerTurns(10);
+    expect(now.settled).toBe(false);
+    lock.exec('COMMIT');
+    expect(await now.promise).toMatchObject([{ revision: 0 }]);
+  });
+
   it('waits with a snapshot write, and commits it once the lock is released', async () => {
     const { store, lock } = setUp();
     const snapshots = store.snapshots!;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createCallRecorder, type CallRecord } from '#app/call-recorder';
-import type { AppendRequest, AppendResult, EventStore } from '#app/ports';
+import type { AppendManyOptions, AppendRequest, AppendResult, EventStore } from '#app/ports';
 import { runStream } from '#domain/events';
 
 const OWNER = { tenant: 't', subject: 's' };
@@ -31,16 +31,18 @@ const aCall = (runId: string, n: number): CallRecord => ({
 /** A store whose appendMany commits only when the test says so. */
 const gatedStore = () => {
   const commits: AppendRequest[][] = [];
+  const since: (number | undefined)[] = [];
   const gates: { release(): void; fail(e: Error): void }[] = [];
   const store = {
-    appendMany(requests: AppendRequest[]): Promise<AppendResult[]> {
+    appendMany(requests: AppendRequest[], options?: AppendManyOptions): Promise<AppendResult[]> {
       commits.push(requests);
+      since.push(options?.since);
       return new Promise((resolve, reject) => {
         gates.push({ release: () => resolve(requests.map(() => ({ revision: 0, positions: [] }))), fail: reject });
       });
     },
   } as unknown as EventStore;
-  return { store, commits, gates };
+  return { store, commits, gates, since };
 };
 
 const tick = () => new Promise((r) => setImmediate(r));
@@ -117,6 +119,31 @@ describe('call recorder (group commit)', () => {
     gates[1]?.release();
     await expect(c).resolves.toBeUndefined();
     expect(commits).toHaveLength(2);
+  });
+
+  it('tells the store when each batch\'s oldest record was asked for, so a wait behind the batch before counts', async () => {
+    const { store, commits, gates, since } = gatedStore();
+    const rec = createCallRecorder(store);
+    const t0 = performance.now();
+    const a = rec.record(aCall('r', 1));
+    const t1 = performance.now();
+    await tick();
+    expect(commits).toHaveLength(1);
+    // Two records arrive while the first commit is in flight (waiting out a lock, say); the first of them is the oldest.
+    const t2 = performance.now();
+    const b = rec.record(aCall('r', 2));
+    const t3 = performance.now();
+    await tick();
+    const c = rec.record(aCall('r', 3));
+    gates[0]?.release();
+    await a;
+    await turnsUntil(() => gates.length === 2);
+    expect(since[0]).toBeGreaterThanOrEqual(t0);
+    expect(since[0]).toBeLessThanOrEqual(t1);
+    expect(since[1]).toBeGreaterThanOrEqual(t2);
+    expect(since[1]).toBeLessThanOrEqual(t3);
+    gates[1]?.release();
+    await Promise.all([b, c]);
   });
 
   it('respects maxBatch', async () => {
