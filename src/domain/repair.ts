@@ -55,7 +55,10 @@ const coerce = (types: string[], s: string): number | boolean | undefined => {
   if (types.includes('integer') && INTEGER.test(s)) return Number(s);
   if (types.includes('number') && NUMBER.test(s)) {
     const n = Number(s);
-    return Number.isFinite(n) ? n : undefined; // `1e999` is valid grammar but no JSON value
+    if (!Number.isFinite(n)) return undefined; // `1e999` is valid grammar but no JSON value
+    // `1e-400` underflows to 0: a non-zero amount or tolerance would reach the handler as zero, another value.
+    if (n === 0 && /[1-9]/.test(s.split(/[eE]/)[0] ?? '')) return undefined;
+    return n;
   }
   if (types.includes('boolean') && (s === 'true' || s === 'false')) return s === 'true';
   return undefined;

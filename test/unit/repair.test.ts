@@ -56,6 +56,13 @@ describe('repair: coercion', () => {
     }
   });
 
+  it('never a number that underflows to zero: a non-zero value would become another', () => {
+    for (const s of ['1e-400', '-2.5e-999', '0.0001e-330']) expect(repairA({ type: 'number' }, s)).toEqual({ a: s });
+    expect(repairA({ type: 'number' }, '0e-400')).toEqual({ a: 0 });
+    expect(repairA({ type: 'number' }, '0.000')).toEqual({ a: 0 });
+    expect(repairA({ type: 'number' }, '5e-324')).toEqual({ a: 5e-324 });
+  });
+
   it('boolean from exactly true or false', () => {
     expect(repairA({ type: 'boolean' }, 'true')).toEqual({ a: true });
     expect(repairA({ type: 'boolean' }, 'false')).toEqual({ a: false });
