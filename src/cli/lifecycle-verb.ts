@@ -1,7 +1,7 @@
 /** What deprecate and retire share: `<name>@<version> --reason <text>`, local or through a server's API. */
 import type { Command } from 'commander';
 import { serverOption, withCatalogueWrites } from './commands/open.ts';
-import { lifecycleLine, printJson } from './output.ts';
+import { lifecycleLine, printJson, say } from './output.ts';
 import { parseRef } from './ref.ts';
 
 export const registerLifecycleVerb = (program: Command, verb: 'deprecate' | 'retire', description: string): void => {
@@ -18,7 +18,7 @@ export const registerLifecycleVerb = (program: Command, verb: 'deprecate' | 'ret
         const out = await catalogue[verb]({ name, version }, flags.reason);
         if (opts.json) printJson(out);
         // The ref as given names the version, whatever a server's body says.
-        else console.log(lifecycleLine({ ...out, name, version }));
+        else say([lifecycleLine({ ...out, name, version })]);
       }, { neverCreates: true }),
     );
 };

@@ -4,6 +4,7 @@
  * strings and printed by the verbs; error lines go to stderr through `errorLine`.
  */
 import { DomainError } from '#domain/errors';
+import { visible } from '#domain/visible-text';
 import type { Reason } from '#domain/types';
 import type { PendingView, SyncResult } from '#upstream/registry';
 import type { CallView, HistoryEntry, LifecycleJson, ToolStatus, VerdictJson } from './commands/port.ts';
@@ -16,12 +17,12 @@ export const printJson = (value: unknown): void => {
 /** `estate: error|refused|not found: <message>`: the one stderr line of a failed verb. */
 export const errorLine = (e: unknown): string => {
   const prefix = e instanceof DomainError ? `estate: ${e.kind === 'not-found' ? 'not found' : e.kind === 'usage' ? 'error' : 'refused'}` : 'estate: error';
-  return `${prefix}: ${e instanceof Error ? e.message : String(e)}`;
+  return `${prefix}: ${visible(e instanceof Error ? e.message : String(e))}`;
 };
 
 /** The stderr line of a refused publish/check verdict (exit 2 for `usage`, 3 for `refused`). */
 export const refusalLine = (refusal: 'usage' | 'refused', v: VerdictJson, subject?: string): string =>
-  `estate: ${refusal === 'usage' ? 'error' : 'refused'}: ${subject ? `${subject}: ` : ''}${v.error?.message ?? 'refused'}`;
+  visible(`estate: ${refusal === 'usage' ? 'error' : 'refused'}: ${subject ? `${subject}: ` : ''}${v.error?.message ?? 'refused'}`);
 
 export const BY_IGNORED_NOTE = 'estate: note: --by is ignored with --server; the server records the token\'s subject';
 
@@ -130,7 +131,10 @@ export const noPendingLine = (ns: string): string => `${ns}: no pending drift`;
 export const rejectedLine = (tool: string): string => `rejected the pending candidate of ${tool}; the pinned version keeps serving`;
 export const removedLine = (ns: string, retired: readonly string[]): string => `removed upstream ${ns}; retired ${retired.length ? retired.join(', ') : 'nothing'}`;
 
-/** Print lines on stdout, one console.log each (a multi-line entry stays one write, as before). */
+/**
+ * Print lines on stdout, one console.log each (a multi-line entry stays one write, as before). What they carry may be
+ * an upstream's text: characters a terminal acts on or a person cannot see are shown escaped (#domain/visible-text).
+ */
 export const say = (lines: readonly string[]): void => {
-  for (const line of lines) console.log(line);
+  for (const line of lines) console.log(visible(line));
 };

@@ -2,6 +2,7 @@
  * The console's pages, rendered on the server from the same read models the CLI and MCP paths use: the catalogue
  * projection, the discovery rule (newestVisible/isVisible), the classifier (classifyDefinition) and the call records.
  */
+import { visible } from '#domain/visible-text';
 import { isVisible, makePrincipal } from '#domain/access';
 import { classifyDefinition } from '#domain/classify';
 import { CLASSIFICATIONS, type Principal, type Reason } from '#domain/types';
@@ -114,7 +115,7 @@ ${namespaceFilter(namespaces, q.namespace)}
 };
 
 export const reasonsList = (reasons: readonly Reason[]): Html =>
-  reasons.length === 0 ? html`<span class="muted">first version or no change</span>` : html`<ul class="reasons">${reasons.map((r) => html`<li><span class="level ${r.level}">${r.level}</span> <code>${r.path}</code> ${r.rule}: ${r.detail}</li>`)}</ul>`;
+  reasons.length === 0 ? html`<span class="muted">first version or no change</span>` : html`<ul class="reasons">${reasons.map((r) => html`<li><span class="level ${r.level}">${r.level}</span> <code>${visible(r.path)}</code> ${r.rule}: ${visible(r.detail)}</li>`)}</ul>`;
 
 const lifecycleForm = (v: CatalogueVersion): Html =>
   v.status === 'retired'

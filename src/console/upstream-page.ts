@@ -1,4 +1,5 @@
 /** The upstreams page: each registered upstream with its status, and its pending drift with the text diff to review. */
+import { visible } from '#domain/visible-text';
 import { html, seg, type Html } from './html.ts';
 import { reasonsList, versionHref } from './pages.ts';
 import type { UpstreamDriftView, UpstreamRefusalView, UpstreamView } from './upstreams.ts';
@@ -7,7 +8,8 @@ import type { UpstreamDriftView, UpstreamRefusalView, UpstreamView } from './ups
 const diffText = (diff: string): Html =>
   html`<pre class="text-diff">${diff.split('\n').map((line) => {
     const cls = line.startsWith('+') && !line.startsWith('+++') ? 'ins' : line.startsWith('-') && !line.startsWith('---') ? 'del' : 'ctx';
-    return html`<span class="${cls}">${line}</span>`; // one block per line (console.css): no newline between them
+    // What a terminal or a reader would not see (tag characters, bidirectional overrides, escapes) is shown escaped.
+    return html`<span class="${cls}">${visible(line)}</span>`; // one block per line (console.css): no newline between them
   })}</pre>`;
 
 const driftForm = (u: UpstreamView, d: UpstreamDriftView): Html =>
@@ -29,7 +31,7 @@ ${canAct ? driftForm(u, d) : ''}</article>`;
 /** What the definition rules refused at this server's last sync: shown so a person can see why a tool never appears. */
 const refusedList = (r: { shown: readonly UpstreamRefusalView[]; total: number }): Html =>
   html`<details class="refused"><summary>${r.total} ${r.total === 1 ? 'tool' : 'tools'} refused by the definition rules at this server's last sync: never offered to clients</summary>
-<ul>${r.shown.map((x) => html`<li><code>${x.upstreamTool}</code> (as ${x.tool}): <span class="code">${x.code}</span>: ${x.message}</li>`)}</ul>
+<ul>${r.shown.map((x) => html`<li><code>${visible(x.upstreamTool)}</code> (as ${x.tool}): <span class="code">${x.code}</span>: ${visible(x.message)}</li>`)}</ul>
 ${r.total > r.shown.length ? html`<p class="muted">and ${r.total - r.shown.length} more (<code>estate upstream sync</code> lists them all).</p>` : ''}</details>`;
 
 export const upstreamsPage = (upstreams: readonly UpstreamView[], canActOn: (tool: string) => boolean): Html =>

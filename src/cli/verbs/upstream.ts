@@ -88,7 +88,7 @@ export const register = (program: Command): void => {
       const access = defaultAccessFromFlags(flags);
       const r = await registryOf(estate).register(ns, target, access, flags.autoApprove, estate.config.actor);
       if (opts.json) printJson({ result: 'registered', ns, transport: target.transport, target: describeTarget(target), access, autoApprove: flags.autoApprove, position: r.position });
-      else console.log(registeredLine(ns, target.transport, describeTarget(target)));
+      else say([registeredLine(ns, target.transport, describeTarget(target))]);
     }),
   );
 
@@ -148,7 +148,7 @@ export const register = (program: Command): void => {
         : [await registry.approveOne(parseToolRef(ref).ns, parseToolRef(ref).tool, { ...o, ...candidateOf(flags) })];
       if (flags.all && verdicts.length === 0) {
         if (opts.json) printJson({ approved: [] });
-        else console.log(noPendingLine(ref));
+        else say([noPendingLine(ref)]);
         return EXIT.ok;
       }
       const results = verdicts.map((v) => verdictJson(v, v.result, v.position));
@@ -158,7 +158,7 @@ export const register = (program: Command): void => {
         if (v.result === 'refused') {
           console.error(refusalLine('refused', v));
           code = EXIT.refused;
-        } else if (!opts.json) console.log(approvedLine(v));
+        } else if (!opts.json) say([approvedLine(v)]);
       }
       return code;
     }),
@@ -174,7 +174,7 @@ export const register = (program: Command): void => {
         const { ns, tool } = parseToolRef(ref);
         const r = await registryOf(estate).reject(ns, tool, flags.reason, estate.config.actor, candidateOf(flags).candidateHash);
         if (opts.json) printJson({ result: 'rejected', ...r });
-        else console.log(rejectedLine(tool));
+        else say([rejectedLine(tool)]);
       }),
     );
 
@@ -186,7 +186,7 @@ export const register = (program: Command): void => {
       withEstate(async (estate, opts, ns: string, flags: { reason: string }) => {
         const r = await registryOf(estate).remove(ns, flags.reason, estate.config.actor);
         if (opts.json) printJson({ result: 'removed', ...r });
-        else console.log(removedLine(ns, r.retired));
+        else say([removedLine(ns, r.retired)]);
       }),
     );
 };
