@@ -7,7 +7,7 @@
 import { DomainError } from '#domain/errors';
 import type { UpstreamCandidate } from '#domain/events';
 import { canonicalHash } from '#domain/hash';
-import { DEFAULT_TIMEOUT_MS } from '#domain/tool-definition';
+import { DEFAULT_TIMEOUT_MS, MAX_DEFINITION_BYTES } from '#domain/tool-definition';
 import type { JsonObject, SideEffect, ToolAccess, ToolDefinition } from '#domain/types';
 
 /**
@@ -226,6 +226,18 @@ const mapOne = async (ns: string, name: string, t: UpstreamTool & { name: string
     handler: upstreamHandler(ns, t.name),
     timeoutMs: pinned?.timeoutMs ?? DEFAULT_TIMEOUT_MS,
   };
+  // A definition is at most 1 MiB, whoever writes it (a file, the publishing API): an upstream's 4 MiB description was
+  // recorded in a drift event at every change and published. Measured as the JSON the store would keep.
+  let bytes: number;
+  try {
+    bytes = Buffer.byteLength(JSON.stringify(raw));
+  } catch {
+    // Nested past what the stack holds (the definition rules allow 128 levels): refused as the rules would refuse it.
+    return { ok: false, refusal: { upstreamTool, tool: name, code: 'schema-invalid', message: `upstream tool '${upstreamTool.slice(0, 200)}': its definition is nested too deeply to be read` } };
+  }
+  if (bytes > MAX_DEFINITION_BYTES) {
+    return { ok: false, refusal: { upstreamTool, tool: name, code: 'too-large', message: `upstream tool '${upstreamTool.slice(0, 200)}': its definition is ${bytes} bytes, larger than ${MAX_DEFINITION_BYTES} (a definition is at most 1 MiB)` } };
+  }
   try {
     const def = await check(raw);
     const { version: _v, ...candidate } = def;

@@ -11,14 +11,17 @@ import type { DriftData } from '#projections/upstreams';
 export const describeTarget = (t: UpstreamTarget): string =>
   t.transport === 'http' ? t.url : [t.command, ...t.args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
 
-/** JSON Schema's annotation keywords (the meta-data vocabulary, and `$comment`): text a model may read, not a rule. */
-const SCHEMA_TEXT = new Set(['title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly', '$comment']);
+/**
+ * JSON Schema's annotation keywords (the meta-data and content vocabularies, and `$comment`): text a model may read, not
+ * a rule.
+ */
+const SCHEMA_TEXT = new Set(['title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly', '$comment', 'contentMediaType', 'contentEncoding']);
 /** Keywords whose value is a map of subschemas by name (the names are not keywords: a property may be `description`). */
 const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
 /** Keywords whose value is a subschema, or an array of them. */
 const SCHEMA_VALUES = new Set([
   'items', 'prefixItems', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'contains', 'propertyNames',
-  'not', 'if', 'then', 'else', 'allOf', 'anyOf', 'oneOf',
+  'not', 'if', 'then', 'else', 'allOf', 'anyOf', 'oneOf', 'contentSchema',
 ]);
 
 /**
@@ -69,13 +72,14 @@ const textOf = (d: { title?: string | undefined; description: string; annotation
 
 /**
  * A unified line diff of the text a model reads (title, description, annotations, and the text inside the schemas, a
- * line per annotation keyword); undefined when it did not change.
+ * line per annotation keyword); undefined when it did not change. A tool never approved is diffed against no text: its
+ * whole text is shown, the first approval being the one a poisoned upstream most wants waved through.
  */
-export const textDiff = (pinned: ToolDefinition, c: UpstreamCandidate): string | undefined => {
-  const a = textOf(pinned);
+export const textDiff = (pinned: ToolDefinition | undefined, c: UpstreamCandidate): string | undefined => {
+  const a = pinned ? textOf(pinned) : '';
   const b = textOf(c);
   if (a === b) return undefined;
-  const patch = createTwoFilesPatch(`${pinned.name}@${pinned.version}`, `${c.name} (upstream)`, a, b, undefined, undefined, { context: 2 });
+  const patch = createTwoFilesPatch(pinned ? `${pinned.name}@${pinned.version}` : `${c.name} (never approved)`, `${c.name} (upstream)`, a, b, undefined, undefined, { context: 2 });
   // Drop the "Index"/separator preamble: keep from the first ---.
   return patch.slice(patch.indexOf('---'));
 };

@@ -12,7 +12,7 @@ import { upstreamStream, type AutoApprove, type UpstreamCandidate, type Upstream
 import { baselineOf } from '#domain/guard';
 import { parseVersion } from '#domain/semver';
 import type { DefinitionChecker } from '#app/definition-budget';
-import type { Reason, ToolAccess, ToolDefinition } from '#domain/types';
+import type { Reason, ToolAccess, ToolDefinition, VersionStatus } from '#domain/types';
 import { applyUpstreamEvent, CHANGE_HISTORY, pendingDrift, type DriftData, type UpstreamState, type UpstreamToolState } from '#projections/upstreams';
 import { describeTarget, nextVersion, sameText, stillTheCandidate, textDiff } from './drift-text.ts';
 import { contentHash, mapCandidates, mapToolName, MAX_UPSTREAM_TOOLS, NS_PATTERN, parseUpstreamHandler, tooManyTools, type CandidateRefusal, type UpstreamTool } from './candidate.ts';
@@ -87,6 +87,28 @@ export interface PendingView {
 }
 
 const MAX_ATTEMPTS = 20;
+
+/** A tool's pinned version (SPEC §7: its latest published one; registry.ts `pinned`) and its lifecycle status. */
+interface Pinned {
+  definition: ToolDefinition;
+  status: VersionStatus;
+}
+
+/** What clients are served of a tool: its pinned version's content, unless every version is retired (nothing is). */
+const servedHash = (p: Pinned | undefined): string | undefined => (p && p.status !== 'retired' ? contentHash(p.definition) : undefined);
+
+/**
+ * A reviewer is told when the tool's pinned version is not served as it was: every version retired (approving serves
+ * the tool again), or the newest deprecated (approving publishes an active version beside the notice).
+ */
+const notServed = (p: Pinned): Reason[] =>
+  p.status === 'active'
+    ? []
+    : [
+        p.status === 'retired'
+          ? { level: 'patch', path: 'version', rule: 'pinned-retired', detail: `every version of ${p.definition.name} is retired: approving serves it again` }
+          : { level: 'patch', path: 'version', rule: 'pinned-deprecated', detail: `${p.definition.name}@${p.definition.version} is deprecated: approving publishes a version without the notice` },
+      ];
 
 /**
  * An upstream tool whose catalogue name is a tool the namespace already has with a handler that is not this upstream's
@@ -196,9 +218,11 @@ export class UpstreamRegistry {
     );
   }
 
-  private async pinned(name: string): Promise<ToolDefinition | undefined> {
+  /** A tool's pinned version (the newest active one, else deprecated, else retired) and its status. */
+  private async pinned(name: string): Promise<Pinned | undefined> {
     const { state } = await this.deps.commands.load(name);
-    return baselineOf(state)?.definition;
+    const b = baselineOf(state);
+    return b && { definition: b.definition, status: b.status };
   }
 
   /**
@@ -210,20 +234,20 @@ export class UpstreamRegistry {
     for (let attempt = 1; ; attempt++) {
       const { state, revision } = await this.active(ns);
       // The pinned definitions, read once per candidate name (their access and timeout are kept by the candidate).
-      const pinnedDefs = new Map<string, ToolDefinition | undefined>();
+      const pinnedDefs = new Map<string, Pinned | undefined>();
       for (const t of tools) {
         const name = mapToolName(ns, String(t.name));
         if (!pinnedDefs.has(name)) pinnedDefs.set(name, await this.pinned(name));
       }
-      const remapped = await mapCandidates(ns, tools, state.access, (raw) => this.deps.definitions.check(raw), (n) => pinnedDefs.get(n));
+      const remapped = await mapCandidates(ns, tools, state.access, (raw) => this.deps.definitions.check(raw), (n) => pinnedDefs.get(n)?.definition);
       const at = this.clock.now();
       const events: UpstreamEvent[] = [];
       const result: SyncResult = { ns, listed: tools.length, drift: [], refused: [], vanished: [], deferred: [], deferredUntil: {}, autoApproved: [] };
       const seen = new Set<string>();
       const window = this.changeWindow(state, at);
       /** Whether a change of `t` may be recorded now; if not, it is counted as deferred. */
-      const mayRecord = (name: string, t: UpstreamToolState | undefined, pinned: ToolDefinition | undefined): boolean => {
-        const wait = window.wait(t, pinned);
+      const mayRecord = (name: string, t: UpstreamToolState | undefined, pinned: Pinned | undefined): boolean => {
+        const wait = window.wait(t, servedHash(pinned));
         if (wait === undefined) return true;
         result.deferred.push(name);
         result.deferredUntil[name] = wait;
@@ -241,8 +265,10 @@ export class UpstreamRegistry {
         const hash = contentHash(c);
         const known = state.tools.get(c.name);
         // Identical to what clients see: nothing to say — unless it had vanished, when the event records its return
-        // (it is not pending: its content is the pinned version's).
-        if (pinned && contentHash(pinned) === hash && !known?.vanished) continue;
+        // (it is not pending: its content is the pinned version's). A tool whose every version is retired is served
+        // nothing: the same content listed again is a candidate a person may approve (after a removal and a new
+        // registration, say), never nothing.
+        if (servedHash(pinned) === hash && !known?.vanished) continue;
         if (known?.lastDrift?.candidateHash === hash && !known.vanished) continue; // recorded by an earlier sync
         if (!mayRecord(c.name, known, pinned)) continue;
         const classified = await this.classify(pinned, c);
@@ -253,7 +279,7 @@ export class UpstreamRegistry {
         const { level, reasons } = classified;
         events.push({
           type: 'UpstreamDriftDetected',
-          data: { ns, tool: c.name, upstreamTool: m.upstreamTool, level, reasons, candidate: c, candidateHash: hash, ...(pinned ? { pinned: pinned.version } : {}), at },
+          data: { ns, tool: c.name, upstreamTool: m.upstreamTool, level, reasons, candidate: c, candidateHash: hash, ...(pinned ? { pinned: pinned.definition.version } : {}), at },
         });
         result.drift.push({ tool: c.name, upstreamTool: m.upstreamTool, level, reasons });
       }
@@ -263,7 +289,7 @@ export class UpstreamRegistry {
         if (result.refused.some((r) => r.tool === t.tool)) continue;
         const pinned = await this.pinned(t.tool);
         if (!mayRecord(t.tool, t, pinned)) continue;
-        events.push({ type: 'UpstreamToolVanished', data: { ns, tool: t.tool, upstreamTool: t.upstreamTool, ...(pinned ? { pinned: pinned.version } : {}), at } });
+        events.push({ type: 'UpstreamToolVanished', data: { ns, tool: t.tool, upstreamTool: t.upstreamTool, ...(pinned ? { pinned: pinned.definition.version } : {}), at } });
         result.vanished.push(t.tool);
       }
       if (events.length > 0) {
@@ -284,7 +310,7 @@ export class UpstreamRegistry {
    * The window's rules (DRIFT_WINDOW_MS) at `now`: `wait` says when a change of a tool may be recorded, undefined for
    * now (and then counts it against the upstream's share of the window).
    */
-  private changeWindow(state: UpstreamState, now: string): { wait(t: UpstreamToolState | undefined, pinned: ToolDefinition | undefined): string | undefined } {
+  private changeWindow(state: UpstreamState, now: string): { wait(t: UpstreamToolState | undefined, servedHash: string | undefined): string | undefined } {
     const nowMs = Date.parse(now);
     const within = (t: UpstreamToolState | undefined): number[] => changesWithin(t, nowMs);
     // The upstream's first sightings and changes within the window, and the oldest of each: when the window frees a
@@ -299,9 +325,9 @@ export class UpstreamRegistry {
       }
     }
     return {
-      wait(t, pinned) {
+      wait(t, served) {
         // Its last change is undecided: a vanishing, or a candidate neither rejected nor approved.
-        const undecided = t !== undefined && (t.vanished || pendingDrift(t, pinned ? contentHash(pinned) : undefined) !== undefined);
+        const undecided = t !== undefined && (t.vanished || pendingDrift(t, served) !== undefined);
         const mine = within(t);
         if (undecided) {
           const full = windowFullUntil(mine);
@@ -315,7 +341,11 @@ export class UpstreamRegistry {
     };
   }
 
-  /** schema-minor: minor or patch AND title, description and annotations byte-identical to the pinned version's. */
+  /**
+   * schema-minor: minor or patch AND title, description and annotations byte-identical to the pinned version's, which
+   * is active: a tool a person deprecated or retired is not brought back, nor its notice dropped, by an upstream's
+   * change.
+   */
   private async autoApprove(ns: string, by: string): Promise<{ tool: string; version: string }[]> {
     const out: { tool: string; version: string }[] = [];
     for (const p of await this.pending(ns)) {
@@ -323,7 +353,7 @@ export class UpstreamRegistry {
       const { state } = await this.active(ns);
       const drift = state.tools.get(p.tool)?.lastDrift;
       const pinned = await this.pinned(p.tool);
-      if (!drift || !pinned || !sameText(pinned, drift.candidate)) continue;
+      if (!drift || pinned?.status !== 'active' || !sameText(pinned.definition, drift.candidate)) continue;
       const v = await this.approveOne(ns, p.tool, { by });
       if (v.result === 'published') out.push({ tool: p.tool, version: v.version });
     }
@@ -345,20 +375,20 @@ export class UpstreamRegistry {
    * The pending candidates of a state already loaded (`load`), in tool name order. `pinnedOf` gives a tool's pinned
    * version (default: read from its stream, one read per tool).
    */
-  async pendingIn(state: UpstreamState, pinnedOf: (tool: string) => Promise<ToolDefinition | undefined> = (t) => this.pinned(t)): Promise<PendingView[]> {
+  async pendingIn(state: UpstreamState, pinnedOf: (tool: string) => Promise<Pinned | undefined> = (t) => this.pinned(t)): Promise<PendingView[]> {
     const out: PendingView[] = [];
     for (const t of [...state.tools.values()].sort((a, b) => (a.tool < b.tool ? -1 : 1))) {
       const pinned = await pinnedOf(t.tool);
-      const d = pendingDrift(t, pinned ? contentHash(pinned) : undefined);
+      const d = pendingDrift(t, servedHash(pinned));
       if (!d) continue;
-      const diff = pinned ? textDiff(pinned, d.candidate) : undefined;
+      const diff = textDiff(pinned?.definition, d.candidate);
       out.push({
         ns: state.ns,
         tool: d.tool,
         upstreamTool: d.upstreamTool,
         level: d.level,
         reasons: d.reasons,
-        ...(pinned ? { pinned: pinned.version } : {}),
+        ...(pinned ? { pinned: pinned.definition.version } : {}),
         candidateHash: d.candidateHash,
         at: d.at,
         ...(diff ? { textDiff: diff } : {}),
@@ -375,13 +405,13 @@ export class UpstreamRegistry {
     const { state } = await this.active(ns);
     const t = state.tools.get(tool);
     const pinned = await this.pinned(tool);
-    const d = t ? pendingDrift(t, pinned ? contentHash(pinned) : undefined) : undefined;
+    const d = t ? pendingDrift(t, servedHash(pinned)) : undefined;
     if (!t || !d) throw new DomainError('not-found', 'no-pending-drift', `no pending candidate for ${tool}`);
     stillTheCandidate(tool, d.candidateHash, o.candidateHash);
     if (o.version !== undefined && !parseVersion(o.version)) {
       throw new DomainError('usage', 'invalid-version', `--version: '${o.version}' is not strict semver MAJOR.MINOR.PATCH (no pre-release, no build, no leading zeros)`);
     }
-    const version = o.version ?? nextVersion(pinned?.version, d.level);
+    const version = o.version ?? nextVersion(pinned?.definition.version, d.level);
     const access = { ...d.candidate.access, ...o.access };
     const def: ToolDefinition = {
       ...d.candidate,
@@ -392,13 +422,15 @@ export class UpstreamRegistry {
   }
 
   /** The candidate against the pinned version, in the checker's worker; a classification past the budget refuses it. */
-  private async classify(pinned: ToolDefinition | undefined, c: UpstreamCandidate): Promise<{ ok: true; level: DriftData['level']; reasons: Reason[] } | { ok: false; error: DomainError }> {
-    if (!pinned) return { ok: true, level: 'initial', reasons: [] };
+  private async classify(baseline: Pinned | undefined, c: UpstreamCandidate): Promise<{ ok: true; level: DriftData['level']; reasons: Reason[] } | { ok: false; error: DomainError }> {
+    if (!baseline) return { ok: true, level: 'initial', reasons: [] };
+    const pinned = baseline.definition;
     try {
-      const { level, reasons } = await this.deps.definitions.classify(pinned, { ...c, version: pinned.version });
+      const classified = await this.deps.definitions.classify(pinned, { ...c, version: pinned.version });
+      const reasons = [...classified.reasons, ...notServed(baseline)];
       const takeover = localTakeover(pinned, c);
       if (takeover) return { ok: true, level: 'major', reasons: [...reasons, takeover] };
-      return { ok: true, level, reasons };
+      return { ok: true, level: classified.level, reasons };
     } catch (e) {
       if (e instanceof DomainError) return { ok: false, error: e };
       throw e;
@@ -418,7 +450,7 @@ export class UpstreamRegistry {
       const { state, revision } = await this.active(ns);
       const t = state.tools.get(tool);
       const pinned = await this.pinned(tool);
-      const d = t ? pendingDrift(t, pinned ? contentHash(pinned) : undefined) : undefined;
+      const d = t ? pendingDrift(t, servedHash(pinned)) : undefined;
       if (!d) throw new DomainError('not-found', 'no-pending-drift', `no pending candidate for ${tool}`);
       stillTheCandidate(tool, d.candidateHash, candidateHash);
       try {
@@ -468,7 +500,7 @@ export class UpstreamRegistry {
   async overview(ns: string): Promise<{ ns: string; transport: string; target: string; tools: number; pending: PendingView[]; status: string }> {
     const { state } = await this.load(ns);
     if (!state) throw new DomainError('not-found', 'unknown-upstream', `unknown upstream '${ns}'`);
-    const pinned = new Map<string, ToolDefinition | undefined>();
+    const pinned = new Map<string, Pinned | undefined>();
     for (const t of state.tools.keys()) pinned.set(t, await this.pinned(t));
     const active = state.status === 'active';
     const tools = active ? [...pinned.values()].filter((d) => d !== undefined).length : 0;

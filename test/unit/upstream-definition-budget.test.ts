@@ -58,7 +58,7 @@ describe('upstream definitions under the schema budget', { timeout: 180_000 }, (
   it('refuses a change whose classification against the pinned version overruns the budget, at sync and at approval', async () => {
     await patient.register('cx', TARGET, ACCESS, 'none', 'tester');
     // 500 anyOf branches with long descriptions, compared pairwise: seconds of classification.
-    const branches = (v: number) => Array.from({ length: 500 }, (_, k) => ({ description: `${k}:${v}:${'d'.repeat(2500)}`, maxLength: k }));
+    const branches = (v: number) => Array.from({ length: 500 }, (_, k) => ({ description: `${k}:${v}:${'d'.repeat(2000)}`, maxLength: k }));
     const tool = (v: number): UpstreamTool => ({ name: 'wide', description: 'w', inputSchema: { type: 'object', properties: { x: { anyOf: branches(v) } } } });
     await patient.sync('cx', [tool(0)], 'tester');
     expect((await patient.approveOne('cx', 'cx.wide', { by: 'tester' })).result).toBe('published');
