@@ -318,12 +318,19 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
   };
 };
 
-/** Whether an error from the SDK means the upstream answered (a JSON-RPC error) rather than did not (unavailable). */
-export const upstreamAnswered = (e: unknown): boolean => e instanceof ProtocolError;
+/**
+ * Whether an error from the SDK means the upstream answered (a JSON-RPC error, or a result that is not one: an image
+ * whose data is not base64, a content type MCP does not have) rather than did not (unavailable). An answer is not a
+ * reason to send the call again, nor a failure of the upstream's health: five malformed answers opened the breaker for
+ * every caller, and a read-only call was sent three times.
+ */
+export const upstreamAnswered = (e: unknown): boolean => e instanceof ProtocolError || (e instanceof SdkError && e.code === SdkErrorCode.InvalidResult);
 
 /** A message that can be shown to a caller: the upstream's own words for a JSON-RPC error, else a short cause. */
 export const describeFailure = (e: unknown): string => {
   if (e instanceof ProtocolError) return e.message;
+  // The SDK's reading of a malformed result (its schema's words on the upstream's data): cut, it can list every field.
+  if (e instanceof SdkError && e.code === SdkErrorCode.InvalidResult) return e.message.length > 500 ? `${e.message.slice(0, 500)}…` : e.message;
   if (e instanceof SdkError) return e.code === SdkErrorCode.RequestTimeout ? 'timed out' : e.code === SdkErrorCode.ConnectionClosed ? 'connection closed' : e.message;
   return e instanceof Error ? e.message : String(e);
 };

@@ -30,6 +30,7 @@ const others = [
   { name: 'crash_ro', description: 'Dies mid-call (read-only).', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'fail', description: 'Always fails.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'rpc_error', description: 'Answers a JSON-RPC error.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
+  { name: 'malformed', description: 'Answers a result that is no CallToolResult.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'slow', description: 'Answers after ms.', inputSchema: { type: 'object', properties: { ms: { type: 'integer' } } }, annotations: { readOnlyHint: true } },
   { name: 'burst', description: 'Progress and result in one write.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   {
@@ -170,6 +171,23 @@ describe('upstream rug pull, through estate serve', () => {
     expect([fail.isError, textOf(fail)]).toEqual([true, 'upstream fx: boom']);
     const rpc = await client.callTool({ name: 'fx.rpc_error', arguments: {} });
     expect([rpc.isError, textOf(rpc)]).toEqual([true, 'upstream fx: upstream exploded']);
+  });
+
+  it('a result that is no CallToolResult is an answer (upstream_error): not sent again, and the upstream not marked down', async () => {
+    const before = callLog().filter((c) => c.tool === 'malformed').length;
+    const runId = `rug-malformed-${Date.now()}`;
+    // Past the breaker's 5 consecutive failures: were they counted, the upstream would now fail fast.
+    for (let i = 0; i < 6; i++) {
+      const r = await client.callTool({ name: 'fx.malformed', arguments: {}, _meta: { 'io.estate/runId': runId } });
+      expect(r.isError).toBe(true);
+      expect(textOf(r)).toMatch(/^upstream fx: Invalid result for tools\/call/);
+    }
+    // Read-only, so a failure to reach the upstream would have been sent up to 3 times each.
+    expect(callLog().filter((c) => c.tool === 'malformed').length - before).toBe(6);
+    const next = await client.callTool({ name: 'fx.echo', arguments: { message: 'still up' } });
+    expect(textOf(next)).toBe('echo: still up');
+    const recorded = await cli(['calls', runId, '--json']);
+    expect((recorded.json?.calls as { outcome: string }[]).map((c) => c.outcome)).toEqual(Array(6).fill('upstream_error'));
   });
 
   it('an upstream dying mid-call is "upstream fx unavailable"; a non_idempotent call is sent once; the child restarts and the next call works', async () => {
