@@ -22,7 +22,16 @@ export interface UpstreamToolState {
   readonly changes: readonly string[];
   /** When the upstream's listing of it was first recorded (the first of `changes`, while it is kept there). */
   readonly firstSeen: string;
+  /**
+   * The candidates recorded for it (candidateHash), oldest first, the last LISTED_HISTORY: whether a pinned version is
+   * one the upstream listed (approved as it was), or one a person published over it (schema-minor tells them apart).
+   */
+  readonly listed: readonly string[];
 }
+
+/** How many of a tool's recorded candidates its state keeps (a pinned version older than that counts as not listed). */
+export const LISTED_HISTORY = 64;
+const listedAgain = (old: UpstreamToolState | undefined, hash: string): string[] => [...(old?.listed ?? []).filter((h) => h !== hash), hash].slice(-LISTED_HISTORY);
 
 /** How many of a tool's change times its state keeps (src/upstream/registry.ts paces changes by them). */
 export const CHANGE_HISTORY = 5;
@@ -58,13 +67,13 @@ export const applyUpstreamEvent = (state: UpstreamState | undefined, event: Upst
     case 'UpstreamDriftDetected': {
       const d = event.data;
       const old = tools.get(d.tool);
-      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, lastDrift: d, rejected: old?.rejected ?? new Set(), vanished: false, changes: changed(old, d.at), firstSeen: old?.firstSeen ?? d.at });
+      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, lastDrift: d, rejected: old?.rejected ?? new Set(), vanished: false, changes: changed(old, d.at), firstSeen: old?.firstSeen ?? d.at, listed: listedAgain(old, d.candidateHash) });
       return state;
     }
     case 'UpstreamToolVanished': {
       const d = event.data;
       const old = tools.get(d.tool);
-      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, ...(old?.lastDrift ? { lastDrift: old.lastDrift } : {}), rejected: old?.rejected ?? new Set(), vanished: true, changes: changed(old, d.at), firstSeen: old?.firstSeen ?? d.at });
+      tools.set(d.tool, { tool: d.tool, upstreamTool: d.upstreamTool, ...(old?.lastDrift ? { lastDrift: old.lastDrift } : {}), rejected: old?.rejected ?? new Set(), vanished: true, changes: changed(old, d.at), firstSeen: old?.firstSeen ?? d.at, listed: old?.listed ?? [] });
       return state;
     }
     case 'UpstreamDriftRejected': {

@@ -244,6 +244,8 @@ export class UpstreamRegistry {
       const events: UpstreamEvent[] = [];
       const result: SyncResult = { ns, listed: tools.length, drift: [], refused: [], vanished: [], deferred: [], deferredUntil: {}, autoApproved: [] };
       const seen = new Set<string>();
+      /** Tools whose drift this sync recorded over a pinned version that is one of the upstream's listings. */
+      const mayAutoApprove = new Set<string>();
       const window = this.changeWindow(state, at);
       /** Whether a change of `t` may be recorded now; if not, it is counted as deferred. */
       const mayRecord = (name: string, t: UpstreamToolState | undefined, pinned: Pinned | undefined): boolean => {
@@ -271,7 +273,11 @@ export class UpstreamRegistry {
         if (servedHash(pinned) === hash && !known?.vanished) continue;
         if (known?.lastDrift?.candidateHash === hash && !known.vanished) continue; // recorded by an earlier sync
         if (!mayRecord(c.name, known, pinned)) continue;
-        const classified = await this.classify(pinned, c);
+        // What clients are served is a listing of this upstream's (approved as it was listed): a change from it is the
+        // upstream's to make. Otherwise (a version a person published over the upstream's, narrowing it, say) an
+        // automatic approval would undo a person's decision: schema-minor leaves it to a person.
+        const ownPinned = pinned !== undefined && (known?.listed.includes(contentHash(pinned.definition)) ?? false);
+        const classified = await this.classify(pinned, c, ownPinned);
         if (!classified.ok) {
           result.refused.push({ upstreamTool: m.upstreamTool, tool: c.name, code: classified.error.code, message: classified.error.message });
           continue;
@@ -282,6 +288,7 @@ export class UpstreamRegistry {
           data: { ns, tool: c.name, upstreamTool: m.upstreamTool, level, reasons, candidate: c, candidateHash: hash, ...(pinned ? { pinned: pinned.definition.version } : {}), at },
         });
         result.drift.push({ tool: c.name, upstreamTool: m.upstreamTool, level, reasons });
+        if (ownPinned) mayAutoApprove.add(c.name);
       }
       for (const t of state.tools.values()) {
         if (seen.has(t.tool) || t.vanished) continue;
@@ -301,7 +308,7 @@ export class UpstreamRegistry {
           continue; // re-read: the winner's drift is now known and not recorded twice
         }
       }
-      if (state.autoApprove === 'schema-minor') result.autoApproved = await this.autoApprove(ns, by);
+      if (state.autoApprove === 'schema-minor') result.autoApproved = await this.autoApprove(ns, by, mayAutoApprove);
       return result;
     }
   }
@@ -344,12 +351,12 @@ export class UpstreamRegistry {
   /**
    * schema-minor: minor or patch AND title, description and annotations byte-identical to the pinned version's, which
    * is active: a tool a person deprecated or retired is not brought back, nor its notice dropped, by an upstream's
-   * change.
+   * change. Only drift this sync recorded over a pinned version that is one of the upstream's listings (`tools`).
    */
-  private async autoApprove(ns: string, by: string): Promise<{ tool: string; version: string }[]> {
+  private async autoApprove(ns: string, by: string, tools: ReadonlySet<string>): Promise<{ tool: string; version: string }[]> {
     const out: { tool: string; version: string }[] = [];
     for (const p of await this.pending(ns)) {
-      if (p.level !== 'minor' && p.level !== 'patch') continue;
+      if (!tools.has(p.tool) || (p.level !== 'minor' && p.level !== 'patch')) continue;
       const { state } = await this.active(ns);
       const drift = state.tools.get(p.tool)?.lastDrift;
       const pinned = await this.pinned(p.tool);
@@ -422,12 +429,15 @@ export class UpstreamRegistry {
   }
 
   /** The candidate against the pinned version, in the checker's worker; a classification past the budget refuses it. */
-  private async classify(baseline: Pinned | undefined, c: UpstreamCandidate): Promise<{ ok: true; level: DriftData['level']; reasons: Reason[] } | { ok: false; error: DomainError }> {
+  private async classify(baseline: Pinned | undefined, c: UpstreamCandidate, ownPinned = true): Promise<{ ok: true; level: DriftData['level']; reasons: Reason[] } | { ok: false; error: DomainError }> {
     if (!baseline) return { ok: true, level: 'initial', reasons: [] };
     const pinned = baseline.definition;
     try {
       const classified = await this.deps.definitions.classify(pinned, { ...c, version: pinned.version });
       const reasons = [...classified.reasons, ...notServed(baseline)];
+      if (!ownPinned && baseline.status === 'active' && !localTakeover(pinned, c)) {
+        reasons.push({ level: 'patch', path: 'version', rule: 'pinned-not-listed', detail: `${pinned.name}@${pinned.version} is not a listing of this upstream's (a version published by hand over it): approving replaces it` });
+      }
       const takeover = localTakeover(pinned, c);
       if (takeover) return { ok: true, level: 'major', reasons: [...reasons, takeover] };
       return { ok: true, level: classified.level, reasons };

@@ -395,6 +395,24 @@ describe('schema-minor auto-approval', () => {
     expect(p?.reasons.map((x) => x.rule)).toContain(rule);
   });
 
+  it('never undoes a version a person published over the upstream\'s (a narrowing): the next minor change waits, and says why', async () => {
+    const { state } = await commands.load('auto.echo');
+    const approved = state.versions.get('1.0.0')!.definition;
+    // The same tool and handler, its schema narrowed by hand: only one message is allowed.
+    const narrowed = { ...approved, version: '2.0.0', inputSchema: { type: 'object', properties: { message: { type: 'string', enum: ['ping'] } }, required: ['message'], additionalProperties: false } };
+    expect((await commands.publish(narrowed, 'operator')).result).toBe('published');
+    const added = echo({ inputSchema: { type: 'object', properties: { message: { type: 'string' }, loud: { type: 'boolean' } }, required: ['message'] } });
+    const r = await reg.sync('auto', [added], 't');
+    expect(r.autoApproved).toEqual([]);
+    const [p] = await reg.pending('auto');
+    expect(p?.pinned).toBe('2.0.0');
+    expect(p?.reasons.map((x) => x.rule)).toContain('pinned-not-listed');
+    // The upstream's own changes go on being approved once a person has taken its listing again.
+    await reg.approveOne('auto', 'auto.echo', { by: 'operator' });
+    const again = echo({ inputSchema: { type: 'object', properties: { message: { type: 'string' }, loud: { type: 'boolean' }, quiet: { type: 'boolean' } }, required: ['message'] } });
+    expect((await reg.sync('auto', [again], 't')).autoApproved).toHaveLength(1);
+  });
+
   it('never approves a major change', async () => {
     const r = await reg.sync('auto', [echo({ inputSchema: { type: 'object', properties: { message: { type: 'integer' } }, required: ['message'] } })], 't');
     expect(r.autoApproved).toEqual([]);
