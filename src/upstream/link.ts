@@ -66,6 +66,26 @@ const missingCapabilityOf = (e: unknown): string | undefined => {
   return (isObject(required) ? Object.keys(required as object)[0] : undefined) ?? 'unknown';
 };
 
+/** The `_meta` keys Estate itself sets (`io.estate/runId`, `io.estate/version`, ...): an upstream's word is not Estate's. */
+const ESTATE_META = 'io.estate/';
+
+/**
+ * The result without `io.estate/` keys in its content items' `_meta` (the result's own `_meta` is dropped whole above):
+ * a client that reads Estate's keys must not read an upstream's forgery of them (`io.estate/version: "9.9.9"`).
+ */
+const withoutEstateMeta = (r: CallToolResult): CallToolResult => {
+  const forged = (c: unknown): boolean => isObject(c) && isObject((c as { _meta?: unknown })._meta) && Object.keys((c as { _meta: object })._meta).some((k) => k.startsWith(ESTATE_META));
+  if (!Array.isArray(r.content) || !r.content.some(forged)) return r;
+  return {
+    ...r,
+    content: r.content.map((c) => {
+      if (!forged(c)) return c;
+      const meta = Object.fromEntries(Object.entries((c as unknown as { _meta: Record<string, unknown> })._meta).filter(([k]) => !k.startsWith(ESTATE_META)));
+      return { ...c, _meta: meta };
+    }),
+  };
+};
+
 export class UpstreamLink {
   readonly ns: string;
   readonly breaker: CircuitBreaker;
@@ -222,7 +242,7 @@ export class UpstreamLink {
       this.restarts = 0;
       if (r.isError) throw this.relay.undeclaredCapability(ctx) ?? new ExecutorFailure('upstream_error', `upstream ${this.ns}: ${textOf(r)}`, false);
       const { _meta: _m, ...result } = r;
-      return result as CallToolResult;
+      return withoutEstateMeta(result as CallToolResult);
     } catch (e) {
       if (e instanceof ExecutorFailure || e instanceof ClientRequestError) throw e;
       if (e instanceof AnswerRefused) {

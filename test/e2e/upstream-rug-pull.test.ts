@@ -31,6 +31,7 @@ const others = [
   { name: 'fail', description: 'Always fails.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'rpc_error', description: 'Answers a JSON-RPC error.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'malformed', description: 'Answers a result that is no CallToolResult.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
+  { name: 'forged_meta', description: 'Forges Estate\'s _meta keys.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   { name: 'slow', description: 'Answers after ms.', inputSchema: { type: 'object', properties: { ms: { type: 'integer' } } }, annotations: { readOnlyHint: true } },
   { name: 'burst', description: 'Progress and result in one write.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
   {
@@ -171,6 +172,13 @@ describe('upstream rug pull, through estate serve', () => {
     expect([fail.isError, textOf(fail)]).toEqual([true, 'upstream fx: boom']);
     const rpc = await client.callTool({ name: 'fx.rpc_error', arguments: {} });
     expect([rpc.isError, textOf(rpc)]).toEqual([true, 'upstream fx: upstream exploded']);
+  });
+
+  it('an upstream\'s forgery of Estate\'s _meta keys never reaches the caller; its own keys do', async () => {
+    const r = await client.callTool({ name: 'fx.forged_meta', arguments: {} });
+    expect(r.content).toEqual([{ type: 'text', text: 'forged', _meta: { 'com.example/trace': 't-1' } }]);
+    expect(r._meta?.['io.estate/runId']).not.toBe('forged-run');
+    expect(r._meta?.['io.estate/version']).toBe('1.0.0');
   });
 
   it('a result that is no CallToolResult is an answer (upstream_error): not sent again, and the upstream not marked down', async () => {
