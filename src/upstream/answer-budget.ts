@@ -102,6 +102,25 @@ export class AnswerAccount {
     this.refund(this.charged);
     this.closed = true;
   }
+
+  private readonly onAbandon = new Set<() => void>();
+
+  /** `fn` runs if the call or sync is abandoned (abandon) while it is registered; returns its unregistration. */
+  whenAbandoned(fn: () => void): () => void {
+    this.onAbandon.add(fn);
+    return () => void this.onAbandon.delete(fn);
+  }
+
+  /**
+   * The call or sync failed (its deadline, a cancel, an answer dropped): what it still has in flight is given up. A
+   * request an upstream never answers otherwise keeps its connection for as long as the upstream likes: 256 such
+   * calls took every connection of the pool, and every later call waited behind them until a restart.
+   */
+  abandon(): void {
+    const fns = [...this.onAbandon];
+    this.onAbandon.clear();
+    for (const fn of fns) fn();
+  }
 }
 
 const accounts = new AsyncLocalStorage<AnswerAccount>();

@@ -12,7 +12,7 @@ import { DomainError } from '#domain/errors';
 import type { UpstreamTarget } from '#domain/events';
 import { listingPageOf, MAX_UPSTREAM_TOOLS, tooManyTools, type ListingPage, type UpstreamTool } from './candidate.ts';
 import { EndpointPaces } from './event-pace.ts';
-import { createUpstreamFetch } from './http-fetch.ts';
+import { createUpstreamFetch, poolFor } from './http-fetch.ts';
 import { useAnswerLines } from './stdio-answers.ts';
 import { directoryProblem } from './target-flags.ts';
 
@@ -21,6 +21,11 @@ export const STATELESS_REVISION = '2026-07-28';
 export const ESTATE_CLIENT_INFO = { name: 'estate', version: '0.1.0' };
 /** A defence against an upstream whose cursor never converges. */
 const MAX_PAGES = 1000;
+/**
+ * How long one listing may take in all, however many pages: each page has the connect timeout, and 1,000 pages each
+ * answered just inside it kept one sync (the upstream's one sync slot, its share of the answer budget) open for hours.
+ */
+export const MAX_LISTING_MS = 5 * 60_000;
 
 export interface UpstreamHooks {
   /** `notifications/tools/list_changed` from the upstream. */
@@ -56,8 +61,11 @@ export interface UpstreamSession {
   readonly protocolVersion: string | undefined;
   /** A progress token for one call, whose progress goes to `listener` until released (see ProgressRoutes). */
   trackProgress(listener: ProgressListener): { token: string; release(): void };
-  /** Every page; `signal` ends the listing (an answer of it dropped: ./answer-budget.ts). */
-  listTools(signal?: AbortSignal): Promise<UpstreamTool[]>;
+  /**
+   * Every page; `signal` ends the listing (an answer of it dropped: ./answer-budget.ts); so does `maxListingMs`
+   * (default MAX_LISTING_MS) in all.
+   */
+  listTools(signal?: AbortSignal, maxListingMs?: number): Promise<UpstreamTool[]>;
   close(): Promise<void>;
 }
 
@@ -120,9 +128,9 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
     }
     return t;
   }
-  // One fetch a connection, to tell its link when its streams are paced; the kept-alive connections and the paces
-  // (per upstream endpoint) are shared by all (http-fetch.ts, event-pace.ts).
-  const fetch = createUpstreamFetch(undefined, undefined, undefined, { paces: upstreamPaces, onPaced: (ms) => hooks.onPaced?.(ms) });
+  // One fetch a connection, to tell its link when its streams are paced; the kept-alive connections are the upstream's
+  // own (poolFor), the paces (per upstream endpoint) shared by all (http-fetch.ts, event-pace.ts).
+  const fetch = createUpstreamFetch(undefined, undefined, poolFor(ns), { paces: upstreamPaces, onPaced: (ms) => hooks.onPaced?.(ms) });
   return new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: resolveNamed(ns, target.headers, env, '--header') }, fetch });
 };
 
@@ -165,6 +173,35 @@ class ProgressRoutes {
     listener(progress, typeof total === 'number' ? total : undefined, typeof text === 'string' ? text : undefined);
   }
 }
+
+/** Most content blocks one result may hold: past it the answer is refused before the SDK's reading of it. */
+export const MAX_RESULT_BLOCKS = 10_000;
+const CONTENT_TYPES = new Set(['text', 'image', 'audio', 'resource_link', 'resource']);
+
+/**
+ * A result's content blocks, counted and their types checked before the SDK reads the result. The SDK validates a
+ * result whole and, when it fails, writes every issue into its error's message: 300,000 blocks of an unknown type
+ * (5 MB, well inside what an answer may hold) held the serving thread ~20 s per attempt and took 2.4 GB. Such a result
+ * is turned into the JSON-RPC error it amounts to, with a short message: the call ends `upstream_error`, nothing else
+ * is read of it. (The message object is the transport's, read off the wire for this connection alone.)
+ */
+const refuseUnreadableContent = (message: unknown): void => {
+  const m = message as { method?: unknown; result?: { content?: unknown }; error?: unknown };
+  if (m.method !== undefined || typeof m.result !== 'object' || m.result === null || !Array.isArray(m.result.content)) return;
+  const content = m.result.content as unknown[];
+  let why: string | undefined;
+  if (content.length > MAX_RESULT_BLOCKS) why = `its content has ${content.length} blocks, more than the ${MAX_RESULT_BLOCKS} a result may hold`;
+  else {
+    const at = content.findIndex((b) => typeof b !== 'object' || b === null || !CONTENT_TYPES.has((b as { type?: unknown }).type as string));
+    if (at >= 0) {
+      const type = (content[at] as { type?: unknown } | null)?.type;
+      why = `content block #${at + 1} is ${typeof type === 'string' ? `of type ${JSON.stringify(type.slice(0, 40))}` : 'not a content block'}, not one of ${[...CONTENT_TYPES].join(', ')}`;
+    }
+  }
+  if (why === undefined) return;
+  delete m.result;
+  m.error = { code: -32603, message: `Invalid result: ${why}` };
+};
 
 /** A tools/list page's result read as ./candidate.ts's listingPageOf reads it: the envelope only. */
 const LISTING_PAGE: StandardSchemaV1<unknown, ListingPage> = {
@@ -258,6 +295,7 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
   transport.onmessage = (message) => {
     progress.route(message);
     listing.note(message);
+    refuseUnreadableContent(message);
   };
   client.setNotificationHandler('notifications/progress', () => undefined); // routed above, never by the SDK
   // On 2026-07-28 every question is embedded in an input_required result; the SDK hands it over with its key as the id.
@@ -281,11 +319,20 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
   });
   client.onclose = () => hooks.onClose?.();
   client.onerror = (e) => hooks.onError?.(e);
+  // The whole handshake has one deadline. The SDK's `timeout` bounds the initialize request only: an upstream that
+  // never answered the POST of `notifications/initialized` left the connect (and with it every later call and sync of
+  // the link, which wait for it) pending for ever. Past the deadline the connection is closed and the connect fails.
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`connecting took longer than ${timeoutMs} ms (the handshake was not answered)`)), timeoutMs + 1000);
+  });
   try {
-    await client.connect(transport, { timeout: timeoutMs });
+    await Promise.race([client.connect(transport, { timeout: timeoutMs }), deadline]);
   } catch (e) {
     await client.close().catch(() => undefined);
     throw e;
+  } finally {
+    clearTimeout(timer);
   }
   // A 2025 upstream logs only once asked to; ask for everything: each caller's own level is applied when relaying.
   // (On 2026-07-28 the level travels on each call instead.)
@@ -298,23 +345,40 @@ export const openUpstream = async (ns: string, target: UpstreamTarget, env: Node
       return client.getNegotiatedProtocolVersion();
     },
     trackProgress: (listener) => progress.track(listener),
-    async listTools(signal) {
+    async listTools(signal, maxListingMs = MAX_LISTING_MS) {
       // As the SDK's listTools does: a server that does not offer tools lists none.
       if (!client.getServerCapabilities()?.tools) return [];
       const out: UpstreamTool[] = [];
       let cursor: string | undefined;
+      const overall = AbortSignal.timeout(maxListingMs);
+      const ends = signal ? AbortSignal.any([signal, overall]) : overall;
       for (let page = 0; page < MAX_PAGES; page++) {
+        if (overall.aborted) break;
         // Page by page (the SDK's listTools() without a cursor would read every page before anything is counted).
-        const r = await listing.page(client, cursor, { timeout: timeoutMs, ...(signal ? { signal } : {}) });
+        let r: ListingPage;
+        try {
+          r = await listing.page(client, cursor, { timeout: timeoutMs, signal: ends });
+        } catch (e) {
+          if (overall.aborted && !signal?.aborted) break;
+          throw e;
+        }
         out.push(...r.tools);
         if (out.length > MAX_UPSTREAM_TOOLS) throw tooManyTools(ns, out.length); // no more pages read
         if (!r.nextCursor) return out;
         if (r.nextCursor === cursor) throw new Error(`upstream ${ns}: tools/list answered a page's cursor with the same cursor: the listing would never end`);
         cursor = r.nextCursor;
       }
+      if (overall.aborted) throw new Error(`upstream ${ns}: tools/list did not end within ${maxListingMs} ms (${out.length} tools read): nothing of it is recorded`);
       throw new Error(`upstream ${ns}: tools/list did not end after ${MAX_PAGES} pages`);
     },
-    close: () => client.close(),
+    close: async () => {
+      // An HTTP session is ended with a DELETE (the spec's way; a stateful upstream otherwise keeps it until it expires),
+      // briefly: an upstream that does not answer it does not hold the close up.
+      if (transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined) {
+        await Promise.race([transport.terminateSession().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
+      }
+      await client.close();
+    },
   };
 };
 

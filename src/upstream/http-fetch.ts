@@ -45,9 +45,24 @@ const MAX_EVENTS_WITHOUT_DATA = 64;
  * On a connection in use the timeout only emits an event: a quiet stream is not cut.
  */
 const IDLE_TIMEOUT_MS = 30_000;
-const agents = {
-  http: new HttpAgent({ keepAlive: true, maxSockets: 256, timeout: IDLE_TIMEOUT_MS }),
-  https: new HttpsAgent({ keepAlive: true, maxSockets: 256, timeout: IDLE_TIMEOUT_MS }),
+/** Connections to one upstream endpoint's host at once (node's pool limit per host and port). */
+const MAX_SOCKETS = 256;
+type Pool = { http: HttpAgent; https: HttpsAgent };
+const newPool = (): Pool => ({
+  http: new HttpAgent({ keepAlive: true, maxSockets: MAX_SOCKETS, timeout: IDLE_TIMEOUT_MS }),
+  https: new HttpsAgent({ keepAlive: true, maxSockets: MAX_SOCKETS, timeout: IDLE_TIMEOUT_MS }),
+});
+const agents = newPool();
+const pools = new Map<string, Pool>();
+
+/**
+ * The kept-alive connections of one upstream (by namespace): several upstreams behind one gateway (one host and port)
+ * shared node's 256 connections a host, and one upstream holding its requests open took them from the others.
+ */
+export const poolFor = (ns: string): Pool => {
+  let p = pools.get(ns);
+  if (!p) pools.set(ns, (p = newPool()));
+  return p;
 };
 /** How a request fails on a connection its upstream had already closed; and how often it is sent again on another. */
 const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE']);
@@ -64,6 +79,16 @@ const mayHaveActed = (body: string): boolean => {
     return (Array.isArray(m) ? m : [m]).some((x) => typeof x !== 'object' || x === null || (x as { method?: unknown }).method === 'tools/call');
   } catch {
     return true;
+  }
+};
+
+/** Whether a POST's body holds a JSON-RPC request (a method and an id): read only when its call is abandoned. */
+const carriesRequest = (body: string): boolean => {
+  try {
+    const m = JSON.parse(body) as unknown;
+    return (Array.isArray(m) ? m : [m]).some((x) => typeof x === 'object' && x !== null && 'method' in x && 'id' in x);
+  } catch {
+    return false;
   }
 };
 
@@ -226,7 +251,7 @@ const boundedEvents = (r: Response, pace: () => StreamPace): Response => {
 export const createUpstreamFetch = (
   fallback: Fetch = globalThis.fetch,
   lingerMs = END_AFTER_RESPONSE_MS,
-  pool: { http: HttpAgent; https: HttpsAgent } = agents,
+  pool: Pool = agents,
   pace: { paces?: EndpointPaces; onPaced?: (ms: number) => void } = {},
 ): Fetch => {
   const shared = pace.paces ?? new EndpointPaces();
@@ -276,6 +301,15 @@ export const createUpstreamFetch = (
           req.destroy(abortError(signal as AbortSignal) as Error);
         };
         signal?.addEventListener('abort', onAbort, { once: true });
+        // The SDK gives a 2025 session's POSTs no signal of their own (only the transport's): a call given up at its
+        // deadline or cancelled left its request waiting on its connection for as long as the upstream liked. When
+        // the call or sync this POST belongs to is abandoned, a request of it (not a notification or a reply: a cancel
+        // must still go out) still waiting for its answer is destroyed, and its connection with it.
+        const unregister = account?.whenAbandoned(() => {
+          if (!req.destroyed && !(lastResponse?.complete ?? false) && carriesRequest(body)) req.destroy(new Error('the call this request belongs to was given up'));
+        });
+        let lastResponse: IncomingMessage | undefined;
+        req.on('response', (res) => (lastResponse = res));
         let unwritten = false;
         req.on('socket', (socket) => {
           // A kept-alive connection the upstream closed while this process was busy can still be in the pool, half shut
@@ -296,7 +330,10 @@ export const createUpstreamFetch = (
           if (stale && retries > 0 && !signal?.aborted && (unwritten || !mayHaveActed(body))) return attempt(retries - 1);
           settle(e);
         });
-        req.on('close', () => signal?.removeEventListener('abort', onAbort));
+        req.on('close', () => {
+          signal?.removeEventListener('abort', onAbort);
+          unregister?.();
+        });
         req.on('response', (res) => {
           responded = true;
           answer(res);

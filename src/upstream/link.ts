@@ -232,6 +232,8 @@ export class UpstreamLink {
           this.relay
             .run(ctx, () => session.client.callTool(params, { ...options, signal: AbortSignal.any([ctx.signal, account.signal]) }))
             .catch((e: unknown) => {
+              // Whatever of the call is still in flight (its POST, when the upstream never answered) is given up.
+              account.abandon();
               throw account.signal.aborted && !ctx.signal.aborted ? account.signal.reason : e;
             }),
         )) as CallToolResult;
@@ -285,7 +287,12 @@ export class UpstreamLink {
    */
   async listTools(): ReturnType<UpstreamSession['listTools']> {
     const session = await this.session();
-    return this.o.answers.within(this.ns, (account) => session.listTools(account.signal));
+    return this.o.answers.within(this.ns, (account) =>
+      session.listTools(account.signal).catch((e: unknown) => {
+        account.abandon();
+        throw e;
+      }),
+    );
   }
 
   async close(): Promise<void> {
