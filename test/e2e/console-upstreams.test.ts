@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+import { eventually, makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-server.mjs', import.meta.url));
 const D1 = 'Echoes the message back.';
@@ -17,17 +17,6 @@ const echo = (description: string) => ({ name: 'echo', title: 'Echo', descriptio
 /** Listed beside echo at every sync: no inputSchema, so the definition rules refuse it (never offered, never recorded). */
 const BROKEN = { name: 'Broken<Tool>', description: 'Has no input schema.' };
 const listing = (description: string) => ({ tools: [echo(description), BROKEN] });
-
-/** Poll a condition with a deadline. */
-const eventually = async <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> => {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 
 interface Pending {
   tool: string;

@@ -351,3 +351,17 @@ export const rpc = async (url: string, body: unknown, sid?: string): Promise<{ s
   const r = await fetch(url, { method: 'POST', headers: { ...MCP_POST_HEADERS, ...(sid ? { 'mcp-session-id': sid } : {}) }, body: JSON.stringify(body) });
   return { sid: r.headers.get('mcp-session-id') ?? undefined, message: parseMcpBody(r.headers.get('content-type') ?? undefined, await r.text()).response };
 };
+
+/**
+ * Poll `probe` until it gives a value (not undefined), or fail after `timeoutMs` naming `what`: for what a serving
+ * process does on its own (a sync, a removal heard of), with a deadline and no fixed sleep.
+ */
+export const eventually = async <T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> => {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};

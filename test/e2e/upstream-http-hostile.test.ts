@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openUpstream } from '#upstream/connection';
 import { poolFor } from '#upstream/http-fetch';
 import { startFixtureHttp } from '../fixtures/upstream/fixture-http.ts';
-import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+import { eventually, makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const children: ChildProcess[] = [];
 const fixture = async (env: NodeJS.ProcessEnv): Promise<string> => {
@@ -99,21 +99,14 @@ describe('calls given up on an HTTP upstream that never answers them', () => {
   });
 
   const hanging = async (): Promise<number> => Number(textOf((await client.callTool({ name: 'hx.hanging', arguments: {} })) as CallToolResult));
-  const until = async (what: string, ok: () => Promise<boolean>): Promise<void> => {
-    const end = Date.now() + 20_000;
-    while (!(await ok())) {
-      if (Date.now() > end) throw new Error(`${what}: not within 20 s`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
 
   it('lets go of their requests, and with them their connections, when the caller cancels', async () => {
     const cancel = new AbortController();
     const calls = Array.from({ length: 5 }, () => client.callTool({ name: 'hx.hang', arguments: {} }, { signal: cancel.signal }).catch((e: unknown) => e));
-    await until('five requests held by the upstream', async () => (await hanging()) === 5);
+    await eventually('five requests held by the upstream', async () => ((await hanging()) === 5 ? true : undefined));
     cancel.abort();
     await Promise.all(calls);
     // Before, each stayed open on its connection for as long as the upstream liked: 256 took every connection there was.
-    await until('the upstream sees every request closed', async () => (await hanging()) === 0);
+    await eventually('the upstream sees every request closed', async () => ((await hanging()) === 0 ? true : undefined));
   }, 60_000);
 });

@@ -8,7 +8,7 @@ import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@mod
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+import { eventually, makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-server.mjs', import.meta.url));
 const PRINCIPAL = ['--tenant', 'acme', '--scopes', 'fx.read', '--clearance', 'internal', '--subject', 'lifecycle-e2e'];
@@ -22,17 +22,6 @@ const echoTool = (description: string) => ({
 });
 
 const textOf = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : `<${c.type}>`)).join('\n');
-
-/** Poll a condition with a deadline. */
-const eventually = async <T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> => {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 
 const alive = (pid: number): boolean => {
   try {

@@ -10,7 +10,7 @@ import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@mod
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempStore, parseMcpBody, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
+import { eventually, makeTempStore, parseMcpBody, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/upstream/fixture-server.mjs', import.meta.url));
 const PRINCIPAL = ['--tenant', 'acme', '--scopes', 'fx.use', '--clearance', 'internal', '--subject', 'rug-e2e'];
@@ -47,17 +47,6 @@ const others = [
 ];
 
 const textOf = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : `<${c.type}>`)).join('\n');
-
-/** Poll a condition with a deadline (the serving process syncs on its own, after a 1 s debounce). */
-const eventually = async <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> => {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-};
 
 describe('upstream rug pull, through estate serve', () => {
   let store: TempStore;
