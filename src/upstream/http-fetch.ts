@@ -305,11 +305,11 @@ export const createUpstreamFetch = (
         // deadline or cancelled left its request waiting on its connection for as long as the upstream liked. When
         // the call or sync this POST belongs to is abandoned, a request of it (not a notification or a reply: a cancel
         // must still go out) still waiting for its answer is destroyed, and its connection with it.
+        let answered: IncomingMessage | undefined;
+        req.on('response', (res) => (answered = res));
         const unregister = account?.whenAbandoned(() => {
-          if (!req.destroyed && !(lastResponse?.complete ?? false) && carriesRequest(body)) req.destroy(new Error('the call this request belongs to was given up'));
+          if (!req.destroyed && !(answered?.complete ?? false) && carriesRequest(body)) req.destroy(new Error('the call this request belongs to was given up'));
         });
-        let lastResponse: IncomingMessage | undefined;
-        req.on('response', (res) => (lastResponse = res));
         let unwritten = false;
         req.on('socket', (socket) => {
           // A kept-alive connection the upstream closed while this process was busy can still be in the pool, half shut
