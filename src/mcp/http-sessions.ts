@@ -17,7 +17,7 @@ import { CallStream } from './session-stream.ts';
 import { createReplayStore, type ReplayStore } from './sse-replay-store.ts';
 import type { BatchLimits } from './batch-limits.ts';
 import { StatefulSession } from './stateful-session.ts';
-import { SubjectCounts, subjectOf } from './subject-counts.ts';
+import { SubjectCounts, boundKey, subjectOf } from './subject-counts.ts';
 
 export const SESSION_IDLE_MS = SESSION_LIMIT_DEFAULTS.sessionIdleMs;
 export const KEEP_ALIVE_MS = 15_000;
@@ -75,7 +75,7 @@ export class HttpSessions {
   /** Whether `principal` may open one more session; a refusal says which cap, and how to get under it. */
   admit(principal: Principal = this.principal): SessionRefusal | undefined {
     const subject = subjectOf(principal);
-    const held = this.perSubject.of(subject);
+    const held = this.perSubject.of(boundKey(principal));
     if (held >= this.caps.perSubject) {
       return {
         status: 429,
@@ -134,7 +134,7 @@ export class HttpSessions {
       },
       ...(this.batchLimits ? { batchLimits: this.batchLimits } : {}),
     });
-    const subject = subjectOf(principal);
+    const subject = boundKey(principal);
     const entry: HttpSession = { id, session, transport, lastSeen: Date.now(), openStreams: 0, subject, replay, calls, ...(owner !== undefined ? { owner } : {}) };
     this.perSubject.take(subject);
     transport.onmessage = (message) => {

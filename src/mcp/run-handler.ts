@@ -40,6 +40,12 @@ export interface RunOptions {
   withSignal?: (signal: () => AbortSignal, asked: () => void) => Askers;
   /** Backoff before retry n (1-based). */
   backoffMs?: (retry: number) => number;
+  /**
+   * Told of each attempt's execution of the handler, with a promise that settles when the handler's own promise does.
+   * An attempt given up (its deadline, the client's cancel) answers at once; a handler that does not watch its signal
+   * runs on, and what counts running calls must count it until it ends.
+   */
+  onExecution?: (ended: Promise<void>) => void;
 }
 
 class Timeout extends Error {}
@@ -86,14 +92,25 @@ const contextOf = (o: RunOptions, attempt: Cancellation, asked: Asked): HandlerC
   };
 };
 
-const attempt = (o: RunOptions, asked: Asked): Promise<CallToolResult> => {
+/** One attempt: its answer, and whether its handler is still running (it may run on after the attempt gave up). */
+interface Attempt {
+  result: Promise<CallToolResult>;
+  running(): boolean;
+}
+
+const attempt = (o: RunOptions, asked: Asked): Attempt => {
   const ac = new Cancellation();
-  return new Promise<CallToolResult>((resolve, reject) => {
+  let running = false;
+  const result = new Promise<CallToolResult>((resolve, reject) => {
+    /** When the attempt gave up on a handler still running (its deadline, the client's cancel). */
+    let gaveUpAt: number | undefined;
     const onCancel = () => {
+      gaveUpAt = Date.now();
       ac.abort(new Cancelled('cancelled'));
       reject(new Cancelled('cancelled'));
     };
     const timer = setTimeout(() => {
+      gaveUpAt = Date.now();
       ac.abort(new Timeout('timeout'));
       reject(new Timeout('timeout'));
     }, o.timeoutMs);
@@ -106,20 +123,31 @@ const attempt = (o: RunOptions, asked: Asked): Promise<CallToolResult> => {
       clearTimeout(timer);
       offCancel?.();
     };
-    Promise.resolve()
+    running = true;
+    const ended = Promise.resolve()
       .then(() => o.handler(o.args, contextOf(o, ac, asked)))
       .then(
         (r) => {
           done();
           if (isCallToolResult(r)) resolve(r);
           else reject(new Error('the handler returned something that is not a CallToolResult'));
+          return r !== null && typeof r === 'object' && (r as CallToolResult).isError === true ? 'an error result' : 'a result';
         },
         (e: unknown) => {
           done();
           reject(e instanceof Error ? e : new Error(String(e)));
+          return 'an exception';
         },
-      );
+      )
+      .then((how) => {
+        running = false;
+        // The call was answered (and recorded) as cancelled or timed out; what the handler did after is said here, with
+        // the run and the tool (the handler log carries them), so an operator can find an effect no record shows.
+        if (gaveUpAt !== undefined) o.context.log.warn('handler ended after its call was given up', { endedWith: how, afterMs: Date.now() - gaveUpAt });
+      });
+    o.onExecution?.(ended);
   });
+  return { result, running: () => running };
 };
 
 const sleep = (ms: number, cancel?: Cancel): Promise<void> =>
@@ -135,8 +163,9 @@ export const runHandler = async (o: RunOptions): Promise<HandlerRun> => {
   for (;;) {
     attempts++;
     const asked: Asked = { any: false };
+    const current = attempt(o, asked);
     try {
-      const result = await attempt(o, asked);
+      const result = await current.result;
       return { result, outcome: result.isError ? 'tool_error' : 'ok', attempts };
     } catch (e) {
       if (e instanceof Cancelled || o.cancel?.aborted) return { result: errorResult('Tool call cancelled'), outcome: 'cancelled', attempts };
@@ -148,16 +177,18 @@ export const runHandler = async (o: RunOptions): Promise<HandlerRun> => {
       // An attempt that asked the client something is not repeated either, even if it then failed in a way that
       // could be retried (an upstream that went quiet after its question): its user or model would be asked again.
       const again = attempts < maxAttempts && !asked.any;
-      if (failure && !(failure.retryable && again)) return { result: errorResult(failure.message), outcome: failure.outcome, attempts };
-      if (again) {
-        o.context.log.warn('handler failed; retrying', { attempt: attempts, timedOut, error: (failure ?? (e as Error)).message });
-        await sleep(backoff(attempts), o.cancel);
-        if (o.cancel?.aborted) return { result: errorResult('Tool call cancelled'), outcome: 'cancelled', attempts };
-        continue;
-      }
-      return timedOut
-        ? { result: errorResult(`Tool timed out after ${o.timeoutMs} ms`), outcome: 'timeout', attempts }
-        : { result: errorResult(`Tool failed: ${(e as Error).message}`), outcome: 'tool_error', attempts };
+      const final: HandlerRun = failure
+        ? { result: errorResult(failure.message), outcome: failure.outcome, attempts }
+        : timedOut
+          ? { result: errorResult(`Tool timed out after ${o.timeoutMs} ms`), outcome: 'timeout', attempts }
+          : { result: errorResult(`Tool failed: ${(e as Error).message}`), outcome: 'tool_error', attempts };
+      if (!again || (failure && !failure.retryable)) return final;
+      o.context.log.warn('handler failed; retrying', { attempt: attempts, timedOut, error: (failure ?? (e as Error)).message });
+      await sleep(backoff(attempts), o.cancel);
+      if (o.cancel?.aborted) return { result: errorResult('Tool call cancelled'), outcome: 'cancelled', attempts };
+      // Nor one whose handler still runs after the backoff (it does not watch its signal): a repeat would run beside it,
+      // the two doing the work twice, and each repeat one more execution the caller's bound must count until it ends.
+      if (current.running()) return final;
     }
   }
 };

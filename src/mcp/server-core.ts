@@ -21,7 +21,7 @@ import { tooManyCalls, tooManyUntaken } from './error-map.ts';
 import type { InputRequiredResult } from './input-required.ts';
 import { isPlainObject } from './jsonrpc.ts';
 import { createSchemaWarmup, type SchemaWarmup } from './schema-warmup.ts';
-import { SubjectCounts, subjectOf } from './subject-counts.ts';
+import { boundKey, SubjectCounts, subjectOf } from './subject-counts.ts';
 import { INCLUDE_DEPRECATED_META } from './tool-projection.ts';
 import { ListPageCache, type CachedPage } from './list-cache.ts';
 import { createToolCallPipeline, type ToolCallPipeline, type ToolCallRequest } from './tools-call.ts';
@@ -146,12 +146,22 @@ export class ServerCore {
    * Not an async wrapper: the caller awaits the pipeline's own promise (no extra turn), the count is given back beside.
    */
   callTool(req: ToolCallRequest): Promise<CallToolResult | InputRequiredResult> {
-    const subject = subjectOf(req.principal);
-    if (this.running.of(subject) >= this.maxCallsPerSubject) return Promise.reject(tooManyCalls(subject, this.maxCallsPerSubject));
-    const unread = this.untaken.of(subject);
-    if (unread > this.maxUntakenBytesPerSubject) return Promise.reject(tooManyUntaken(subject, unread, this.maxUntakenBytesPerSubject));
-    this.running.take(subject);
-    const release = (): void => this.running.give(subject);
+    const key = boundKey(req.principal);
+    if (this.running.of(key) >= this.maxCallsPerSubject) return Promise.reject(tooManyCalls(subjectOf(req.principal), this.maxCallsPerSubject));
+    const unread = this.untaken.of(key);
+    if (unread > this.maxUntakenBytesPerSubject) return Promise.reject(tooManyUntaken(subjectOf(req.principal), unread, this.maxUntakenBytesPerSubject));
+    this.running.take(key);
+    // The slot is held until the call has answered AND every execution of its handler has ended: a call cancelled or
+    // timed out answers at once, while a handler that does not watch its signal runs on. Released at the answer, 80 such
+    // executions of one subject ran at once against a bound of 4.
+    let open = 1;
+    const release = (): void => {
+      if (--open === 0) this.running.give(key);
+    };
+    req.onExecution = (ended) => {
+      open++;
+      void ended.then(release);
+    };
     const call = this.pipeline.call(req); // async: it cannot throw, only reject
     call.then(release, release);
     return call;
@@ -162,11 +172,11 @@ export class ServerCore {
    * against maxUntakenBytesPerSubject by callTool.
    */
   untakenAccount(principal: Principal): UntakenAccount {
-    const subject = subjectOf(principal);
+    const key = boundKey(principal);
     return {
       hold: (bytes) => {
-        this.untaken.take(subject, bytes);
-        return () => this.untaken.give(subject, bytes);
+        this.untaken.take(key, bytes);
+        return () => this.untaken.give(key, bytes);
       },
     };
   }

@@ -42,7 +42,7 @@ import { openListen } from './listen.ts';
 import { negotiate, STATELESS_REVISION } from './revisions.ts';
 import type { ServerCore } from './server-core.ts';
 import { checkStatelessRequest, handleStateless, isStatelessMessage, mayNotify, type StatelessContext } from './stateless.ts';
-import { SubjectCounts, subjectOf } from './subject-counts.ts';
+import { SubjectCounts, boundKey, subjectOf } from './subject-counts.ts';
 
 /** The caller of one /mcp request, found by authorization; `owner` keys the sessions it may use. */
 export interface McpCaller {
@@ -148,13 +148,14 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
     // subscriptions/listen: a per-request SDK transport holds the event stream (keep-alive comments included). At most
     // maxListens of them per subject, as sessions are capped: refused before anything is opened.
     const subject = subjectOf(principalOf(req));
-    const open = listening.of(subject);
+    const key = boundKey(principalOf(req));
+    const open = listening.of(key);
     if (open >= maxListens) {
       const message = `Too Many Requests: subject '${subject.slice(0, 80)}' already has ${open} subscriptions/listen streams open (at most ${maxListens}, ESTATE_MAX_LISTENS_PER_SUBJECT); close one`;
       return sendJson(res, 429, failure(out.request.id, FORBIDDEN, message));
     }
-    listening.take(subject);
-    res.once('close', () => listening.give(subject));
+    listening.take(key);
+    res.once('close', () => listening.give(key));
     await loadSdkTransport();
     const transport = createSdkTransport({ sessionIdGenerator: undefined, keepAliveMs: KEEP_ALIVE_MS, supportedProtocolVersions: [STATELESS_REVISION] });
     let listen: { close(): void } | undefined;

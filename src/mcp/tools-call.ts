@@ -97,6 +97,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
         },
         withSignal: rounds?.kind === 'rounds' ? () => rounds.round.askers() : rounds?.kind === 'once' ? () => rounds.askers : clientAskers(req.ask),
         ...(req.cancel ? { cancel: req.cancel } : {}),
+        ...(req.onExecution ? { onExecution: req.onExecution } : {}),
       },
     );
     span?.addEvent('handler', { 'estate.outcome': run.outcome, 'estate.attempts': run.attempts });

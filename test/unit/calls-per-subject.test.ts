@@ -83,6 +83,50 @@ describe('tools/calls running per subject', () => {
     expect(textOf(resultOf(await ok))).toBe('payment PMT-301: settled');
   });
 
+  it('a cancelled call whose handler runs on keeps its place until the handler has ended (cancelling is no way past the bound)', async () => {
+    const erin = h.session(makePrincipal({ subject: 'erin' }));
+    await erin.initialize();
+    // The handler here does not watch its signal: a cancel answers the call at once, and the handler goes on.
+    const cancelled = erin.send({ jsonrpc: '2.0', id: 'cx-1', method: 'tools/call', params: args('PMT-501', 'run-e1') });
+    await expect.poll(() => waiting.has('PMT-501')).toBe(true);
+    await erin.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'cx-1' } });
+    await cancelled;
+    expect((await h.calls('run-e1'))[0]).toMatchObject({ outcome: 'cancelled' });
+    const second = erin.request('tools/call', args('PMT-502', 'run-e2'));
+    await expect.poll(() => waiting.has('PMT-502')).toBe(true);
+    // Two executions run (the cancelled one's and this one): a third call is refused.
+    expect(errorOf(await erin.request('tools/call', args('PMT-503', 'run-e3'))).code).toBe(TOO_MANY_CALLS);
+    // The cancelled call's handler ends: its place is free again.
+    await release('PMT-501');
+    await expect.poll(async () => {
+      const r = erin.request('tools/call', args('PMT-504', 'run-e4'));
+      const refused = await Promise.race([r.then((x) => ('error' in (x as object) ? x : undefined)), new Promise((res) => setTimeout(() => res(undefined), 50))]);
+      if (refused === undefined) {
+        await release('PMT-504');
+        return textOf(resultOf(await r));
+      }
+      return 'refused';
+    }).toBe('payment PMT-504: settled');
+    await release('PMT-502');
+    expect(textOf(resultOf(await second))).toBe('payment PMT-502: settled');
+  });
+
+  it('counts a subject within its tenant: the same sub in another tenant has places of its own', async () => {
+    const inAcme = h.session(makePrincipal({ subject: 'frank', tenant: 'acme' }));
+    const inGlobex = h.session(makePrincipal({ subject: 'frank', tenant: 'globex' }));
+    await inAcme.initialize();
+    await inGlobex.initialize();
+    const held = [inAcme.request('tools/call', args('PMT-601', 'run-f1')), inAcme.request('tools/call', args('PMT-602', 'run-f2'))];
+    await expect.poll(() => waiting.has('PMT-601') && waiting.has('PMT-602')).toBe(true);
+    expect(errorOf(await inAcme.request('tools/call', args('PMT-603', 'run-f3'))).code).toBe(TOO_MANY_CALLS);
+    const other = inGlobex.request('tools/call', args('PMT-611', 'run-g1'));
+    await release('PMT-611');
+    expect(textOf(resultOf(await other))).toBe('payment PMT-611: settled');
+    await release('PMT-601');
+    await release('PMT-602');
+    await Promise.all(held);
+  });
+
   describe('on the 2026-07-28 stateless path', () => {
     let http: McpHttpServer;
     beforeAll(async () => {

@@ -217,7 +217,8 @@ describe('retries of a handler that times out', () => {
     const run = async (sideEffect: 'idempotent' | 'non_idempotent') => {
       const events: string[] = [];
       const out = await runHandler({
-        handler: () => (events.push('attempt'), new Promise(() => undefined)),
+        // A handler that stops when its signal says so (one that does not is not repeated: the next test).
+        handler: (_a, ctx) => (events.push('attempt'), new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped'))))),
         args: {},
         context: { principal: acme, runId: 'r', tool: { name: 't', version: '1.0.0', schemaHash: 'h' }, log } as never,
         sideEffect,
@@ -232,6 +233,34 @@ describe('retries of a handler that times out', () => {
     const once = await run('non_idempotent');
     expect(once.events).toEqual(['attempt']);
     expect(once.out).toMatchObject({ outcome: 'timeout', attempts: 1 });
+  });
+
+  it('a handler that runs on past its deadline is not repeated beside itself; its execution is told until it ends, and its end logged', async () => {
+    const warned: string[] = [];
+    const log = { debug: () => undefined, info: () => undefined, warn: (m: string) => void warned.push(m), error: () => undefined };
+    let finish!: () => void;
+    let attempts = 0;
+    const executions: Promise<void>[] = [];
+    const out = await runHandler({
+      // Ignores its signal: still running when its deadline gives up on it.
+      handler: () => (attempts++, new Promise((resolve) => (finish = () => resolve({ content: [] })))),
+      args: {},
+      context: { principal: acme, runId: 'r', tool: { name: 't', version: '1.0.0', schemaHash: 'h' }, log } as never,
+      sideEffect: 'idempotent',
+      timeoutMs: 10,
+      backoffMs: () => 5,
+      onExecution: (ended) => void executions.push(ended),
+    });
+    expect(out).toMatchObject({ outcome: 'timeout', attempts: 1 });
+    expect(attempts).toBe(1);
+    expect(executions).toHaveLength(1);
+    let ended = false;
+    void executions[0]?.then(() => (ended = true));
+    await new Promise((r) => setImmediate(r));
+    expect(ended).toBe(false);
+    finish();
+    await executions[0];
+    expect(warned).toContain('handler ended after its call was given up');
   });
 
   it('an attempt that asked the client something is not repeated: a timeout or a retryable failure after it ends the call', async () => {
@@ -252,7 +281,8 @@ describe('retries of a handler that times out', () => {
           if (ask === 'sample') await ctx.sample?.({ messages: [], maxTokens: 10 });
           if (ask === 'listRoots') await ctx.listRoots?.();
           if (then === 'fail') throw new ExecutorFailure('upstream_unavailable', 'upstream u unavailable', true);
-          return new Promise(() => undefined);
+          // Hangs until its deadline's signal stops it.
+          return new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped'))));
         },
         args: {},
         context: { principal: acme, runId: 'r', tool: { name: 't', version: '1.0.0', schemaHash: 'h' }, log } as never,

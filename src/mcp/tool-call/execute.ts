@@ -39,6 +39,7 @@ export interface ExecuteCall {
   context: Omit<HandlerContext, 'signal'>;
   withSignal: NonNullable<RunOptions['withSignal']>;
   cancel?: Cancel;
+  onExecution?: RunOptions['onExecution'];
 }
 
 /** A short, bounded reason from a store failure (no stack, no connection string). */
@@ -73,6 +74,7 @@ export const executeCall = async (deps: ExecuteDeps, c: ExecuteCall): Promise<Ex
     timeoutMs: v.timeoutMs,
     withSignal: c.withSignal,
     ...(c.cancel ? { cancel: c.cancel } : {}),
+    ...(c.onExecution ? { onExecution: c.onExecution } : {}),
   });
   return { callId, started, run };
 };

@@ -52,6 +52,11 @@ export interface ToolCallRequest {
    * unanswered one makes the call answer an InputRequiredResult. `capabilities`: what this request declares.
    */
   inputRequired?: { capabilities: Record<string, unknown> };
+  /**
+   * Told of each execution of the handler, with a promise that settles when that execution has ended (whether or not
+   * the call still waited for it): the per-subject bound holds the call's slot until then (ServerCore.callTool).
+   */
+  onExecution?: (ended: Promise<void>) => void;
 }
 
 export interface ToolCallPipeline {
