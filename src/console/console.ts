@@ -19,7 +19,7 @@ import { runAction } from './actions.ts';
 import { CONSOLE_ASSETS } from './assets.ts';
 import { decodeSegment, html, page, type Chrome, type Html } from './html.ts';
 import { createLiveStreams } from './live.ts';
-import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, searchCatalogue, toolPage, versionPage } from './pages.ts';
+import { cataloguePage, diffPage, notFoundPage, parseCatalogueQuery, parsePrincipal, principalPage, searchCatalogue, toolPage, toolPageVersions, versionPage } from './pages.ts';
 import { runPage, runsPage } from './run-pages.ts';
 import { cannotSignInPage, signedOutPage, signInPage, whoOperator, whoSignedIn, whoSignedOut } from './signin-pages.ts';
 import { upstreamsPage } from './upstream-page.ts';
@@ -121,7 +121,7 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
       const name = decodeSegment(parts[1] as string);
       const tool = name === null ? undefined : catalogue.tool(name);
       if (!tool || name === null) return notFound(`There is no tool '${name ?? parts[1]}' in the catalogue.`);
-      if (parts.length === 2) return ok(name, toolPage(tool, await o.reader.details.ofMany(tool.versions)));
+      if (parts.length === 2) return ok(name, toolPage(tool, await o.reader.details.ofMany(toolPageVersions(tool))));
       if (parts.length === 3 && parts[2] === 'diff') {
         const a = (params.get('a') ?? '').slice(0, 128);
         const b = (params.get('b') ?? '').slice(0, 128);
@@ -154,7 +154,7 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
       return;
     }
     const admission = await o.access.admit(req);
-    if (path === '/console/events') return admission.kind === 'viewer' ? live.open(req, res, admission.viewer.expiresAt) : refusedJson(res, admission);
+    if (path === '/console/events') return admission.kind === 'viewer' ? live.open(req, res, admission.viewer.expiresAt, admission.viewer.by) : refusedJson(res, admission);
     if (admission.kind === 'signed-out') return shell(res);
     if (admission.kind === 'refused') {
       const title = admission.status === 401 ? 'Signed out' : admission.status === 403 ? 'Not allowed' : 'Cannot check the token';

@@ -9,14 +9,25 @@ import type { CatalogueReader } from '#app/catalogue-reader';
 import { overUnsentBound } from '#http/unsent';
 
 export interface LiveStreams {
-  /** Open a stream for a viewer whose credential expires at `expiresAt` (seconds since the epoch), if ever. */
-  open(req: IncomingMessage, res: ServerResponse, expiresAt?: number): void;
+  /**
+   * Open a stream for a viewer whose credential expires at `expiresAt` (seconds since the epoch), if ever; `viewer`
+   * names who it is (a token's subject, or the local operator) for the bound on one viewer's streams.
+   */
+  open(req: IncomingMessage, res: ServerResponse, expiresAt?: number, viewer?: string): void;
   close(): void;
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * The streams one viewer may hold, of `maxStreams`: a token with nothing but a publishing scope for a namespace that
+ * did not exist opened all 256, and every other viewer got 503 and no live updates.
+ */
+export const streamsPerViewer = (maxStreams: number): number => Math.min(maxStreams, Math.max(4, Math.floor(maxStreams / 8)));
+
 export const createLiveStreams = (reader: CatalogueReader, maxStreams = 256): LiveStreams => {
   const streams = new Map<ServerResponse, NodeJS.Timeout | undefined>();
+  const perViewer = new Map<string, number>();
+  const perViewerMax = streamsPerViewer(maxStreams);
   const end = (res: ServerResponse): void => {
     clearTimeout(streams.get(res));
     streams.delete(res);
@@ -46,11 +57,19 @@ export const createLiveStreams = (reader: CatalogueReader, maxStreams = 256): Li
   keepAlive.unref();
 
   return {
-    open(req, res, expiresAt) {
+    open(req, res, expiresAt, viewer = 'local') {
       if (streams.size >= maxStreams) {
         res.writeHead(503, { 'retry-after': '30', 'content-type': 'text/plain', 'cache-control': 'no-store' }).end('Service Unavailable: too many open console change streams');
         return;
       }
+      const held = perViewer.get(viewer) ?? 0;
+      if (held >= perViewerMax) {
+        res
+          .writeHead(429, { 'retry-after': '30', 'content-type': 'text/plain', 'cache-control': 'no-store' })
+          .end(`Too Many Requests: this viewer already has ${held} console change streams open (at most ${perViewerMax}); close a console tab`);
+        return;
+      }
+      perViewer.set(viewer, held + 1);
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-content-type-options': 'nosniff' });
       res.write(`event: hello\ndata: ${JSON.stringify({ position: reader.position })}\n\n`);
       let timer: NodeJS.Timeout | undefined;
@@ -65,6 +84,9 @@ export const createLiveStreams = (reader: CatalogueReader, maxStreams = 256): Li
       req.on('close', () => {
         clearTimeout(streams.get(res));
         streams.delete(res);
+        const left = (perViewer.get(viewer) ?? 1) - 1;
+        if (left > 0) perViewer.set(viewer, left);
+        else perViewer.delete(viewer);
       });
     },
     close() {

@@ -114,8 +114,12 @@ ${namespaceFilter(namespaces, q.namespace)}
 <nav class="pager" aria-label="Pages">${q.page > 1 ? html`<a rel="prev" href="${link(q.page - 1)}">Previous page</a>` : ''} ${q.page < pages ? html`<a rel="next" href="${link(q.page + 1)}">Next page</a>` : ''}</nav>`;
 };
 
+/** The most characters of a reason's detail a page shows: a description-changed reason quotes both texts whole. */
+const DETAIL_CHARS = 400;
+const cut = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n)}… (${s.length - n} more characters)` : s);
+
 export const reasonsList = (reasons: readonly Reason[]): Html =>
-  reasons.length === 0 ? html`<span class="muted">first version or no change</span>` : html`<ul class="reasons">${reasons.map((r) => html`<li><span class="level ${r.level}">${r.level}</span> <code>${visible(r.path)}</code> ${r.rule}: ${visible(r.detail)}</li>`)}</ul>`;
+  reasons.length === 0 ? html`<span class="muted">first version or no change</span>` : html`<ul class="reasons">${reasons.map((r) => html`<li><span class="level ${r.level}">${r.level}</span> <code>${visible(cut(r.path, DETAIL_CHARS))}</code> ${r.rule}: ${visible(cut(r.detail, DETAIL_CHARS))}</li>`)}</ul>`;
 
 const lifecycleForm = (v: CatalogueVersion): Html =>
   v.status === 'retired'
@@ -126,10 +130,17 @@ ${v.status === 'active' ? html`<button type="submit" name="action" value="deprec
 <button type="submit" name="action" value="retire">Retire ${v.version}</button>
 </form>`;
 
-/** `details`: each version's, in the tool's order. */
+/** The most versions a tool's page lists (newest first); `estate history` lists them all. */
+export const TOOL_PAGE_VERSIONS = 100;
+
+/** `details`: each version's, in the tool's order (only the newest TOOL_PAGE_VERSIONS are read: toolPageVersions). */
+export const toolPageVersions = (tool: CatalogueTool): readonly CatalogueVersion[] => tool.versions.slice(-TOOL_PAGE_VERSIONS);
+
+/** `details`: those of toolPageVersions(tool), in the tool's order. */
 export const toolPage = (tool: CatalogueTool, details: readonly VersionDetails[]): Html => {
-  const versions = [...tool.versions].reverse();
+  const versions = toolPageVersions(tool).slice().reverse();
   const newestFirst = [...details].reverse();
+  const older = tool.versions.length - versions.length;
   const compare = versions.length >= 2 ? html`<form method="get" action="${toolHref(tool.name)}/diff" class="compare">
 <label>From <select name="a">${versions.map((v, i) => option(v.version, v.version, (versions[1] ?? versions[0])?.version === v.version && i > 0 ? v.version : ''))}</select></label>
 <label>To <select name="b">${versions.map((v) => option(v.version, v.version, (versions[0] as CatalogueVersion).version))}</select></label>
@@ -137,6 +148,7 @@ export const toolPage = (tool: CatalogueTool, details: readonly VersionDetails[]
   return html`<h1>${tool.name}</h1>
 ${compare}
 <h2>Version timeline</h2>
+${older > 0 ? html`<p class="muted">The newest ${versions.length} of ${tool.versions.length} versions; <code>estate history ${tool.name}</code> lists all of them.</p>` : ''}
 <ol class="timeline">${versions.map(
     (v, i, _all, d = newestFirst[i] as VersionDetails) => html`<li class="version"><h3><a href="${versionHref(v.name, v.version)}">${v.version}</a> <span class="level ${d.level}">${d.level}</span> <span class="status ${v.status}">${v.status}</span></h3>
 <p>Published by <strong>${d.publishedBy}</strong> at <time datetime="${d.publishedAt}">${d.publishedAt}</time>; schema <code>${d.schemaHash.slice(0, 12)}</code></p>
@@ -152,17 +164,32 @@ const diffCell = (side: 'left' | 'right', row: DiffRow): Html => {
   return html`<td class="${cls}"><pre>${line?.text ?? ''}</pre></td>`;
 };
 
+/**
+ * The most printed lines of a definition the side-by-side diff takes: the line diff costs their product in time and
+ * memory, on the serving thread. Two versions of 10,000 properties each (259 KB, well inside what a definition may be)
+ * held every route 12.9 s and took 3.8 GB. Past it the page gives the classifier's verdict and reasons alone.
+ */
+export const MAX_DIFF_LINES = 3000;
+
 export const diffPage = (a: CatalogueVersion, da: VersionDetails, b: CatalogueVersion, db: VersionDetails): Html => {
   const { level, reasons } = classifyDefinition(da.definition, db.definition);
-  const rows = diffLines(printWithPaths(da.definition), printWithPaths(db.definition));
+  const left = printWithPaths(da.definition);
+  const right = printWithPaths(db.definition);
+  const verdict = html`<h1>${a.name}: ${a.version} → ${b.version}</h1>
+<p>The classifier says <span class="level ${level}">${level}</span>${reasons.length === 0 ? ' (no change)' : ''}.</p>`;
+  if (left.length > MAX_DIFF_LINES || right.length > MAX_DIFF_LINES) {
+    return html`${verdict}
+<p class="muted" id="diff-too-large">These definitions are too large to show side by side (${left.length} and ${right.length} lines, at most ${MAX_DIFF_LINES} each); <code>estate diff ${a.name}@${a.version} ${a.name}@${b.version}</code> prints the verdict, and each version's page shows its definition.</p>
+${reasonsList(reasons)}`;
+  }
+  const rows = diffLines(left, right);
   const placed = placeReasons(rows, reasons);
-  return html`<h1>${a.name}: ${a.version} → ${b.version}</h1>
-<p>The classifier says <span class="level ${level}">${level}</span>${reasons.length === 0 ? ' (no change)' : ''}.</p>
+  return html`${verdict}
 <table class="diff">
 <caption>Definition of ${a.version} (left) beside ${b.version} (right); reasons sit on the lines they concern.</caption>
 <thead><tr><th scope="col">${a.version}</th><th scope="col">${b.version}</th><th scope="col">Reasons</th></tr></thead>
 <tbody>${rows.map(
-    (row, i) => html`<tr class="${row.kind}">${diffCell('left', row)}${diffCell('right', row)}<td class="why">${(placed.get(i) ?? []).map((r) => html`<p class="reason"><span class="level ${r.level}">${r.level}</span> <code>${r.path}</code> ${r.rule}: ${r.detail}</p>`)}</td></tr>`,
+    (row, i) => html`<tr class="${row.kind}">${diffCell('left', row)}${diffCell('right', row)}<td class="why">${(placed.get(i) ?? []).map((r) => html`<p class="reason"><span class="level ${r.level}">${r.level}</span> <code>${visible(cut(r.path, DETAIL_CHARS))}</code> ${r.rule}: ${visible(cut(r.detail, DETAIL_CHARS))}</p>`)}</td></tr>`,
   )}</tbody>
 </table>`;
 };

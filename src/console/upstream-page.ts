@@ -22,7 +22,7 @@ const driftForm = (u: UpstreamView, d: UpstreamDriftView): Html =>
 
 const drift = (u: UpstreamView, d: UpstreamDriftView, canAct: boolean): Html =>
   html`<article class="drift"><h3>${d.tool} <span class="level ${d.level}">${d.level}</span></h3>
-<p>Upstream tool <code>${d.upstreamTool}</code>, detected at <time datetime="${d.at}">${d.at}</time>; ${d.pinned ? html`clients see <a href="${versionHref(d.tool, d.pinned)}">${d.tool}@${d.pinned}</a> until a person approves` : 'never approved: clients see nothing of it yet'}.</p>
+<p>Upstream tool <code>${visible(d.upstreamTool)}</code>, detected at <time datetime="${d.at}">${d.at}</time>; ${d.pinned ? html`clients see <a href="${versionHref(d.tool, d.pinned)}">${d.tool}@${d.pinned}</a> until a person approves` : 'never approved: clients see nothing of it yet'}.</p>
 ${d.newerWaiting ? html`<p class="newer-waiting"><strong>The upstream has changed this tool again since.</strong> That change is recorded after <time datetime="${d.newerWaiting}">${d.newerWaiting}</time> (an upstream's changes are recorded at a bounded pace); approving now publishes what is shown here.</p>` : d.nextRecordedAfter ? html`<p class="newer-waiting">This tool's recent changes are all undecided, so a change the upstream makes to it now is recorded no sooner than <time datetime="${d.nextRecordedAfter}">${d.nextRecordedAfter}</time> (an upstream's changes are recorded at a bounded pace); approving or rejecting this one lets the next through at once.</p>` : ''}
 ${reasonsList(d.reasons)}
 ${d.textDiff ? diffText(d.textDiff) : html`<p class="muted">No change to the title, description or annotations.</p>`}

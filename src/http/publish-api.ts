@@ -31,6 +31,9 @@ import type { DefinitionChecker } from '#app/definition-budget';
 import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from './guards.ts';
 import { sendJson as send } from './send-json.ts';
 
+/** The longest lifecycle reason taken (the console's actions take as many). */
+const MAX_REASON_CHARS = 500;
+
 export interface PublishApiOptions {
   commands: CommandHandler;
   compiler: SchemaCompiler;
@@ -161,6 +164,8 @@ export const createPublishApi = (o: PublishApiOptions): PublishApi => {
       return sendJson(res, 400, { error: { code: 'syntax-error', message: 'request body: not valid JSON' } });
     }
     if (typeof reason !== 'string') return sendJson(res, 400, { error: { code: 'reason-required', message: `${verb} ${name}@${version}: body must be {"reason": "<text>"}` } });
+    // As the console's actions bound it: a reason is recorded in the event and shown on every page of the tool.
+    if (reason.length > MAX_REASON_CHARS) return sendJson(res, 400, { error: { code: 'reason-too-long', message: `${verb} ${name}@${version}: reason must be at most ${MAX_REASON_CHARS} characters (got ${reason.length})` } });
     const by = caller.principal.subject;
     const out = verb === 'deprecate' ? await o.commands.deprecate(name, version, reason, by) : await o.commands.retire(name, version, reason, by);
     o.log.info({ tool: name, version, result: out.result, by, position: out.position }, `${verb} via API`);

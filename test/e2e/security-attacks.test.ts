@@ -261,6 +261,14 @@ describe('issue 9 attacks against estate serve --http', { timeout: 120_000 }, ()
     });
   });
 
+  it('the publishing API bounds a lifecycle reason as the console does (500 characters), recording nothing past it', async () => {
+    const token = await mint({ sub: 'ops', tenant: undefined, scope: 'estate:lifecycle:payments', clearance: undefined });
+    const r = await call(`${base}/v1/tools/payments.lookup/versions/1.0.0/deprecate`, { body: { reason: 'x'.repeat(1_000_000) }, token });
+    expect(r.status).toBe(400);
+    expect(r.json()).toMatchObject({ error: { code: 'reason-too-long' } });
+    expect(JSON.stringify(r.json())).toContain('at most 500 characters (got 1000000)');
+  });
+
   describe('tokens', () => {
     const claims = { sub: 'agent-t', tenant: 'acme', scope: '', clearance: 'public' };
     const now = () => Math.floor(Date.now() / 1000);

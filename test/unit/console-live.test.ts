@@ -65,4 +65,24 @@ describe('console change stream', () => {
     await expect.poll(() => received, { timeout: 10_000 }).toBeGreaterThan(10 * 1024 * 1024);
     live.close();
   }, 60_000);
+
+  it('bounds the streams one viewer holds, so one viewer cannot take them all from the others', async () => {
+    const reader = { position: '1', onUpdate: () => () => undefined } as unknown as CatalogueReader;
+    const live = createLiveStreams(reader, 32);
+    const server = (held.server = createServer((req, res) => live.open(req, res, undefined, String(req.headers['x-viewer']))));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const { port } = server.address() as AddressInfo;
+    const open = (viewer: string): Promise<number> =>
+      new Promise((resolve) => {
+        const req = request(`http://127.0.0.1:${port}/console/events`, { headers: { 'x-viewer': viewer } }, (res) => resolve(res.statusCode ?? 0));
+        req.on('error', () => resolve(0));
+        req.end();
+      });
+    // 32 streams in all, 4 a viewer (streamsPerViewer): the intern's fifth is refused; the admin still gets one.
+    const interns = await Promise.all(Array.from({ length: 5 }, () => open('intern')));
+    expect(interns.filter((s) => s === 200)).toHaveLength(4);
+    expect(interns.filter((s) => s === 429)).toHaveLength(1);
+    expect(await open('admin')).toBe(200);
+    live.close();
+  });
 });
