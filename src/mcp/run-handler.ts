@@ -41,9 +41,9 @@ export interface RunOptions {
   /** Backoff before retry n (1-based). */
   backoffMs?: (retry: number) => number;
   /**
-   * Told of each attempt's execution of the handler, with a promise that settles when the handler's own promise does.
-   * An attempt given up (its deadline, the client's cancel) answers at once; a handler that does not watch its signal
-   * runs on, and what counts running calls must count it until it ends.
+   * Told of each execution of the handler still running when its attempt gave up (its deadline, the client's cancel),
+   * with a promise that settles when it ends: such an attempt answers at once, a handler that does not watch its signal
+   * runs on, and what counts running calls must count it until then.
    */
   onExecution?: (ended: Promise<void>) => void;
 }
@@ -102,50 +102,49 @@ const attempt = (o: RunOptions, asked: Asked): Attempt => {
   const ac = new Cancellation();
   let running = false;
   const result = new Promise<CallToolResult>((resolve, reject) => {
-    /** When the attempt gave up on a handler still running (its deadline, the client's cancel). */
-    let gaveUpAt: number | undefined;
-    const onCancel = () => {
-      gaveUpAt = Date.now();
-      ac.abort(new Cancelled('cancelled'));
-      reject(new Cancelled('cancelled'));
+    /** How the handler's own promise ended, once it has. */
+    let how = '';
+    /**
+     * The attempt gives up (its deadline, the client's cancel). A handler still running then may run on, unwatched by its
+     * signal: its execution is told (onExecution) until it ends, and its end said in the handler log with the run and
+     * the tool, so an effect no record shows can be found. Only here: a handler that ends first costs nothing more.
+     */
+    const giveUp = (why: Error): void => {
+      ac.abort(why);
+      reject(why);
+      if (!running) return;
+      const at = Date.now();
+      o.onExecution?.(chain.then(() => o.context.log.warn('handler ended after its call was given up', { endedWith: how, afterMs: Date.now() - at })));
     };
-    const timer = setTimeout(() => {
-      gaveUpAt = Date.now();
-      ac.abort(new Timeout('timeout'));
-      reject(new Timeout('timeout'));
-    }, o.timeoutMs);
+    const onCancel = () => giveUp(new Cancelled('cancelled'));
+    const timer = setTimeout(() => giveUp(new Timeout('timeout')), o.timeoutMs);
     if (o.cancel?.aborted) {
       clearTimeout(timer);
       return reject(new Cancelled('cancelled'));
     }
     const offCancel = o.cancel?.onAbort(onCancel);
     const done = () => {
+      running = false;
       clearTimeout(timer);
       offCancel?.();
     };
     running = true;
-    const ended = Promise.resolve()
+    /** The handler's own promise, settled (read by giveUp, which runs only after this line). */
+    const chain = Promise.resolve()
       .then(() => o.handler(o.args, contextOf(o, ac, asked)))
       .then(
         (r) => {
           done();
+          how = isCallToolResult(r) ? (r.isError === true ? 'an error result' : 'a result') : 'something that is not a result';
           if (isCallToolResult(r)) resolve(r);
           else reject(new Error('the handler returned something that is not a CallToolResult'));
-          return r !== null && typeof r === 'object' && (r as CallToolResult).isError === true ? 'an error result' : 'a result';
         },
         (e: unknown) => {
           done();
+          how = 'an exception';
           reject(e instanceof Error ? e : new Error(String(e)));
-          return 'an exception';
         },
-      )
-      .then((how) => {
-        running = false;
-        // The call was answered (and recorded) as cancelled or timed out; what the handler did after is said here, with
-        // the run and the tool (the handler log carries them), so an operator can find an effect no record shows.
-        if (gaveUpAt !== undefined) o.context.log.warn('handler ended after its call was given up', { endedWith: how, afterMs: Date.now() - gaveUpAt });
-      });
-    o.onExecution?.(ended);
+      );
   });
   return { result, running: () => running };
 };

@@ -53,8 +53,8 @@ export interface ToolCallRequest {
    */
   inputRequired?: { capabilities: Record<string, unknown> };
   /**
-   * Told of each execution of the handler, with a promise that settles when that execution has ended (whether or not
-   * the call still waited for it): the per-subject bound holds the call's slot until then (ServerCore.callTool).
+   * Told of each execution of the handler that runs on after the call gave up on it (its deadline, a cancel), with a
+   * promise that settles when it has ended: the per-subject bound holds the call's slot until then (ServerCore.callTool).
    */
   onExecution?: (ended: Promise<void>) => void;
 }
