@@ -114,7 +114,15 @@ const attempt = (o: RunOptions, asked: Asked): Attempt => {
       reject(why);
       if (!running) return;
       const at = Date.now();
-      o.onExecution?.(chain.then(() => o.context.log.warn('handler ended after its call was given up', { endedWith: how, afterMs: Date.now() - at })));
+      // Said at warn when the handler went on to a result (it finished its work, which no record shows); one that threw
+      // on its signal, as a handler should, at debug.
+      o.onExecution?.(
+        chain.then(() => {
+          const fields = { endedWith: how, afterMs: Date.now() - at };
+          if (how === 'an exception') o.context.log.debug('handler ended after its call was given up', fields);
+          else o.context.log.warn('handler ended after its call was given up', fields);
+        }),
+      );
     };
     const onCancel = () => giveUp(new Cancelled('cancelled'));
     const timer = setTimeout(() => giveUp(new Timeout('timeout')), o.timeoutMs);
