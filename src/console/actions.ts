@@ -14,6 +14,7 @@ import type { CommandHandler } from '#app/command-handler';
 import { errorJson, verdictJson } from '#app/results-json';
 import { covers, LIFECYCLE_SCOPE, scopeNeededFor } from '#auth/api-scopes';
 import { DomainError } from '#domain/errors';
+import { MAX_REASON_CHARS } from '#domain/guard';
 import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from '#http/guards';
 import type { Admission } from './access.ts';
 import { decodeSegment } from './html.ts';
@@ -42,7 +43,7 @@ const DRIFT = /^\/console\/api\/upstreams\/([^/]+)\/drift\/([^/]+)$/;
 
 const reasonFault = (reason: unknown, required: boolean): string | undefined => {
   if (reason === undefined && !required) return undefined;
-  return typeof reason !== 'string' || reason.trim().length === 0 || reason.length > 500 ? 'reason must be a non-empty string of at most 500 characters' : undefined;
+  return typeof reason !== 'string' || reason.trim().length === 0 || reason.length > MAX_REASON_CHARS ? `reason must be a non-empty string of at most ${MAX_REASON_CHARS} characters` : undefined;
 };
 
 const actionAt = (path: string, deps: ActionDeps): Action | undefined => {

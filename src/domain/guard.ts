@@ -75,6 +75,12 @@ export interface PublishCommand {
   at: string;
 }
 
+/**
+ * The longest lifecycle reason (deprecate, retire; an upstream drift's rejection) taken from a remote caller: the console's
+ * actions and the publishing API. A reason is recorded in its event and shown on every page of the tool.
+ */
+export const MAX_REASON_CHARS = 500;
+
 export interface LifecycleCommand {
   type: 'Deprecate' | 'Retire';
   name: string;

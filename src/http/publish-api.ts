@@ -23,6 +23,7 @@ import { wwwAuthenticate } from '#auth/resource-metadata';
 import { definitionErrorJson, errorJson, verdictJson } from '#app/results-json';
 import { DomainError, type DomainErrorKind } from '#domain/errors';
 import { invalidDefinition } from '#domain/errors';
+import { MAX_REASON_CHARS } from '#domain/guard';
 import { scanJsonDepth } from '#domain/json-depth';
 import type { SchemaCompiler } from '#domain/schema-compiler';
 import type { ToolDefinition } from '#domain/types';
@@ -30,9 +31,6 @@ import { MAX_DEFINITION_DEPTH, parseDefinitionText, checkName } from '#domain/to
 import type { DefinitionChecker } from '#app/definition-budget';
 import { isJsonContentType, readBody, refuseBusy, refuseTooLarge } from './guards.ts';
 import { sendJson as send } from './send-json.ts';
-
-/** The longest lifecycle reason taken (the console's actions take as many). */
-const MAX_REASON_CHARS = 500;
 
 export interface PublishApiOptions {
   commands: CommandHandler;

@@ -306,7 +306,6 @@ export const createUpstreamFetch = (
         // the call or sync this POST belongs to is abandoned, a request of it (not a notification or a reply: a cancel
         // must still go out) still waiting for its answer is destroyed, and its connection with it.
         let answered: IncomingMessage | undefined;
-        req.on('response', (res) => (answered = res));
         const unregister = account?.whenAbandoned(() => {
           if (!req.destroyed && !(answered?.complete ?? false) && carriesRequest(body)) req.destroy(new Error('the call this request belongs to was given up'));
         });
@@ -336,6 +335,7 @@ export const createUpstreamFetch = (
         });
         req.on('response', (res) => {
           responded = true;
+          answered = res;
           answer(res);
         });
         req.end(body);

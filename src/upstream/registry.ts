@@ -355,6 +355,8 @@ export class UpstreamRegistry {
    */
   private async autoApprove(ns: string, by: string, tools: ReadonlySet<string>): Promise<{ tool: string; version: string }[]> {
     const out: { tool: string; version: string }[] = [];
+    // Most syncs record nothing: then no tool's pinned version is read at all (pending reads one per tool).
+    if (tools.size === 0) return out;
     for (const p of await this.pending(ns)) {
       if (!tools.has(p.tool) || (p.level !== 'minor' && p.level !== 'patch')) continue;
       const { state } = await this.active(ns);
