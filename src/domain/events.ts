@@ -141,13 +141,15 @@ export const upstreamStream = (ns: string): string => `upstream-${ns}`;
 export const UPSTREAM_STREAM_PREFIX = 'upstream-';
 
 /**
- * Where an upstream lives. Secrets are never here: `env` and `headers` map a name to the NAME of an environment
- * variable of the serving process (`--env TOKEN=env:GITHUB_TOKEN` is stored as `{TOKEN: 'GITHUB_TOKEN'}`).
+ * Where an upstream lives. Secrets are never here: `env`, `headers` and `query` map a name to the NAME of an environment
+ * variable of the serving process (`--env TOKEN=env:GITHUB_TOKEN` is stored as `{TOKEN: 'GITHUB_TOKEN'}`). `query`:
+ * parameters added to the URL's query when connecting, for an upstream that takes its key only there (absent when
+ * none; a process older than it reads the target without them).
  */
 const envNames = z.record(z.string(), z.string());
 const upstreamTarget = z.discriminatedUnion('transport', [
   z.object({ transport: z.literal('stdio'), command: z.string(), args: z.array(z.string()), cwd: z.string().optional(), env: envNames }),
-  z.object({ transport: z.literal('http'), url: z.string(), headers: envNames }),
+  z.object({ transport: z.literal('http'), url: z.string(), headers: envNames, query: envNames.optional() }),
 ]);
 export type UpstreamTarget = z.infer<typeof upstreamTarget>;
 

@@ -70,7 +70,7 @@ export interface UpstreamSession {
 }
 
 /** Resolve `{NAME: 'VAR'}` against the environment; a missing variable is a usage error naming both, never a value. */
-export const resolveNamed = (ns: string, names: Record<string, string>, env: NodeJS.ProcessEnv, what: '--env' | '--header'): Record<string, string> => {
+export const resolveNamed = (ns: string, names: Record<string, string>, env: NodeJS.ProcessEnv, what: '--env' | '--header' | '--query'): Record<string, string> => {
   const out: Record<string, string> = {};
   for (const [name, variable] of Object.entries(names)) {
     const value = env[variable];
@@ -131,7 +131,18 @@ const transportFor = (ns: string, target: UpstreamTarget, env: NodeJS.ProcessEnv
   // One fetch a connection, to tell its link when its streams are paced; the kept-alive connections are the upstream's
   // own (poolFor), the paces (per upstream endpoint) shared by all (http-fetch.ts, event-pace.ts).
   const fetch = createUpstreamFetch(undefined, undefined, poolFor(ns), { paces: upstreamPaces, onPaced: (ms) => hooks.onPaced?.(ms) });
-  return new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: resolveNamed(ns, target.headers, env, '--header') }, fetch });
+  return new StreamableHTTPClientTransport(urlOf(ns, target, env), { requestInit: { headers: resolveNamed(ns, target.headers, env, '--header') }, fetch });
+};
+
+/**
+ * The address connected to: the stored URL with `--query` parameters from the environment. It is handed to the SDK
+ * alone; what Estate logs or shows of an upstream is the stored target (describeTarget), and the SDK's own messages
+ * strip a URL's query.
+ */
+export const urlOf = (ns: string, target: Extract<UpstreamTarget, { transport: 'http' }>, env: NodeJS.ProcessEnv): URL => {
+  const url = new URL(target.url);
+  for (const [name, value] of Object.entries(resolveNamed(ns, target.query ?? {}, env, '--query'))) url.searchParams.set(name, value);
+  return url;
 };
 
 const upstreamPaces = new EndpointPaces();

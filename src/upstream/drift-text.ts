@@ -8,8 +8,11 @@ import { parseVersion } from '#domain/semver';
 import type { ToolDefinition } from '#domain/types';
 import type { DriftData } from '#projections/upstreams';
 
+/** The stored target in words; a `--query` parameter shows the variable it is read from, never a value. */
 export const describeTarget = (t: UpstreamTarget): string =>
-  t.transport === 'http' ? t.url : [t.command, ...t.args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+  t.transport === 'http'
+    ? `${t.url}${Object.entries(t.query ?? {}).map(([name, variable], i) => `${i === 0 && !t.url.includes('?') ? '?' : '&'}${name}=env:${variable}`).join('')}`
+    : [t.command, ...t.args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
 
 /**
  * JSON Schema's annotation keywords (the meta-data and content vocabularies, and `$comment`): text a model may read, not

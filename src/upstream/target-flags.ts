@@ -14,6 +14,9 @@ const usage = (code: string, message: string): DomainError => new DomainError('u
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** RFC 9110 token characters. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** A query parameter's name as written in a URL without escaping (RFC 3986 unreserved characters), 1 to 128 of them. */
+const QUERY_NAME = /^[A-Za-z0-9._~-]{1,128}$/;
+const NAME_KIND = { '--env': 'environment variable', '--header': 'header', '--query': 'query parameter' } as const;
 const FORBIDDEN_HEADERS = new Set(['host', 'content-length', 'content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'connection', 'transfer-encoding']);
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
@@ -71,12 +74,12 @@ export const splitCommand = (line: string): string[] => {
 };
 
 /** `NAME=env:VAR` → [NAME, VAR]. A literal value is refused: it would be stored in an event. */
-const parseNamed = (entry: string, flag: '--env' | '--header', namePattern: RegExp): [string, string] => {
+const parseNamed = (entry: string, flag: '--env' | '--header' | '--query', namePattern: RegExp): [string, string] => {
   const eq = entry.indexOf('=');
   const name = eq < 0 ? entry : entry.slice(0, eq);
   const value = eq < 0 ? '' : entry.slice(eq + 1);
   const shown = name.slice(0, 60);
-  if (!namePattern.test(name)) throw usage('upstream-flag', `${flag} '${shown}': not a valid ${flag === '--env' ? 'environment variable' : 'header'} name`);
+  if (!namePattern.test(name)) throw usage('upstream-flag', `${flag} '${shown}': not a valid ${NAME_KIND[flag]} name`);
   if (!value.startsWith('env:') || !ENV_NAME.test(value.slice(4))) {
     // Never echo the value: it may be the very secret the rule keeps out of events and logs.
     throw usage('upstream-secret', `${flag} ${shown}: expected ${shown}=env:VARIABLE (a secret is never stored; name the environment variable that holds it)`);
@@ -114,12 +117,13 @@ export interface TargetFlags {
   env?: string[];
   url?: string;
   header?: string[];
+  query?: string[];
 }
 
 export const targetFromFlags = (f: TargetFlags): UpstreamTarget => {
   if ((f.command === undefined) === (f.url === undefined)) throw usage('upstream-transport', 'upstream add: give exactly one of --command "<cmd> [args]" (stdio) or --url <url> (Streamable HTTP)');
   if (f.command !== undefined) {
-    if ((f.header ?? []).length > 0) throw usage('upstream-flag', 'upstream add: --header is for --url upstreams; a stdio upstream takes --env');
+    if ((f.header ?? []).length > 0 || (f.query ?? []).length > 0) throw usage('upstream-flag', 'upstream add: --header and --query are for --url upstreams; a stdio upstream takes --env');
     const words = splitCommand(f.command);
     if (words.length === 0) throw usage('upstream-command', '--command: empty');
     const env: Record<string, string> = {};
@@ -129,7 +133,7 @@ export const targetFromFlags = (f: TargetFlags): UpstreamTarget => {
     }
     return { transport: 'stdio', command: words[0] as string, args: words.slice(1), ...(f.cwd !== undefined ? { cwd: existingDirectory(f.cwd) } : {}), env };
   }
-  if ((f.env ?? []).length > 0 || f.cwd !== undefined) throw usage('upstream-flag', 'upstream add: --env and --cwd are for --command upstreams; an HTTP upstream takes --header');
+  if ((f.env ?? []).length > 0 || f.cwd !== undefined) throw usage('upstream-flag', 'upstream add: --env and --cwd are for --command upstreams; an HTTP upstream takes --header and --query');
   let url: URL;
   try {
     url = new URL(f.url as string);
@@ -143,7 +147,7 @@ export const targetFromFlags = (f: TargetFlags): UpstreamTarget => {
     // The name only, never the value.
     throw usage(
       'upstream-url',
-      `--url: query parameter '${name.slice(0, 60)}' looks like a credential, and the URL would be stored; send it as a header instead, from an environment variable: --header '<Name>=env:VARIABLE' (a secret is never stored)`,
+      `--url: query parameter '${name.slice(0, 60)}' looks like a credential, and the URL would be stored; leave it out of --url and name the environment variable that holds it: --query '${name.slice(0, 60)}=env:VARIABLE' (or send it as a header: --header '<Name>=env:VARIABLE'; a secret is never stored)`,
     );
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.has(url.hostname))) {
@@ -155,7 +159,14 @@ export const targetFromFlags = (f: TargetFlags): UpstreamTarget => {
     if (FORBIDDEN_HEADERS.has(name.toLowerCase())) throw usage('upstream-flag', `--header ${name}: set by the MCP transport, not configurable`);
     headers[name] = variable;
   }
-  return { transport: 'http', url: url.toString(), headers };
+  const query: Record<string, string> = {};
+  for (const q of f.query ?? []) {
+    const [name, variable] = parseNamed(q, '--query', QUERY_NAME);
+    // One value per name: the URL's own and the environment's would both be sent, and which one a server reads is its choice.
+    if (url.searchParams.has(name) || name in query) throw usage('upstream-flag', `--query ${name}: given twice (in --url or another --query)`);
+    query[name] = variable;
+  }
+  return { transport: 'http', url: url.toString(), headers, ...(Object.keys(query).length > 0 ? { query } : {}) };
 };
 
 export interface AccessFlags {

@@ -1,8 +1,10 @@
 /** `estate upstream ...` at the edge: exit codes of SPEC §5, one clear line on stderr, and no secret ever stored. */
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFixtureHttp } from '../fixtures/upstream/fixture-http.ts';
 import { makeTempStore, runCli, startHttpServer, type TempStore } from './helpers.ts';
 
 describe('estate upstream (CLI edge cases)', () => {
@@ -27,7 +29,7 @@ describe('estate upstream (CLI edge cases)', () => {
     const r = await cli(['upstream', 'add', 'u8', '--url', 'https://example.com/mcp?api_key=SECRET123', '--scopes', 'a', '--clearance', 'internal']);
     expect([r.code, r.stderr.trim()]).toEqual([
       2,
-      "estate: error: --url: query parameter 'api_key' looks like a credential, and the URL would be stored; send it as a header instead, from an environment variable: --header '<Name>=env:VARIABLE' (a secret is never stored)",
+      "estate: error: --url: query parameter 'api_key' looks like a credential, and the URL would be stored; leave it out of --url and name the environment variable that holds it: --query 'api_key=env:VARIABLE' (or send it as a header: --header '<Name>=env:VARIABLE'; a secret is never stored)",
     ]);
     expect(r.stderr + r.stdout).not.toContain('SECRET123');
     expect(readFileSync(store.store.slice('sqlite:'.length)).includes(Buffer.from('SECRET123'))).toBe(false);
@@ -224,4 +226,57 @@ describe('estate upstream sync, a listing with malformed tools', () => {
       await http.stop();
     }
   }, 60_000);
+});
+
+/**
+ * An upstream that takes its key only as a query parameter (`?api_key=...`): `--query api_key=env:VAR` names the
+ * variable, as `--header` does; the key is added to the URL when connecting and is never stored, shown or echoed.
+ */
+describe('estate upstream add --query, against an HTTP upstream that wants its key in the query', () => {
+  const KEY = 'qk-7f3e9b1c-never-stored';
+  let store: TempStore;
+  let url: string;
+  let fixture: ChildProcess;
+  const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => runCli([...args, '--store', store.store], { env });
+
+  beforeAll(async () => {
+    store = makeTempStore('estate-upcli-query-');
+    ({ child: fixture, url } = await startFixtureHttp(1, { FIXTURE_REQUIRE_QUERY: `api_key=${KEY}` }));
+  });
+  afterAll(() => {
+    fixture?.kill();
+    store?.cleanup();
+  });
+
+  it('registers the variable\'s name, connects with its value, and stores, shows and echoes no value', async () => {
+    const added = await cli(['upstream', 'add', 'qx', '--url', url, '--query', 'api_key=env:QX_KEY', '--scopes', 'qx.use', '--clearance', 'internal', '--json']);
+    expect(added.code, added.stderr).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({ result: 'registered', target: `${url}?api_key=env:QX_KEY` });
+    const missing = await cli(['upstream', 'sync', 'qx']);
+    expect([missing.code, missing.stderr.trim()]).toEqual([2, 'estate: error: upstream qx: environment variable QX_KEY (for --query api_key) is not set']);
+    const wrong = await cli(['upstream', 'sync', 'qx'], { QX_KEY: 'not-the-key' });
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/^estate: error: upstream qx unavailable: .*401/);
+    expect(wrong.stderr).not.toContain('not-the-key');
+    const synced = await cli(['upstream', 'sync', 'qx', '--json'], { QX_KEY: KEY });
+    expect(synced.code, synced.stderr).toBe(0);
+    expect((JSON.parse(synced.stdout) as { drift: { tool: string }[] }).drift.map((d) => d.tool)).toContain('qx.ask');
+    const listed = await cli(['upstream', 'list']);
+    expect(listed.stdout).toContain(`${url}?api_key=env:QX_KEY`);
+    for (const out of [added, synced, listed]) expect(out.stdout + out.stderr).not.toContain(KEY);
+    expect(readFileSync(store.store.slice('sqlite:'.length)).includes(Buffer.from(KEY))).toBe(false);
+  });
+
+  it('refuses a literal value, a name given twice, and --query on a stdio upstream (exit 2)', async () => {
+    const literal = await cli(['upstream', 'add', 'q1', '--url', url, '--query', `api_key=${KEY}`, '--scopes', 'a', '--clearance', 'internal']);
+    expect([literal.code, literal.stderr.trim()]).toEqual([2, 'estate: error: --query api_key: expected api_key=env:VARIABLE (a secret is never stored; name the environment variable that holds it)']);
+    expect(literal.stderr).not.toContain(KEY);
+    const twice = await cli(['upstream', 'add', 'q2', '--url', `${url}?region=eu`, '--query', 'region=env:R', '--scopes', 'a', '--clearance', 'internal']);
+    expect([twice.code, twice.stderr.trim()]).toEqual([2, 'estate: error: --query region: given twice (in --url or another --query)']);
+    const badName = await cli(['upstream', 'add', 'q3', '--url', url, '--query', 'a b=env:R', '--scopes', 'a', '--clearance', 'internal']);
+    expect([badName.code, badName.stderr.trim()]).toEqual([2, "estate: error: --query 'a b': not a valid query parameter name"]);
+    const stdio = await cli(['upstream', 'add', 'q4', '--command', 'node x.js', '--query', 'k=env:R', '--scopes', 'a', '--clearance', 'internal']);
+    expect([stdio.code, stdio.stderr.trim()]).toEqual([2, 'estate: error: upstream add: --header and --query are for --url upstreams; a stdio upstream takes --env']);
+    expect((await cli(['upstream', 'list'])).stdout).not.toMatch(/q[1-4]/);
+  });
 });

@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { urlOf } from '#upstream/connection';
+import { describeTarget } from '#upstream/drift-text';
 import { defaultAccessFromFlags, looksLikeCredential, splitCommand, targetFromFlags } from '#upstream/target-flags';
 
 const refusalOf = (f: Parameters<typeof targetFromFlags>[0]): string => {
@@ -51,10 +53,10 @@ describe('upstream add flags', () => {
     expect(targetFromFlags({ url: 'http://127.0.0.1:3001/mcp' })).toMatchObject({ transport: 'http' });
   });
 
-  it('refuses a query parameter named like a credential, without echoing its value, pointing at --header', () => {
+  it('refuses a query parameter named like a credential, without echoing its value, pointing at --query and --header', () => {
     for (const name of ['api_key', 'apikey', 'API-KEY', 'apiKey', 'key', 'token', 'access_token', 'accessToken', 'auth', 'Authorization', 'secret', 'client_secret', 'password', 'passwd', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token', 'sig', 'signature', 'credential', 'session', 'sessionid', 'JSESSIONID', 'session_token', 'jwt']) {
       const message = refusalOf({ url: `https://example.com/mcp?page=2&${name}=SECRET123` });
-      expect(message, name).toBe(`--url: query parameter '${name}' looks like a credential, and the URL would be stored; send it as a header instead, from an environment variable: --header '<Name>=env:VARIABLE' (a secret is never stored)`);
+      expect(message, name).toBe(`--url: query parameter '${name}' looks like a credential, and the URL would be stored; leave it out of --url and name the environment variable that holds it: --query '${name}=env:VARIABLE' (or send it as a header: --header '<Name>=env:VARIABLE'; a secret is never stored)`);
       expect(message).not.toContain('SECRET123');
     }
     // Percent-encoded, or without a value, it is the same name.
@@ -65,6 +67,25 @@ describe('upstream add flags', () => {
     // Words, not substrings: these are no credentials.
     for (const name of ['author', 'keyword', 'page', 'cursor', 'format', 'design', 'tokenizer', 'passive']) expect(looksLikeCredential(name), name).toBe(false);
     expect(targetFromFlags({ url: 'https://example.com/mcp?author=me&keyword=x&tokenizer=cl100k' })).toEqual({ transport: 'http', url: 'https://example.com/mcp?author=me&keyword=x&tokenizer=cl100k', headers: {} });
+  });
+
+  it('--query names an environment variable per query parameter: stored by name, added to the URL only when connecting', () => {
+    const target = targetFromFlags({ url: 'https://mcp.example.com/mcp?region=eu', query: ['api_key=env:MCP_KEY', 'x.y~z-1=env:OTHER'] });
+    expect(target).toEqual({ transport: 'http', url: 'https://mcp.example.com/mcp?region=eu', headers: {}, query: { api_key: 'MCP_KEY', 'x.y~z-1': 'OTHER' } });
+    // Shown with the variable's name; connected to with its value, encoded.
+    expect(describeTarget(target)).toBe('https://mcp.example.com/mcp?region=eu&api_key=env:MCP_KEY&x.y~z-1=env:OTHER');
+    expect(describeTarget(targetFromFlags({ url: 'https://mcp.example.com/mcp', query: ['k=env:K'] }))).toBe('https://mcp.example.com/mcp?k=env:K');
+    if (target.transport !== 'http') throw new Error('http');
+    expect(urlOf('mx', target, { MCP_KEY: 's3 cr&t', OTHER: 'o' }).href).toBe('https://mcp.example.com/mcp?region=eu&api_key=s3+cr%26t&x.y%7Ez-1=o');
+    expect(() => urlOf('mx', target, { OTHER: 'o' })).toThrow('upstream mx: environment variable MCP_KEY (for --query api_key) is not set');
+    // No query: the URL as stored (and a target stored before --query existed reads the same).
+    expect(urlOf('mx', { transport: 'http', url: 'https://mcp.example.com/mcp', headers: {} }, {}).href).toBe('https://mcp.example.com/mcp');
+    expect(refusalOf({ url: 'https://mcp.example.com/mcp', query: ['api_key=SECRET123'] })).toBe('--query api_key: expected api_key=env:VARIABLE (a secret is never stored; name the environment variable that holds it)');
+    expect(refusalOf({ url: 'https://mcp.example.com/mcp?k=1', query: ['k=env:K'] })).toBe('--query k: given twice (in --url or another --query)');
+    expect(refusalOf({ url: 'https://mcp.example.com/mcp', query: ['k=env:K', 'k=env:L'] })).toBe('--query k: given twice (in --url or another --query)');
+    expect(refusalOf({ url: 'https://mcp.example.com/mcp', query: ['a&b=env:K'] })).toBe("--query 'a&b': not a valid query parameter name");
+    expect(refusalOf({ url: 'https://mcp.example.com/mcp', query: [`${'q'.repeat(129)}=env:K`] })).toMatch(/not a valid query parameter name/);
+    expect(refusalOf({ command: 'node s.js', query: ['k=env:K'] })).toBe('upstream add: --header and --query are for --url upstreams; a stdio upstream takes --env');
   });
 
   it('refuses a --cwd that is not an existing directory, and stores the one given as an absolute path', () => {

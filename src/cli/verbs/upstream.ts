@@ -80,6 +80,7 @@ export const register = (program: Command): void => {
       .option('--env <NAME=env:VAR>', 'stdio: an environment variable for the child, from the serving process\'s VAR (repeatable)', collect)
       .option('--url <url>', 'Streamable HTTP: the server\'s MCP endpoint (https, or http on loopback)')
       .option('--header <Name=env:VAR>', 'HTTP: a request header, from the serving process\'s VAR (repeatable)', collect)
+      .option('--query <name=env:VAR>', 'HTTP: a URL query parameter, from the serving process\'s VAR, for an upstream that takes its key only there (repeatable)', collect)
       .addOption(new Option('--auto-approve <policy>', 'publish drift without a person: schema-minor = minor/patch schema changes with identical text').choices(['none', 'schema-minor']).default('none')),
     'default access of its tools (required: --scopes and --clearance)',
   ).action(
