@@ -3,9 +3,12 @@
  * reader catch up from the STORE (the message names a position, the store holds the event), and the reader's own
  * onUpdate path then tells the sessions whose view changed.
  *
- * Deduplication is by position, and by content: a change the read model already reflects (the version exists, or
- * already has that status) needs no read, so redelivered messages and messages for events an earlier catch-up
- * already applied cost nothing. A change that is announced but not yet visible to this reader's store connection
+ * Deduplication is by content, never by position alone: a change the read model already reflects (the version exists,
+ * or already has that status) needs no read, so redelivered messages and messages for events an earlier catch-up
+ * already applied cost nothing. A position is not remembered as seen: a message written to the topic by anyone
+ * else, naming the position the store will give its next event and a change this replica already reflects, would have
+ * made the real announcement at that position a "redelivery" and hidden it (a retirement, say) from every replica
+ * until some later change. A change that is announced but not yet visible to this reader's store connection
  * (a replica of the store lagging) is read for again briefly, beside the topic rather than in its way: the topic is
  * shared (other producers, other estates), and a message naming a position this store will never show must not hold
  * up the announcements behind it (it held each batch ~2 s, so a trickle of them delayed every real change).
@@ -14,7 +17,6 @@ import type { CatalogueReader } from './catalogue-reader.ts';
 import type { Log } from './log.ts';
 import { systemTimer, type CatalogueChange, type ChangeBus, type Subscription, type Timer } from './ports.ts';
 
-const SEEN_LIMIT = 10_000;
 /** Announced positions being read for at once; past it the oldest are given up on (and reported). */
 const CHASE_LIMIT = 1_000;
 /**
@@ -23,6 +25,9 @@ const CHASE_LIMIT = 1_000;
  * the oldest open one), which typically ends within milliseconds: start short, then back off.
  */
 const RETRIES_MS = [2, 5, 10, 20, 50, 100, 250, 500, 1000];
+
+/** One announced change: the same position may be named by several messages, only one of them the store's. */
+const keyOf = (c: CatalogueChange): string => `${c.position}\u0000${c.event}\u0000${c.tool}\u0000${c.version}`;
 
 const reflected = (reader: CatalogueReader, c: CatalogueChange): boolean => {
   const v = reader.catalogue.tool(c.tool)?.versions.find((x) => x.version === c.version);
@@ -47,7 +52,6 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: L
   const { retryMs = 5000, timer = systemTimer } = options;
   /** Aborted by close(), so a pending retry pause does not hold the shutdown up. */
   const closing = new AbortController();
-  const seen = new Set<string>();
   let markReady!: () => void;
   const ready = new Promise<void>((r) => (markReady = r));
 
@@ -70,11 +74,11 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: L
       await reader.catchUp();
       const lost: string[] = [];
       const now = timer.now();
-      for (const [position, c] of chased) {
-        if (reflected(reader, c.change)) chased.delete(position);
+      for (const [key, c] of chased) {
+        if (reflected(reader, c.change)) chased.delete(key);
         else if (now - c.since >= patienceMs) {
-          chased.delete(position);
-          lost.push(position);
+          chased.delete(key);
+          lost.push(c.change.position);
         }
       }
       giveUp(lost);
@@ -93,22 +97,17 @@ export const followBus = async (reader: CatalogueReader, bus: ChangeBus, log?: L
   const onChange = async (changes: CatalogueChange[]): Promise<void> => {
     // Batches arrive one at a time (the consumer awaits this); the first waits for the initial catch-up.
     await ready;
-    const pending = changes.filter((c) => {
-      if (seen.has(c.position)) return false;
-      seen.add(c.position);
-      return !reflected(reader, c);
-    });
-    if (seen.size > SEEN_LIMIT) for (const p of [...seen].slice(0, seen.size - SEEN_LIMIT / 2)) seen.delete(p);
+    const pending = changes.filter((c) => !reflected(reader, c));
     if (pending.length === 0) return;
     await reader.catchUp();
     const now = timer.now();
     const missing = pending.filter((c) => !reflected(reader, c));
-    for (const c of missing) chased.set(c.position, { change: c, since: now });
+    for (const c of missing) if (!chased.has(keyOf(c))) chased.set(keyOf(c), { change: c, since: now });
     if (missing.length > 0) log?.debug({ positions: missing.slice(0, 20).map((c) => c.position), count: missing.length }, 'bus: announced changes not in the store yet; reading for them beside the topic');
     if (chased.size > CHASE_LIMIT) {
       const oldest = [...chased.keys()].slice(0, chased.size - CHASE_LIMIT);
-      for (const p of oldest) chased.delete(p);
-      giveUp(oldest);
+      giveUp(oldest.map((k) => (chased.get(k) as { change: CatalogueChange }).change.position));
+      for (const k of oldest) chased.delete(k);
     }
     startChase();
   };

@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type { Consumer, Kafka } from 'kafkajs';
 import { silentLog, type Log } from '#app/log';
 import { systemTimer, type CatalogueChange, type ChangeBus, type Timer } from '#app/ports';
-import { decodeChange } from './change-message.ts';
+import { decodeChange, warnMalformed, type MalformedMessage } from './change-message.ts';
 import { watchConsumer, type ConsumerWatchdog } from './consumer-watchdog.ts';
 import { createKafka, ensureTopic, fetchTopicEnds, within, type KafkaConnection } from './kafka-client.ts';
 
@@ -148,11 +148,13 @@ export class KafkaChangeBus implements ChangeBus {
     await consumer.run({
       eachBatch: async ({ batch }) => {
         const changes: CatalogueChange[] = [];
+        const skipped: MalformedMessage[] = [];
         for (const m of batch.messages) {
           const d = decodeChange(m.value);
           if (d.ok) changes.push(d.change);
-          else this.log.warn({ topic, partition: batch.partition, offset: m.offset, reason: d.reason }, 'change topic: malformed message skipped');
+          else skipped.push({ partition: batch.partition, offset: m.offset, reason: d.reason });
         }
+        warnMalformed(this.log, topic, skipped);
         if (changes.length > 0) await onChange(changes);
       },
     });

@@ -11,7 +11,7 @@
 import type { CatalogueChange, ChangeBus, ChangePublisher, Timer } from '#app/ports';
 import { systemTimer } from '#app/ports';
 import { silentLog, type Log } from '#app/log';
-import { decodeChange, encodeChange } from './change-message.ts';
+import { decodeChange, encodeChange, warnMalformed, type MalformedMessage } from './change-message.ts';
 
 /** A message as produced: the tool name as key, the value as on the wire (null: a tombstone). */
 export interface MemoryMessage {
@@ -110,11 +110,13 @@ export class MemoryChangeBus implements ChangeBus {
 
   private decode(batch: readonly MemoryMessage[]): CatalogueChange[] {
     const changes: CatalogueChange[] = [];
+    const skipped: MalformedMessage[] = [];
     for (const m of batch) {
       const d = decodeChange(m.value);
       if (d.ok) changes.push(d.change);
-      else this.log.warn({ key: m.key, reason: d.reason }, 'change topic: malformed message skipped');
+      else skipped.push({ key: m.key, reason: d.reason });
     }
+    warnMalformed(this.log, undefined, skipped);
     return changes;
   }
 

@@ -4,14 +4,15 @@
  * strings and printed by the verbs; error lines go to stderr through `errorLine`.
  */
 import { DomainError } from '#domain/errors';
-import { visible } from '#domain/visible-text';
+import { jsonVisible, visible } from '#domain/visible-text';
 import type { Reason } from '#domain/types';
 import type { PendingView, SyncResult } from '#upstream/registry';
 import type { CallView, HistoryEntry, LifecycleJson, ToolStatus, VerdictJson } from './commands/port.ts';
 import type { RunSummary } from '#app/runs-index';
 
+/** JSON on stdout, hidden characters escaped (`jsonVisible`: the same value to a parser, safe on a terminal). */
 export const printJson = (value: unknown): void => {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${jsonVisible(JSON.stringify(value, null, 2))}\n`);
 };
 
 /** `estate: error|refused|not found: <message>`: the one stderr line of a failed verb. */

@@ -1,6 +1,6 @@
 /**
  * `estate/changes`: for consumers of the change topic (SPEC §4). A message is decoded and checked with zod (the topic
- * is shared, so nothing on it is trusted), deduplicated by position (delivery is at least once), and a small kafkajs
+ * is shared, so nothing on it is trusted), deduplicated by position and content (delivery is at least once), and a small kafkajs
  * consumer ties both together for cache-invalidation consumers: a malformed message is reported and skipped, and the
  * consumer keeps going.
  */
@@ -36,28 +36,69 @@ export const tryDecodeChange = (value: Buffer | Uint8Array | string | null | und
 };
 
 export interface Deduplicator {
-  /** True the first time a position is seen (process it), false for a redelivery (skip it). */
-  first(change: Pick<CatalogueChange, 'position'>): boolean;
+  /**
+   * True the first time a change is seen (process it), false for a redelivery (skip it). A redelivery is the same
+   * position naming the same event, tool and version (those given): a message naming a position already seen with
+   * another change is not one, and passes.
+   */
+  first(change: Pick<CatalogueChange, 'position'> & Partial<Pick<CatalogueChange, 'event' | 'tool' | 'version'>>): boolean;
   readonly size: number;
 }
 
 /**
- * Remembers the last `capacity` positions seen (default 10 000). Positions are opaque and only ordered within one
- * stream, so they are compared for equality only, never for order.
+ * Remembers the last `capacity` changes seen (default 10 000). Positions are opaque and only ordered within one
+ * stream, so they are compared for equality only, never for order. Not by position alone: anyone who can write to the
+ * topic can name the position the store will give its next event, and a deduplicator that kept positions would then
+ * take the real announcement at that position for a redelivery and drop it.
  */
 export const createDeduplicator = (capacity = 10_000): Deduplicator => {
   if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`capacity must be a positive integer, got ${String(capacity)}`);
   const seen = new Set<string>();
   return {
-    first: ({ position }) => {
-      if (seen.has(position)) return false;
-      seen.add(position);
+    first: ({ position, event, tool, version }) => {
+      const key = JSON.stringify([position, event ?? null, tool ?? null, version ?? null]);
+      if (seen.has(key)) return false;
+      seen.add(key);
       if (seen.size > capacity) seen.delete(seen.values().next().value as string);
       return true;
     },
     get size() {
       return seen.size;
     },
+  };
+};
+
+/** How often the default report of malformed messages writes a line, at most. */
+export const MALFORMED_REPORT_INTERVAL_MS = 10_000;
+
+/**
+ * The default `onMalformed`: one line for the first malformed message, then at most one every
+ * MALFORMED_REPORT_INTERVAL_MS, counting those skipped meanwhile (a line per message was a line per message a topic
+ * writer cared to send: 100,000 of them, 100,000 lines). A count left when messages stop is written by a timer that
+ * does not hold the process open.
+ */
+export const summarised = (
+  write: (line: string) => void,
+  now: () => number = Date.now,
+): ((error: ChangeMessageError, where: { partition: number; offset: string }) => void) => {
+  let last = Number.NEGATIVE_INFINITY;
+  let pending: { count: number; first: string } | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  const flush = (): void => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    if (!pending) return;
+    write(`estate/changes: skipped ${pending.count} malformed message${pending.count === 1 ? '' : 's'} (the first: ${pending.first})`);
+    pending = null;
+    last = now();
+  };
+  return (e, at) => {
+    const where = `${e.message} (partition ${at.partition}, offset ${at.offset})`;
+    pending ??= { count: 0, first: where };
+    pending.count += 1;
+    const wait = last + MALFORMED_REPORT_INTERVAL_MS - now();
+    if (wait <= 0) flush();
+    else timer ??= setTimeout(flush, wait).unref();
   };
 };
 
@@ -76,9 +117,12 @@ export interface ChangeConsumerOptions {
   /** Default false: only changes from now on. */
   fromBeginning?: boolean;
   clientId?: string;
-  /** Called once per change (after deduplication by position). */
+  /** Called once per change (after deduplication: the same position, event, tool and version). */
   onChange?: (change: CatalogueChange) => void | Promise<void>;
-  /** Called for a malformed message; the consumer skips it and keeps going. Default: a line on stderr. */
+  /**
+   * Called for a malformed message; the consumer skips it and keeps going. Default: a line on stderr at most every
+   * 10 s (the first one at once), with how many were skipped since the last and the first reason among them.
+   */
   onMalformed?: (error: ChangeMessageError, where: { partition: number; offset: string }) => void;
 }
 
@@ -98,7 +142,7 @@ export const consumeChanges = (options: ChangeConsumerOptions): ChangeConsumer =
   const listeners = new Set<(c: CatalogueChange) => void>();
   const dedupe = createDeduplicator();
   const counts = { delivered: 0, duplicates: 0, malformed: 0 };
-  const onMalformed = options.onMalformed ?? ((e, at) => process.stderr.write(`estate/changes: skipped ${e.message} (partition ${at.partition}, offset ${at.offset})\n`));
+  const onMalformed = options.onMalformed ?? summarised((line) => process.stderr.write(`${line}\n`));
   let stopped = false;
 
   const ready = (async () => {

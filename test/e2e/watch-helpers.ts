@@ -6,6 +6,8 @@ export interface Watcher {
   child: ChildProcess;
   changes: LineQueue<Record<string, unknown>>;
   stderr: () => string;
+  /** Every byte written to stdout so far, as text. */
+  stdout: () => string;
   exited: Promise<number | null>;
   stop(): Promise<number | null>;
 }
@@ -14,8 +16,10 @@ export const startWatch = async (args: string[], env: NodeJS.ProcessEnv = {}): P
   const child = spawn(process.execPath, [ESTATE_BIN, 'watch', ...args], { cwd: REPO_ROOT, env: { ...process.env, ESTATE_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const changes = new LineQueue<Record<string, unknown>>();
   let stderr = '';
+  let stdout = '';
   let buf = '';
   child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
     buf += c.toString();
     let nl: number;
     while ((nl = buf.indexOf('\n')) >= 0) {
@@ -36,6 +40,7 @@ export const startWatch = async (args: string[], env: NodeJS.ProcessEnv = {}): P
     child,
     changes,
     stderr: () => stderr,
+    stdout: () => stdout,
     exited,
     stop: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');

@@ -122,6 +122,25 @@ describe('bus follower', () => {
     await following.close();
   });
 
+  it('a forged announcement at a position the store will give next hides nothing: the real change there is applied', async () => {
+    const { timer, commit, follow, relayed, state, status } = setup();
+    const following = await follow();
+    const a = await commit(publishedEvent(aDefinition({ name: 'a.tool' })));
+    await timer.settle();
+    // Whoever can write to the topic names the next positions (a counter here, predictable on PostgreSQL too), each with
+    // a change this replica already reflects: it costs no read, and used to mark the position as seen.
+    const next = Array.from({ length: 3 }, (_, i) => String(Number(a.position) + 1 + i));
+    await relayed.publish(next.map((position) => ({ ...a, position })));
+    await timer.settle();
+    const reads = state.reads;
+    await commit(deprecatedEvent('a.tool', '1.0.0'));
+    await commit(publishedEvent(aDefinition({ name: 'b.tool' })));
+    await timer.settle();
+    expect([status('a.tool', '1.0.0'), status('b.tool', '1.0.0')]).toEqual(['deprecated', 'active']);
+    expect(state.reads).toBeGreaterThan(reads);
+    await following.close();
+  });
+
   /** An announcement for a position this store never holds: another estate's on a shared topic, or forged. */
   const foreign = (n: number) => ({ type: 'catalogue.changed' as const, position: String(1_000_000 + n), tool: `ghost.t${n}`, version: '1.0.0', event: 'ToolVersionPublished' as const, at: new Date(0).toISOString() });
 

@@ -1,6 +1,6 @@
 /** `estate/changes` decode and deduplicate: every malformed message is refused with a reason naming what is wrong. */
 import { describe, expect, it } from 'vitest';
-import { ChangeMessageError, createDeduplicator, decodeChange, tryDecodeChange, type CatalogueChange } from '#lib/changes';
+import { ChangeMessageError, createDeduplicator, decodeChange, MALFORMED_REPORT_INTERVAL_MS, summarised, tryDecodeChange, type CatalogueChange } from '#lib/changes';
 import { zodToJsonSchema, zodToolToDefinition } from '#lib/zod-tools';
 import { z } from 'zod';
 
@@ -63,6 +63,33 @@ describe('createDeduplicator', () => {
     expect(d.first({ position: 'a' })).toBe(true);
     expect(d.first({ position: 'c' })).toBe(false);
     expect(() => createDeduplicator(0)).toThrow(RangeError);
+  });
+
+  it('a position named first by a forged message does not hide the real change there: changes, not positions, repeat', () => {
+    const d = createDeduplicator();
+    const real = { position: '804', event: 'ToolVersionRetired' as const, tool: 'payments.lookup', version: '1.0.0' };
+    // Whoever can write to the topic announces the store's next position first, naming a change the consumer has seen.
+    expect(d.first({ ...real, event: 'ToolVersionPublished' })).toBe(true);
+    expect(d.first(real)).toBe(true);
+    expect(d.first({ ...real })).toBe(false);
+    expect(d.first({ ...real, tool: 'payments.other' })).toBe(true);
+  });
+});
+
+describe('the default report of malformed messages', () => {
+  const error = (n: number) => new ChangeMessageError(`not JSON #${n}`);
+  it('writes the first at once, then at most one line an interval counting the rest', () => {
+    const lines: string[] = [];
+    let t = 0;
+    const report = summarised((l) => lines.push(l), () => t);
+    report(error(1), { partition: 0, offset: '1' });
+    expect(lines).toEqual(['estate/changes: skipped 1 malformed message (the first: malformed change message: not JSON #1 (partition 0, offset 1))']);
+    for (let i = 2; i <= 10_000; i++) report(error(i), { partition: 0, offset: String(i) });
+    expect(lines).toHaveLength(1);
+    t = MALFORMED_REPORT_INTERVAL_MS;
+    report(error(10_001), { partition: 1, offset: '7' });
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toBe('estate/changes: skipped 10000 malformed messages (the first: malformed change message: not JSON #2 (partition 0, offset 2))');
   });
 });
 

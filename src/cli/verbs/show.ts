@@ -12,9 +12,8 @@ export const register = (program: Command): void => {
     .action(
       withCatalogue(async (catalogue, opts, ref: string) => {
         const out = await catalogue.show(parseRef(ref, false));
-        // The human form is the JSON too: a definition is read best as it is written.
-        if (opts.json) printJson(out);
-        else console.log(JSON.stringify(out, null, 2));
+        // The human form is the JSON too (a definition is read best as it is written), hidden characters escaped.
+        printJson(out);
       }, { readOnly: true }),
     );
 };

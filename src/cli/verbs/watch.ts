@@ -1,5 +1,6 @@
 /** `estate watch [--from <position> | --from-end | --from-beginning]` (SPEC §9): change messages as JSON lines. */
 import type { Command } from 'commander';
+import { jsonVisible } from '#domain/visible-text';
 import type { CatalogueChange, EventStore } from '#app/ports';
 import { encodeChange } from '#bus/change-message';
 import { loadConfig } from '#config';
@@ -60,7 +61,8 @@ const runWatch = async (flags: WatchFlags): Promise<number> => {
   const stopped = new Promise<void>((resolve) => (stop = resolve));
   const print = (c: CatalogueChange): void => {
     if (count !== undefined && printed >= count) return;
-    process.stdout.write(`${encodeChange(c)}\n`);
+    // The topic's bytes, but for hidden characters (a topic's messages are anyone's who can write to it).
+    process.stdout.write(`${jsonVisible(encodeChange(c))}\n`);
     printed++;
     if (count !== undefined && printed >= count) stop();
   };
