@@ -138,7 +138,8 @@ export const consumeChanges = (options: ChangeConsumerOptions): ChangeConsumer =
   if (!Array.isArray(options.brokers) || options.brokers.length === 0) throw new TypeError('consumeChanges: brokers must be a non-empty list of host:port');
   const topic = options.topic ?? 'estate.catalogue.changes';
   const kafka = new Kafka({ clientId: options.clientId ?? 'estate-changes', brokers: options.brokers, logLevel: logLevel.NOTHING });
-  const consumer: Consumer = kafka.consumer({ groupId: options.groupId ?? `estate-changes-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}` });
+  const groupId = options.groupId ?? `estate-changes-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  const consumer: Consumer = kafka.consumer({ groupId });
   const listeners = new Set<(c: CatalogueChange) => void>();
   const dedupe = createDeduplicator();
   const counts = { delivered: 0, duplicates: 0, malformed: 0 };
@@ -183,6 +184,19 @@ export const consumeChanges = (options: ChangeConsumerOptions): ChangeConsumer =
       if (stopped) return;
       stopped = true;
       await consumer.disconnect().catch(() => undefined);
+      // A group this consumer made up is its alone: left behind, it would clutter the broker until its offsets expire
+      // (every `estate watch --bus` left one). A group the caller named is the caller's.
+      if (options.groupId === undefined) {
+        const admin = kafka.admin();
+        try {
+          await admin.connect();
+          await admin.deleteGroups([groupId]);
+        } catch {
+          // Best effort: the broker forgets an empty group's offsets after offsets.retention.minutes anyway.
+        } finally {
+          await admin.disconnect().catch(() => undefined);
+        }
+      }
     },
   };
 };

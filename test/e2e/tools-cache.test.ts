@@ -10,6 +10,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Kafka, logLevel } from 'kafkajs';
 import { consumeChanges, type CatalogueChange, type ChangeConsumer } from '#lib/changes';
 import { createToolsCache, type ToolsCache } from '#lib/client';
 import { makeTempStore, runCli, startHttpServer, type HttpServer, type TempStore } from './helpers.ts';
@@ -246,4 +247,17 @@ describe('tools cache invalidated by a change message on the real Kafka broker',
     expect(feed.stats()).toMatchObject({ delivered, duplicates: 1, malformed: 1 });
     expect(cache.stats().invalidationsBySource.change_feed).toBe(1);
   }, 90_000);
+
+  it('stop() leaves no consumer group behind of the one it made up', async () => {
+    const admin = new Kafka({ clientId: 'estate-test-groups', brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      const ours = async () => (await admin.listGroups()).groups.map((g) => g.groupId).filter((id) => id.startsWith(`estate-changes-${process.pid}-`));
+      expect(await ours()).toHaveLength(1);
+      await feed.stop();
+      expect(await ours()).toEqual([]);
+    } finally {
+      await admin.disconnect();
+    }
+  }, 60_000);
 });
