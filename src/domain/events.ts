@@ -7,6 +7,8 @@
  */
 import { z } from 'zod';
 import { sha256Hex } from './hash.ts';
+import { isStrictSemver } from './semver.ts';
+import { NAME_PATTERN } from './tool-definition.ts';
 import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject, type ToolDefinition } from './types.ts';
 
 export const toolStream = (name: string): string => `tool-${name}`;
@@ -233,13 +235,21 @@ export const isEventType = (type: string): type is EventType => Object.hasOwn(EV
  * position in each of those would be 10 GB. Estate's own fields are far shorter: a store's position (a number, or
  * two), a tool name (at most 128 characters), a strict semver version, an ISO time.
  */
+/**
+ * What a change message's text fields may hold beyond their lengths: a store's position and a time are printable ASCII
+ * (a number, `xid:seq`, an ISO time), a tool a tool's name, a version strict semver. The topic is anyone's who can write
+ * to it, and what a message says reaches logs and `estate watch`'s output: escape sequences, bidirectional overrides or
+ * tag characters have no business there.
+ */
+const PRINTABLE = /^[\x21-\x7e]+$/;
+
 export const catalogueChangeSchema = z.object({
   type: z.literal('catalogue.changed'),
-  position: z.string().min(1).max(256),
-  tool: z.string().min(1).max(128),
-  version: z.string().min(1).max(64),
+  position: z.string().min(1).max(256).regex(PRINTABLE, 'not a store position (printable ASCII, no spaces)'),
+  tool: z.string().min(1).max(128).regex(NAME_PATTERN, 'not a tool name'),
+  version: z.string().min(1).max(64).refine(isStrictSemver, 'not a strict semver version'),
   event: z.enum(CATALOGUE_EVENT_TYPES),
-  at: z.string().min(1).max(64),
+  at: z.string().min(1).max(64).regex(PRINTABLE, 'not a time (printable ASCII, no spaces)'),
 });
 export type CatalogueChange = z.infer<typeof catalogueChangeSchema>;
 

@@ -39,7 +39,7 @@ if (services) {
       // The topic exists once the relay has published the first change.
       await readTopicUntil(brokers, env.ESTATE_TOPIC, (m) => m.some((x) => x.value.includes('test.kafka-first')));
       await produceRaw(brokers, env.ESTATE_TOPIC, [{ key: 'junk', value: '{"type":"catalogue.changed","position":5}' }]);
-      // Well formed, from someone else who can write to the topic: a tool name with a bidi override and a C1 control.
+      // From someone else who can write to the topic: a tool name with a bidi override and a C1 control is no tool name.
       const forged = { type: 'catalogue.changed', position: '999999', tool: 'evil\u202Egnp.exe\u009B2J', version: '1.0.0', event: 'ToolVersionPublished', at: new Date(0).toISOString() };
       await produceRaw(brokers, env.ESTATE_TOPIC, [{ key: 'evil', value: JSON.stringify(forged) }]);
 
@@ -49,12 +49,11 @@ if (services) {
 
       const second = await publish('test.kafka-second');
       const line = await watcher.changes.next((c) => c.tool === 'test.kafka-second', 60_000, 'relayed change');
-      await watcher.changes.next((c) => c.position === forged.position, 60_000, 'the forged change');
       expect(line).toEqual({ type: 'catalogue.changed', position: second, tool: 'test.kafka-second', version: '1.0.0', event: 'ToolVersionPublished', at: expect.any(String) });
-      expect(watcher.stderr()).toMatch(/skipped 1 malformed message \(the first: malformed change message: /);
-      // The forged one is printed (it is well formed), its hidden characters escaped: the same value to a parser.
-      expect(/[\u0080-\u009F\u202E]/.test(watcher.stdout())).toBe(false);
-      expect(watcher.stdout()).toContain('evil\\u202egnp.exe\\u009b2J');
+      // Both reported (the first at once, then at most a line each 10 s, counting), neither printed.
+      expect(watcher.stderr()).toMatch(/skipped 1 malformed message \(the first: malformed change message: (position|tool): /);
+      expect(watcher.stdout()).not.toContain('999999');
+      expect(/[\u0080-\u009F\u202E]/.test(watcher.stdout() + watcher.stderr())).toBe(false);
       expect(await watcher.stop()).toBe(0);
     }, 240_000);
   });

@@ -27,6 +27,13 @@ describe('decodeChange', () => {
     [JSON.stringify({ ...good, event: 'ToolCalled' }), 'event:'],
     [JSON.stringify({ ...good, version: null }), 'version:'],
     [JSON.stringify({ ...good, at: {} }), 'at:'],
+    // Anyone who can write to the topic writes these: what reaches logs and `estate watch` is a name, a version, a position.
+    [JSON.stringify({ ...good, tool: 'evil\u202Egnp.exe' }), 'tool: not a tool name'],
+    [JSON.stringify({ ...good, tool: 'Payments.Lookup' }), 'tool: not a tool name'],
+    [JSON.stringify({ ...good, version: '1.0' }), 'version: not a strict semver version'],
+    [JSON.stringify({ ...good, version: '1.0.0\u009B2J' }), 'version: not a strict semver version'],
+    [JSON.stringify({ ...good, position: '17 \u001b[2J' }), 'position: not a store position'],
+    [JSON.stringify({ ...good, at: '2026-01-01\u200BT00:00:00Z' }), 'at: not a time'],
   ])('refuses %j with a reason naming %s', (value, reason) => {
     let error: unknown;
     try {
