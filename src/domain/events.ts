@@ -231,7 +231,7 @@ export const isEventType = (type: string): type is EventType => Object.hasOwn(EV
 /**
  * One catalogue change as carried on the bus: `{"type":"catalogue.changed","position","tool","version","event","at"}`.
  * Read back with this schema wherever it arrives (the topic is shared with other producers and Estate versions).
- * Every field is bounded: a reader keeps positions it has seen (10,000 of them, to deduplicate), and a megabyte
+ * Every field is bounded: a consumer keeps the changes it has seen (10,000 of them, to deduplicate), and a megabyte
  * position in each of those would be 10 GB. Estate's own fields are far shorter: a store's position (a number, or
  * two), a tool name (at most 128 characters), a strict semver version, an ISO time.
  */
