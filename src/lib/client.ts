@@ -23,7 +23,8 @@
  * (the walk stops at the page that passes it), at most `maxPages` pages, and `listTimeoutMs` for the whole fetch (every
  * page, and the fetches again after a change message). A list past a bound, or one that lists a name twice, is refused
  * with a ToolsListError and nothing of it is held. The bytes of one page are not bounded here: the SDK reads and parses
- * a whole message before the cache sees a tool of it (only the transport could bound that).
+ * a whole message before the cache sees a tool of it (only the transport could bound that). After a failed fetch,
+ * `list()`, `versionOf()` and `call()` agree: nothing is held (the default), or the last good list is (`staleIfError`).
  */
 import type { CallToolResult, Client, ListToolsResult, RequestOptions, Tool } from '@modelcontextprotocol/client';
 import { compareVersions, isStrictSemver } from '#domain/semver';
