@@ -371,8 +371,9 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
     const timer = setTimeout(() => deadline.abort(new ToolsListError(`tools/list: listTimeoutMs (${listTimeoutMs} ms) passed`)), listTimeoutMs);
     const signal = AbortSignal.any([abandon, deadline.signal]);
     const remainingMs = (): number => Math.max(0, listTimeoutMs - (performance.now() - started));
-    /** What a failure while `signal` was aborted means: the caller's abandon, or the deadline passed. */
+    /** What had been read when the fetch was given up. */
     const progress = { tools: 0, pages: 0 };
+    /** A failure once the deadline passed is the deadline's (unless every caller had left first). */
     const timedOut = (e: unknown): unknown =>
       abandon.aborted || !deadline.signal.aborted ? e : new ToolsListBoundError('listTimeoutMs', listTimeoutMs, Math.round(performance.now() - started), { ...progress }, { cause: e });
     // Only what was announced before this fetch: a message during it invalidates what it fetches anyway.
