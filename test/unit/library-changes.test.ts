@@ -143,7 +143,9 @@ describe('createToolsCache after a change message: the list is checked against t
     const client = {
       getNegotiatedProtocolVersion: () => '2025-11-25',
       setNotificationHandler: () => undefined,
-      listTools: async () => ({ tools: lists[Math.min(i++, lists.length - 1)]! }),
+      getServerCapabilities: () => ({ tools: {} }),
+      // The cache walks the pages itself: the first page with request(), the next with listTools({cursor}).
+      request: async () => ({ tools: lists[Math.min(i++, lists.length - 1)]! }),
     };
     return { client: client as never, served: () => i };
   };
