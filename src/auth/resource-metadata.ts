@@ -39,7 +39,17 @@ export const metadataPaths = (audience: string): Set<string> => {
   return new Set([PRM_PATH, `${PRM_PATH}/mcp`, own]);
 };
 
-const quoted = (s: string): string => `"${s.replace(/[\\"]/g, (c) => `\\${c}`).replace(/[\r\n]/g, ' ')}"`;
+/**
+ * A quoted-string of printable ASCII. What goes in here can be a token's text (its `typ`, a claim's name): a character
+ * outside Latin-1 or a control character would make Node refuse the whole header (ERR_INVALID_CHAR), a 500 for what
+ * is the caller's bad token, as the /v1 path names were (src/http/publish-api.ts, PATH_PART). Line breaks become a
+ * space, any other character outside `\x20-\x7e` a `?`; `\` and `"` are escaped.
+ */
+const quoted = (s: string): string =>
+  `"${s
+    .replace(/[\r\n]/g, ' ')
+    .replace(/[^\x20-\x7e]/gu, '?')
+    .replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 
 export type Challenge =
   | { kind: 'missing' }

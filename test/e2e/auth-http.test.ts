@@ -3,6 +3,7 @@
  * served on loopback: each request's principal comes from its token; bad tokens are refused with the right status and
  * challenge and learn nothing of the catalogue; views of two tenants never mix; a session belongs to its opener.
  */
+import { validateHeaderValue } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestIssuer, type MintOptions, type TestIssuer } from '../fixtures/jwks.ts';
@@ -194,6 +195,21 @@ describe('estate serve --http with authorization', () => {
     expect(ended.status).toBe(404);
     expect(ended.text).toBe(madeUp.text);
     expect((await call(srv.url, { token: owner, method: 'DELETE', headers: { 'mcp-session-id': sid } })).status).toBe(404);
+  });
+
+  it('a token whose typ has a non-Latin-1 or control character: 401 with a sendable challenge on /mcp and /v1, not 500', async () => {
+    const v1 = new URL('/v1/tools', srv.url).href;
+    for (const typ of ['JWT\u2603', 'JWT\u0001x']) {
+      const token = await idp.mint({ ...acme, typ });
+      const description = 'the token is not an access token (typ \'JWT?' + (typ.endsWith('x') ? 'x' : '') + '\'; expected \'at+jwt\', RFC 9068)';
+      for (const r of [await statelessList(srv.url, token), await call(v1, { body: {}, token })]) {
+        expect(r.status).toBe(401);
+        const challenge = r.headers.get('www-authenticate') ?? '';
+        expect(() => validateHeaderValue('www-authenticate', challenge)).not.toThrow();
+        expect(challenge).toBe(`Bearer resource_metadata="${METADATA_URL}", error="invalid_token", error_description="${description}"`);
+      }
+    }
+    expect(srv.logs.seen.some((l) => l.level === 50)).toBe(false);
   });
 
   // Last: it changes the issuer's key set.

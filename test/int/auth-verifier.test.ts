@@ -2,7 +2,7 @@
  * The JWT checks against a real JWKS served over HTTP on loopback, with tokens minted by jose: what is accepted, what
  * is refused and why, how the key set is fetched (cached; one refetch on an unknown kid), and the 401 challenges.
  */
-import type { IncomingMessage } from 'node:http';
+import { validateHeaderValue, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthenticator } from '#auth/authenticator';
 import { DEFAULT_CLAIMS, type AuthConfig } from '#auth/config';
@@ -142,6 +142,20 @@ describe('JWT access tokens against a local JWKS', () => {
       const out = await auth.authenticate(requestWith(`Bearer ${await idp.mint({ claims: { exp: now() - 600 } })}`));
       expect(out).toMatchObject({ ok: false, refusal: { status: 401, code: 'invalid_token' } });
       if (!out.ok) expect(out.refusal.headers['www-authenticate']).toBe(`Bearer resource_metadata="${METADATA}", error="invalid_token", error_description="the token is expired"`);
+    });
+
+    it.each([
+      ['a non-Latin-1 character', 'JWT\u2603', 'JWT?'],
+      ['a control character', 'JWT\u0001x', 'JWT?x'],
+      ['a line break, a quote and a backslash', 'J\r\n"\\', 'J  \\"\\\\'],
+    ])('a typ with %s: 401 with a challenge Node can send', async (_what, typ, shown) => {
+      const auth = createAuthenticator(config, verifier());
+      const out = await auth.authenticate(requestWith(`Bearer ${await idp.mint({ typ })}`));
+      expect(out).toMatchObject({ ok: false, refusal: { status: 401, code: 'invalid_token' } });
+      if (out.ok) return;
+      const header = out.refusal.headers['www-authenticate'] ?? '';
+      expect(() => validateHeaderValue('www-authenticate', header)).not.toThrow();
+      expect(header).toBe(`Bearer resource_metadata="${METADATA}", error="invalid_token", error_description="the token is not an access token (typ '${shown}'; expected 'at+jwt', RFC 9068)"`);
     });
 
     it('another scheme is no Bearer token: 401 invalid_token', async () => {
