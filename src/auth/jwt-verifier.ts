@@ -60,6 +60,10 @@ const notAnAccessToken = (typ: string | undefined, payload: JWTPayload, maxLifet
   if (typ !== undefined && !ACCESS_TOKEN_TYPES.has(typ.toLowerCase())) {
     return `the token is not an access token (typ '${typ.slice(0, 40)}'; expected 'at+jwt', RFC 9068)`;
   }
+  // Issued in the future: a broken or hostile issuer clock; its exp - iat would also slip past the lifetime check.
+  if (typeof payload.iat === 'number' && payload.iat > now + toleranceSec) {
+    return `the token was issued in the future ('iat' is ${Math.ceil(payload.iat - now)} s ahead of this server's clock)`;
+  }
   const exp = payload.exp as number;
   if (typeof payload.iat === 'number' && exp - payload.iat > maxLifetimeSec) {
     return `the token's lifetime (exp - iat = ${exp - payload.iat} s) exceeds the ${maxLifetimeSec} s this server accepts`;

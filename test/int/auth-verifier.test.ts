@@ -47,6 +47,23 @@ describe('JWT access tokens against a local JWKS', () => {
     expect(await verifier().verify(await idp.mint({ claims }))).toEqual({ ok: false, kind: 'invalid', reason });
   });
 
+  it('refuses a token issued in the future beyond the clock leeway (its exp - iat would slip past the lifetime check)', async () => {
+    const at = Date.now();
+    const sec = Math.floor(at / 1000);
+    const v = createJwtVerifier({ ...config, now: () => at });
+    expect((await v.verify(await idp.mint({ claims: { iat: sec + 30, exp: sec + 300 } }))).ok).toBe(true);
+    expect(await v.verify(await idp.mint({ claims: { iat: sec + 3600, exp: sec + 300 } }))).toEqual({
+      ok: false,
+      kind: 'invalid',
+      reason: 'the token was issued in the future (\'iat\' is 3600 s ahead of this server\'s clock)',
+    });
+    expect(await v.verify(await idp.mint({ claims: { iat: sec + 1e9, exp: sec + 300 } }))).toEqual({
+      ok: false,
+      kind: 'invalid',
+      reason: 'the token was issued in the future (\'iat\' is 1000000000 s ahead of this server\'s clock)',
+    });
+  });
+
   it('allows a small clock skew on exp and nbf, and no more', async () => {
     const v = verifier();
     expect((await v.verify(await idp.mint({ claims: { exp: now() - 10 } }))).ok).toBe(true);
