@@ -54,12 +54,14 @@ const quoted = (s: string): string =>
 export type Challenge =
   | { kind: 'missing' }
   | { kind: 'invalid'; description: string }
+  | { kind: 'invalid-request'; description: string }
   | { kind: 'insufficient-scope'; scope: string; description: string };
 
 /** The WWW-Authenticate value: always the metadata URL; an error code only when a token was presented. */
 export const wwwAuthenticate = (resourceMetadataUrl: string, c: Challenge): string => {
   const params = [`resource_metadata=${quoted(resourceMetadataUrl)}`];
   if (c.kind === 'invalid') params.push('error="invalid_token"', `error_description=${quoted(c.description)}`);
+  if (c.kind === 'invalid-request') params.push('error="invalid_request"', `error_description=${quoted(c.description)}`);
   if (c.kind === 'insufficient-scope') params.push('error="insufficient_scope"', `scope=${quoted(c.scope)}`, `error_description=${quoted(c.description)}`);
   return `Bearer ${params.join(', ')}`;
 };

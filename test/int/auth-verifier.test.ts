@@ -13,7 +13,11 @@ const AUDIENCE = 'https://estate.example/mcp';
 const METADATA = 'https://estate.example/.well-known/oauth-protected-resource/mcp';
 const now = () => Math.floor(Date.now() / 1000);
 
-const requestWith = (authorization?: string): IncomingMessage => ({ headers: authorization === undefined ? {} : { authorization } }) as unknown as IncomingMessage;
+const requestWith = (authorization?: string): IncomingMessage =>
+  ({ headers: authorization === undefined ? {} : { authorization }, rawHeaders: authorization === undefined ? [] : ['Authorization', authorization] }) as unknown as IncomingMessage;
+/** What Node makes of several Authorization headers: the first in `headers`, every one in `rawHeaders`. */
+const requestWithAll = (...authorization: string[]): IncomingMessage =>
+  ({ headers: { authorization: authorization[0] }, rawHeaders: authorization.flatMap((a, i) => [i % 2 === 0 ? 'Authorization' : 'authorization', a]) }) as unknown as IncomingMessage;
 
 describe('JWT access tokens against a local JWKS', () => {
   let idp: TestIssuer;
@@ -173,6 +177,24 @@ describe('JWT access tokens against a local JWKS', () => {
       const header = out.refusal.headers['www-authenticate'] ?? '';
       expect(() => validateHeaderValue('www-authenticate', header)).not.toThrow();
       expect(header).toBe(`Bearer resource_metadata="${METADATA}", error="invalid_token", error_description="the token is not an access token (typ '${shown}'; expected 'at+jwt', RFC 9068)"`);
+    });
+
+    it('several Authorization headers: 401 invalid_request, whichever comes first', async () => {
+      const auth = createAuthenticator(config, verifier());
+      const valid = `Bearer ${await idp.mint()}`;
+      expect((await auth.authenticate(requestWithAll(valid))).ok).toBe(true);
+      for (const req of [requestWithAll(valid, 'Bearer x'), requestWithAll(valid, 'Basic eDp5'), requestWithAll(valid, valid)]) {
+        const out = await auth.authenticate(req);
+        expect(out).toEqual({
+          ok: false,
+          refusal: {
+            status: 401,
+            code: 'invalid_request',
+            message: 'Unauthorized: the request has more than one Authorization header',
+            headers: { 'www-authenticate': `Bearer resource_metadata="${METADATA}", error="invalid_request", error_description="the request has more than one Authorization header"` },
+          },
+        });
+      }
     });
 
     it('another scheme is no Bearer token: 401 invalid_token', async () => {
