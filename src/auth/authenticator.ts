@@ -19,7 +19,7 @@ export interface AuthRefusal {
   status: 401 | 503;
   /** Headers to send (WWW-Authenticate on a 401, Retry-After on a 503). */
   headers: Record<string, string>;
-  code: 'unauthorized' | 'invalid_token' | 'temporarily_unavailable';
+  code: 'unauthorized' | 'invalid_token' | 'invalid_request' | 'temporarily_unavailable';
   message: string;
 }
 
@@ -30,7 +30,18 @@ export interface Authenticator {
   authenticate(req: IncomingMessage): Promise<AuthOutcome>;
 }
 
-/** `Bearer <token>`; anything else (another scheme, several headers, a token in the query) is no token. */
+/**
+ * How many Authorization headers the request carried. Node keeps only the first of several in `req.headers`, so a
+ * second one (a proxy's, a smuggled one) would otherwise go unseen: the raw headers tell.
+ */
+export const authorizationHeaderCount = (req: IncomingMessage): number => {
+  const raw: readonly string[] = req.rawHeaders ?? [];
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === 'authorization') n++;
+  return n;
+};
+
+/** `Bearer <token>`; anything else (another scheme, a token in the query) is no token. Several headers: see authenticate. */
 export const bearerToken = (req: IncomingMessage): string | undefined => {
   const h = req.headers.authorization;
   if (typeof h !== 'string') return undefined;
@@ -52,6 +63,19 @@ export const createAuthenticator = (config: AuthConfig, verifier: JwtVerifier): 
   return {
     resourceMetadataUrl,
     async authenticate(req) {
+      // RFC 6750 §2: one method, one token. Which of two headers a proxy or a client meant is not for us to guess.
+      if (authorizationHeaderCount(req) > 1) {
+        const description = 'the request has more than one Authorization header';
+        return {
+          ok: false,
+          refusal: {
+            status: 401,
+            headers: { 'www-authenticate': wwwAuthenticate(resourceMetadataUrl, { kind: 'invalid-request', description }) },
+            code: 'invalid_request',
+            message: `Unauthorized: ${description}`,
+          },
+        };
+      }
       const hasAuthorization = req.headers.authorization !== undefined;
       const token = bearerToken(req);
       if (token === undefined) return refuse(hasAuthorization ? 'the Authorization header is not a Bearer token' : undefined);

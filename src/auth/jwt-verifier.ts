@@ -1,17 +1,17 @@
 /**
  * JWT access tokens checked with jose against the issuer's JWKS: signature, issuer, exp/nbf with a small leeway, and
  * an audience naming this server (RFC 8707), so a token minted for another resource is refused. Only asymmetric
- * algorithms are accepted (`alg: none` and HMAC never). The key set is cached; a token whose `kid` is not in the
- * cache makes one refetch (at most one per cooldown, so a stream of made-up kids cannot hammer the issuer), and is
+ * algorithms are accepted (`alg: none` and HMAC never). The key set is held by ./jwks-cache.ts: refreshed in the
+ * background, kept through an issuer outage up to a bound; a token whose `kid` is not held makes one refetch (at most
+ * one per cooldown, whatever the last fetch's outcome, so a stream of made-up kids cannot hammer the issuer), and is
  * refused if the key is still unknown.
  */
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { Log } from '#app/log';
 import { DEFAULT_MAX_TOKEN_LIFETIME_SEC } from './config.ts';
+import { createJwksKeySet, KeySetUnavailable, type JwksKeySet } from './jwks-cache.ts';
 
 export const ACCEPTED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
-
-/** Short, so a key the issuer has just rotated in is picked up within seconds; long enough to spare the issuer. */
-export const DEFAULT_JWKS_COOLDOWN_MS = 5_000;
 
 export interface JwtVerifierOptions {
   issuer: string;
@@ -20,11 +20,22 @@ export interface JwtVerifierOptions {
   clockToleranceSec: number;
   /** The longest token lifetime accepted, in seconds (exp - iat, and exp - now); default a day. */
   maxTokenLifetimeSec?: number;
-  /** Minimum time between two refetches of the key set. */
+  /** Minimum time between two fetches of the key set (from the end of one, whatever its outcome, to the next). */
   jwksCooldownMs?: number;
-  /** How long a fetched key set is trusted before it is refetched anyway. */
+  /** How long a fetched key set is used before it is refreshed (in the background) anyway. */
   jwksMaxAgeMs?: number;
+  /** How long a key set is still used while no refresh succeeds (stale-if-error); default a day. */
+  jwksMaxStaleMs?: number;
   jwksTimeoutMs?: number;
+  /** Bounds on the key set's response: bytes (default 1 MiB) and keys (default 1,000). */
+  jwksMaxBytes?: number;
+  jwksMaxKeys?: number;
+  /** The clock, in ms since the epoch (tests drive it). */
+  now?: () => number;
+  /** Where a failing key set fetch is told (at most once per minute). */
+  log?: Log;
+  /** The key set to use instead of one built from the options above (tests hand one in to await its fetches). */
+  keySet?: JwksKeySet;
 }
 
 /**
@@ -45,21 +56,21 @@ const ACCESS_TOKEN_TYPES = new Set(['at+jwt', 'application/at+jwt']);
  * as many issuers omit it. And a token living longer than the configured maximum is refused, whether it says so
  * (exp - iat) or not (exp - now): a leaked long-lived token is a standing credential.
  */
-const notAnAccessToken = (typ: string | undefined, payload: JWTPayload, maxLifetimeSec: number, toleranceSec: number): string | undefined => {
+const notAnAccessToken = (typ: string | undefined, payload: JWTPayload, maxLifetimeSec: number, toleranceSec: number, now: number): string | undefined => {
   if (typ !== undefined && !ACCESS_TOKEN_TYPES.has(typ.toLowerCase())) {
     return `the token is not an access token (typ '${typ.slice(0, 40)}'; expected 'at+jwt', RFC 9068)`;
+  }
+  // Issued in the future: a broken or hostile issuer clock; its exp - iat would also slip past the lifetime check.
+  if (typeof payload.iat === 'number' && payload.iat > now + toleranceSec) {
+    return `the token was issued in the future ('iat' is ${Math.ceil(payload.iat - now)} s ahead of this server's clock)`;
   }
   const exp = payload.exp as number;
   if (typeof payload.iat === 'number' && exp - payload.iat > maxLifetimeSec) {
     return `the token's lifetime (exp - iat = ${exp - payload.iat} s) exceeds the ${maxLifetimeSec} s this server accepts`;
   }
-  const now = Math.floor(Date.now() / 1000);
   if (exp - now > maxLifetimeSec + toleranceSec) return `the token expires more than ${maxLifetimeSec} s from now, longer than this server accepts`;
   return undefined;
 };
-
-/** Marks a failure to obtain keys, as opposed to a token that does not match them. */
-class KeySetUnavailable extends Error {}
 
 const describe = (e: unknown): string => {
   if (e instanceof errors.JWTExpired) return 'the token is expired';
@@ -77,31 +88,40 @@ const describe = (e: unknown): string => {
 };
 
 export const createJwtVerifier = (o: JwtVerifierOptions): JwtVerifier => {
-  const remote = createRemoteJWKSet(new URL(o.jwksUrl), {
-    cooldownDuration: o.jwksCooldownMs ?? DEFAULT_JWKS_COOLDOWN_MS,
-    cacheMaxAge: o.jwksMaxAgeMs ?? 600_000,
-    timeoutDuration: o.jwksTimeoutMs ?? 5_000,
+  const now = o.now ?? Date.now;
+  const keySet = o.keySet ?? createJwksKeySet({
+    url: new URL(o.jwksUrl).href,
+    cooldownMs: o.jwksCooldownMs,
+    maxAgeMs: o.jwksMaxAgeMs,
+    maxStaleMs: o.jwksMaxStaleMs,
+    timeoutMs: o.jwksTimeoutMs,
+    maxBytes: o.jwksMaxBytes,
+    maxKeys: o.jwksMaxKeys,
+    now,
+    log: o.log,
   });
   const keys: JWTVerifyGetKey = async (header, token) => {
     try {
-      return await remote(header, token);
+      return await keySet.getKey(header, token);
     } catch (e) {
-      // A key that is not there (or not usable) is the token's fault; a fetch that failed is ours.
+      // A key that is not there (or not usable) is the token's fault; a key set that cannot be had is ours.
       if (e instanceof errors.JWKSNoMatchingKey || e instanceof errors.JWKSMultipleMatchingKeys || e instanceof errors.JOSENotSupported) throw e;
-      throw new KeySetUnavailable(e instanceof Error ? e.message : String(e));
+      throw e instanceof KeySetUnavailable ? e : new KeySetUnavailable(e instanceof Error ? e.message : String(e));
     }
   };
   return {
     async verify(token) {
       try {
+        const at = now();
         const { payload, protectedHeader } = await jwtVerify(token, keys, {
           issuer: o.issuer,
           audience: o.audience,
           clockTolerance: o.clockToleranceSec,
           algorithms: ACCEPTED_ALGORITHMS,
           requiredClaims: ['exp'],
+          currentDate: new Date(at),
         });
-        const shape = notAnAccessToken(protectedHeader.typ, payload, o.maxTokenLifetimeSec ?? DEFAULT_MAX_TOKEN_LIFETIME_SEC, o.clockToleranceSec);
+        const shape = notAnAccessToken(protectedHeader.typ, payload, o.maxTokenLifetimeSec ?? DEFAULT_MAX_TOKEN_LIFETIME_SEC, o.clockToleranceSec, Math.floor(at / 1000));
         if (shape) return { ok: false, kind: 'invalid', reason: shape };
         return { ok: true, claims: payload };
       } catch (e) {

@@ -39,17 +39,29 @@ export const metadataPaths = (audience: string): Set<string> => {
   return new Set([PRM_PATH, `${PRM_PATH}/mcp`, own]);
 };
 
-const quoted = (s: string): string => `"${s.replace(/[\\"]/g, (c) => `\\${c}`).replace(/[\r\n]/g, ' ')}"`;
+/**
+ * A quoted-string of printable ASCII. What goes in here can be a token's text (its `typ`, a claim's name): a character
+ * outside Latin-1 or a control character would make Node refuse the whole header (ERR_INVALID_CHAR), a 500 for what
+ * is the caller's bad token, as the /v1 path names were (src/http/publish-api.ts, PATH_PART). Line breaks become a
+ * space, any other character outside `\x20-\x7e` a `?`; `\` and `"` are escaped.
+ */
+const quoted = (s: string): string =>
+  `"${s
+    .replace(/[\r\n]/g, ' ')
+    .replace(/[^\x20-\x7e]/gu, '?')
+    .replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 
 export type Challenge =
   | { kind: 'missing' }
   | { kind: 'invalid'; description: string }
+  | { kind: 'invalid-request'; description: string }
   | { kind: 'insufficient-scope'; scope: string; description: string };
 
 /** The WWW-Authenticate value: always the metadata URL; an error code only when a token was presented. */
 export const wwwAuthenticate = (resourceMetadataUrl: string, c: Challenge): string => {
   const params = [`resource_metadata=${quoted(resourceMetadataUrl)}`];
   if (c.kind === 'invalid') params.push('error="invalid_token"', `error_description=${quoted(c.description)}`);
+  if (c.kind === 'invalid-request') params.push('error="invalid_request"', `error_description=${quoted(c.description)}`);
   if (c.kind === 'insufficient-scope') params.push('error="insufficient_scope"', `scope=${quoted(c.scope)}`, `error_description=${quoted(c.description)}`);
   return `Bearer ${params.join(', ')}`;
 };

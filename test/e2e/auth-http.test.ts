@@ -3,6 +3,7 @@
  * served on loopback: each request's principal comes from its token; bad tokens are refused with the right status and
  * challenge and learn nothing of the catalogue; views of two tenants never mix; a session belongs to its opener.
  */
+import { request as httpRequest, validateHeaderValue } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestIssuer, type MintOptions, type TestIssuer } from '../fixtures/jwks.ts';
@@ -47,6 +48,24 @@ const statelessCall = (url: string, name: string, args: Record<string, unknown>,
     body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name, arguments: args, _meta: META } },
     headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name },
     ...(token !== undefined ? { token } : {}),
+  });
+
+/** A POST carrying each of `authorizations` as its own header line (fetch would fold them into one). */
+const postWithAuthorizations = (url: string, authorizations: string[], body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; challenge: string | undefined; text: string }> =>
+  new Promise((resolve, reject) => {
+    const payload = JSON.stringify(body);
+    // Raw header lines: Node adds none of its own to these (no Host, no framing), so they are all given here.
+    const fields = { host: new URL(url).host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)), accept: 'application/json, text/event-stream', ...headers };
+    const raw = Object.entries(fields).flat();
+    for (const a of authorizations) raw.push('Authorization', a);
+    const req = httpRequest(url, { method: 'POST', headers: raw }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, challenge: res.headers['www-authenticate'], text }));
+    });
+    req.on('error', reject);
+    req.end(payload);
   });
 
 const namesOf = (r: Reply): string[] => ((r.json().result as { tools: { name: string }[] }).tools ?? []).map((t) => t.name);
@@ -194,6 +213,36 @@ describe('estate serve --http with authorization', () => {
     expect(ended.status).toBe(404);
     expect(ended.text).toBe(madeUp.text);
     expect((await call(srv.url, { token: owner, method: 'DELETE', headers: { 'mcp-session-id': sid } })).status).toBe(404);
+  });
+
+  it('a token whose typ has a non-Latin-1 or control character: 401 with a sendable challenge on /mcp and /v1, not 500', async () => {
+    const v1 = new URL('/v1/tools', srv.url).href;
+    for (const typ of ['JWT\u2603', 'JWT\u0001x']) {
+      const token = await idp.mint({ ...acme, typ });
+      const description = 'the token is not an access token (typ \'JWT?' + (typ.endsWith('x') ? 'x' : '') + '\'; expected \'at+jwt\', RFC 9068)';
+      for (const r of [await statelessList(srv.url, token), await call(v1, { body: {}, token })]) {
+        expect(r.status).toBe(401);
+        const challenge = r.headers.get('www-authenticate') ?? '';
+        expect(() => validateHeaderValue('www-authenticate', challenge)).not.toThrow();
+        expect(challenge).toBe(`Bearer resource_metadata="${METADATA_URL}", error="invalid_token", error_description="${description}"`);
+      }
+    }
+    expect(srv.logs.seen.some((l) => l.level === 50)).toBe(false);
+  });
+
+  it('two Authorization headers: 401 invalid_request on /mcp and /v1, even when the first holds a valid token', async () => {
+    const valid = `Bearer ${await idp.mint(acme)}`;
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } };
+    const mcpHeaders = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' };
+    expect((await postWithAuthorizations(srv.url, [valid], list, mcpHeaders)).status).toBe(200);
+    const challenge = `Bearer resource_metadata="${METADATA_URL}", error="invalid_request", error_description="the request has more than one Authorization header"`;
+    for (const second of ['Bearer x', 'Basic eDp5']) {
+      for (const r of [await postWithAuthorizations(srv.url, [valid, second], list, mcpHeaders), await postWithAuthorizations(new URL('/v1/tools', srv.url).href, [valid, second], {})]) {
+        expect(r.status).toBe(401);
+        expect(r.challenge).toBe(challenge);
+        for (const name of DEMO_NAMES) expect(r.text).not.toContain(name);
+      }
+    }
   });
 
   // Last: it changes the issuer's key set.

@@ -1,4 +1,5 @@
 /** The pure rules of the HTTP edge: configuration, claim mapping, API scopes, metadata and challenges. */
+import { validateHeaderValue } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { covers, holdsAny, inNamespace, LIFECYCLE_SCOPE, PUBLISH_SCOPE, scopeNeededFor } from '#auth/api-scopes';
 import { NO_TENANT, principalFromClaims } from '#auth/claims';
@@ -122,5 +123,11 @@ describe('protected resource metadata and challenges', () => {
     expect(wwwAuthenticate('https://e/x', { kind: 'insufficient-scope', scope: 'estate:publish', description: 'say "hi"' })).toBe(
       'Bearer resource_metadata="https://e/x", error="insufficient_scope", scope="estate:publish", error_description="say \\"hi\\""',
     );
+  });
+
+  it('challenges carry printable ASCII only: other characters become ?, line breaks a space', () => {
+    const header = wwwAuthenticate('https://e/x', { kind: 'invalid', description: 'a\u2603b\u0001c\u00e9d\u{1F600}e\tf\r\ng\u007f"\\' });
+    expect(header).toBe('Bearer resource_metadata="https://e/x", error="invalid_token", error_description="a?b?c?d?e?f  g?\\"\\\\"');
+    expect(() => validateHeaderValue('www-authenticate', header)).not.toThrow();
   });
 });

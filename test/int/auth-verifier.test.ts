@@ -2,7 +2,7 @@
  * The JWT checks against a real JWKS served over HTTP on loopback, with tokens minted by jose: what is accepted, what
  * is refused and why, how the key set is fetched (cached; one refetch on an unknown kid), and the 401 challenges.
  */
-import type { IncomingMessage } from 'node:http';
+import { validateHeaderValue, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthenticator } from '#auth/authenticator';
 import { DEFAULT_CLAIMS, type AuthConfig } from '#auth/config';
@@ -13,7 +13,11 @@ const AUDIENCE = 'https://estate.example/mcp';
 const METADATA = 'https://estate.example/.well-known/oauth-protected-resource/mcp';
 const now = () => Math.floor(Date.now() / 1000);
 
-const requestWith = (authorization?: string): IncomingMessage => ({ headers: authorization === undefined ? {} : { authorization } }) as unknown as IncomingMessage;
+const requestWith = (authorization?: string): IncomingMessage =>
+  ({ headers: authorization === undefined ? {} : { authorization }, rawHeaders: authorization === undefined ? [] : ['Authorization', authorization] }) as unknown as IncomingMessage;
+/** What Node makes of several Authorization headers: the first in `headers`, every one in `rawHeaders`. */
+const requestWithAll = (...authorization: string[]): IncomingMessage =>
+  ({ headers: { authorization: authorization[0] }, rawHeaders: authorization.flatMap((a, i) => [i % 2 === 0 ? 'Authorization' : 'authorization', a]) }) as unknown as IncomingMessage;
 
 describe('JWT access tokens against a local JWKS', () => {
   let idp: TestIssuer;
@@ -45,6 +49,23 @@ describe('JWT access tokens against a local JWKS', () => {
     ['without an expiry', { exp: undefined }, 'the token\'s \'exp\' claim is invalid'],
   ])('refuses a token %s', async (_what, claims, reason) => {
     expect(await verifier().verify(await idp.mint({ claims }))).toEqual({ ok: false, kind: 'invalid', reason });
+  });
+
+  it('refuses a token issued in the future beyond the clock leeway (its exp - iat would slip past the lifetime check)', async () => {
+    const at = Date.now();
+    const sec = Math.floor(at / 1000);
+    const v = createJwtVerifier({ ...config, now: () => at });
+    expect((await v.verify(await idp.mint({ claims: { iat: sec + 30, exp: sec + 300 } }))).ok).toBe(true);
+    expect(await v.verify(await idp.mint({ claims: { iat: sec + 3600, exp: sec + 300 } }))).toEqual({
+      ok: false,
+      kind: 'invalid',
+      reason: 'the token was issued in the future (\'iat\' is 3600 s ahead of this server\'s clock)',
+    });
+    expect(await v.verify(await idp.mint({ claims: { iat: sec + 1e9, exp: sec + 300 } }))).toEqual({
+      ok: false,
+      kind: 'invalid',
+      reason: 'the token was issued in the future (\'iat\' is 1000000000 s ahead of this server\'s clock)',
+    });
   });
 
   it('allows a small clock skew on exp and nbf, and no more', async () => {
@@ -142,6 +163,38 @@ describe('JWT access tokens against a local JWKS', () => {
       const out = await auth.authenticate(requestWith(`Bearer ${await idp.mint({ claims: { exp: now() - 600 } })}`));
       expect(out).toMatchObject({ ok: false, refusal: { status: 401, code: 'invalid_token' } });
       if (!out.ok) expect(out.refusal.headers['www-authenticate']).toBe(`Bearer resource_metadata="${METADATA}", error="invalid_token", error_description="the token is expired"`);
+    });
+
+    it.each([
+      ['a non-Latin-1 character', 'JWT\u2603', 'JWT?'],
+      ['a control character', 'JWT\u0001x', 'JWT?x'],
+      ['a line break, a quote and a backslash', 'J\r\n"\\', 'J  \\"\\\\'],
+    ])('a typ with %s: 401 with a challenge Node can send', async (_what, typ, shown) => {
+      const auth = createAuthenticator(config, verifier());
+      const out = await auth.authenticate(requestWith(`Bearer ${await idp.mint({ typ })}`));
+      expect(out).toMatchObject({ ok: false, refusal: { status: 401, code: 'invalid_token' } });
+      if (out.ok) return;
+      const header = out.refusal.headers['www-authenticate'] ?? '';
+      expect(() => validateHeaderValue('www-authenticate', header)).not.toThrow();
+      expect(header).toBe(`Bearer resource_metadata="${METADATA}", error="invalid_token", error_description="the token is not an access token (typ '${shown}'; expected 'at+jwt', RFC 9068)"`);
+    });
+
+    it('several Authorization headers: 401 invalid_request, whichever comes first', async () => {
+      const auth = createAuthenticator(config, verifier());
+      const valid = `Bearer ${await idp.mint()}`;
+      expect((await auth.authenticate(requestWithAll(valid))).ok).toBe(true);
+      for (const req of [requestWithAll(valid, 'Bearer x'), requestWithAll(valid, 'Basic eDp5'), requestWithAll(valid, valid)]) {
+        const out = await auth.authenticate(req);
+        expect(out).toEqual({
+          ok: false,
+          refusal: {
+            status: 401,
+            code: 'invalid_request',
+            message: 'Unauthorized: the request has more than one Authorization header',
+            headers: { 'www-authenticate': `Bearer resource_metadata="${METADATA}", error="invalid_request", error_description="the request has more than one Authorization header"` },
+          },
+        });
+      }
     });
 
     it('another scheme is no Bearer token: 401 invalid_token', async () => {
