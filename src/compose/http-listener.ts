@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { HttpEdge } from '#http/edge';
 import { limitConnections, type ListenerCounts, type ListenerLimits } from '#http/connection-limits';
-import { hostAllowed, originAllowed } from '#http/guards';
+import { closeRefusedUnread, hostAllowed, originAllowed } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
 import type { Log } from '#app/log';
@@ -31,6 +31,8 @@ export interface HttpListenerOptions {
   console?: { home: string; serves(path: string): boolean; handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> };
   /** Operations routes (`/healthz`, `/readyz`, `/metrics`: src/ops/http-routes.ts); null for paths it does not serve. */
   ops?: (path: string, req: IncomingMessage) => Promise<{ status: number; body: unknown; contentType?: string }> | null;
+  /** Bounds on a refused request's unread body (closeRefusedUnread, src/http/guards.ts); its defaults unless a test sets them. */
+  refusedDrain?: { drainLimit?: number; timeoutMs?: number };
 }
 
 export interface RunningHttpListener {
@@ -84,6 +86,8 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
   };
 
   const server: Server = createServer((req, res) => {
+    // Every refusal sent before its body was read closes the connection instead of reading the body to its end.
+    closeRefusedUnread(req, res, o.refusedDrain);
     handle(req, res).catch((e: unknown) => {
       o.log.error({ err: e }, 'http request failed');
       if (!res.headersSent) sendJson(res, 500, failure(null, -32603, 'Internal error'));
