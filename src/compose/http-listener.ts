@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { HttpEdge } from '#http/edge';
 import { limitConnections, type ListenerCounts, type ListenerLimits } from '#http/connection-limits';
-import { hostAllowed, originAllowed } from '#http/guards';
+import { closeRefusedUnread, hostAllowed, originAllowed } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
 import type { Log } from '#app/log';
@@ -31,7 +31,20 @@ export interface HttpListenerOptions {
   console?: { home: string; serves(path: string): boolean; handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> };
   /** Operations routes (`/healthz`, `/readyz`, `/metrics`: src/ops/http-routes.ts); null for paths it does not serve. */
   ops?: (path: string, req: IncomingMessage) => Promise<{ status: number; body: unknown; contentType?: string }> | null;
+  /** Bounds on a refused request's unread body (closeRefusedUnread, src/http/guards.ts); its defaults unless a test sets them. */
+  refusedDrain?: { drainLimit?: number; timeoutMs?: number };
+  /** How long a whole request (headers and body) may take; and how often Node checks it. Tests lower them. */
+  requestTimeoutMs?: number;
+  requestCheckEveryMs?: number;
 }
+
+/**
+ * How long a request may take to arrive whole, headers and body, from its first byte: a body that never ends (slow,
+ * chunked, or never sent) holds its connection no longer than headers that never end. Node checks every 30 s, so such
+ * a connection is answered 408 and closed between 66 and 96 s. It counts only the request: an answer (an event stream)
+ * may last as long as it needs.
+ */
+export const REQUEST_TIMEOUT_MS = 66_000;
 
 export interface RunningHttpListener {
   url: string;
@@ -83,7 +96,9 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
     if (caller) return o.mcp.handle(req, res, caller);
   };
 
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer({ ...(o.requestCheckEveryMs ? { connectionsCheckingInterval: o.requestCheckEveryMs } : {}) }, (req, res) => {
+    // Every refusal sent before its body was read closes the connection instead of reading the body to its end.
+    closeRefusedUnread(req, res, o.refusedDrain);
     handle(req, res).catch((e: unknown) => {
       o.log.error({ err: e }, 'http request failed');
       if (!res.headersSent) sendJson(res, 500, failure(null, -32603, 'Internal error'));
@@ -95,6 +110,8 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
   // do (undici: 4 s, browsers: a minute) makes the client the one that closes (the usual load-balancer setting).
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  server.requestTimeout = o.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  if (server.headersTimeout > server.requestTimeout) server.headersTimeout = server.requestTimeout;
   // Also charges every route's bodies (readBody) to the connection's address and the listener's total.
   const connections = limitConnections(server, o.connections, o.log);
   await new Promise<void>((resolve, reject) => {

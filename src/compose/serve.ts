@@ -167,9 +167,12 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
   if (upstreams > 0) void estate.definitions.warm();
   if (Object.keys(moduleHandlers).length === 0 && upstreams === 0) log.warn({}, 'no handlers bound (--handlers <module> or --demo): no tool will be offered');
   // A store that cannot write is found now, not by the first call after its handler ran (src/ops/store-health.ts).
-  const storeHealth = createStoreHealth(estate.config.store);
-  const unwritable = await storeHealth.check();
-  if (unwritable) log.error({ reason: unwritable }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
+  // Logged on each change of state, with the driver's text that /readyz does not give its callers.
+  const storeHealth = createStoreHealth(estate.config.store, (reason) => {
+    if (reason) log.error({ reason }, 'the store cannot write: every tools/call is refused (-32050) until it can; /readyz answers 503');
+    else log.info({}, 'the store can write again: tools/calls are served; /readyz answers 200 when the read models have caught up');
+  });
+  await storeHealth.check();
   storeHealth.start();
   // PostgreSQL: a long transaction anywhere in the cluster stalls this process's reads silently; the log says who holds.
   const heldWatch = estate.store.heldBack

@@ -89,8 +89,8 @@ const statusOf = (e: DomainError): number => (e.kind === 'not-found' ? 404 : e.k
 
 export const runAction = async (req: IncomingMessage, res: ServerResponse, path: string, admission: Admission, deps: ActionDeps): Promise<void> => {
   const { send } = deps;
+  // The unread body of a refusal is the listener's to bound and close (closeRefusedUnread, src/http/guards.ts).
   const refuse = (status: number, code: string, message: string, headers: Record<string, string> = {}): void => {
-    req.resume();
     send(res, status, { error: { code, message } }, headers);
   };
   if (req.headers[ACTION_HEADER] !== '1' || !isJsonContentType(req.headers['content-type'])) {

@@ -170,8 +170,8 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
       const params = new URL(req.url ?? '/', 'http://console.invalid').searchParams;
       if (req.method === 'GET' || req.method === 'HEAD') return get(req, res, path, params);
       if (req.method === 'POST' && path.startsWith('/console/api/')) return runAction(req, res, path, await o.access.admit(req), { commands: o.commands, upstreams, send: sendJson });
-      req.resume();
-      res.writeHead(405, { allow: 'GET, POST', 'content-type': 'text/plain' }).end('Method not allowed');
+      // The unread body is the listener's to bound and close (closeRefusedUnread, src/http/guards.ts).
+      res.writeHead(405, { allow: 'GET, POST', 'content-type': 'text/plain', 'content-length': '18' }).end('Method not allowed');
     },
     close: () => live.close(),
   };
@@ -182,7 +182,6 @@ export const consoleSignInUnconfigured = (): ConsoleRoutes => ({
   home,
   serves,
   handle(req, res) {
-    req.resume();
     const text = page('Console unavailable', html`<h1>Console unavailable</h1><p>This server requires authorization, and the console signs people in at the issuer as an OAuth client: start the server with --console-client-id &lt;id&gt; (env ESTATE_CONSOLE_CLIENT_ID), a public client registered at the issuer with the redirect URI &lt;console origin&gt;/console/callback. Until then, use the CLI.</p>`, { who: whoSignedOut });
     res.writeHead(503, { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...securityHeaders('') });
     res.end(text);

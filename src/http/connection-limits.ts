@@ -4,7 +4,8 @@
  * one client that opens connections until the process has no descriptors left stops it from accepting anyone else,
  * and from opening anything else: a snapshot file, a PostgreSQL or Kafka connection, an upstream.
  *
- * Past the total, or past the bound for one remote address (so that one address cannot take them all), a new
+ * Past the total, or past the bound for one remote address (so that one address cannot take them all; an IPv6 one
+ * counted by its /64: peerKey), a new
  * connection is answered at once with a 503 naming the bound and closed: a client learns why instead of reading a
  * reset. Nothing of it is parsed.
  *
@@ -86,6 +87,41 @@ export const resolveConnectionLimits = (given: Partial<ConnectionLimits> & { bod
   const perPeer = Math.min(max, given.perPeer ?? (given.max === undefined ? defaults.perPeer : Math.max(1, Math.floor(max / 2))));
   const bodyBytes = Math.max(MAX_BODY_BYTES, given.bodyBytes ?? DEFAULT_BODY_BUFFER_BYTES);
   return { max, perPeer, bodies: { max: bodyBytes, perPeer: Math.max(MAX_BODY_BYTES, Math.floor((bodyBytes * perPeer) / max)) } };
+};
+
+/**
+ * Whose share a connection counts against: an IPv4 address as it is (an IPv4-mapped IPv6 address as its IPv4 one), an
+ * IPv6 address by its /64 prefix. One IPv6 client (a host, a home's or a cloud VM's network) is usually given a whole
+ * /64, 2^64 addresses: counted per exact address, it could take every connection and the whole body budget.
+ */
+export const peerKey = (address: string | undefined): string => {
+  if (address === undefined || address === '') return '';
+  const plain = address.split('%')[0] ?? address; // a zone (fe80::1%eth0) is not part of the address
+  if (!plain.includes(':')) return plain;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(plain);
+  if (mapped?.[1]) return mapped[1];
+  const groups = ipv6Groups(plain);
+  return groups ? `${groups.slice(0, 4).join(':')}::/64` : plain;
+};
+
+/** The eight 16-bit groups of an IPv6 address, as lowercase hex without leading zeros; null when it does not parse. */
+const ipv6Groups = (address: string): string[] | null => {
+  let text = address.toLowerCase();
+  // An IPv4 tail (64:ff9b::192.0.2.1) is two groups.
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (v4) {
+    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split('::');
+  if (halves.length > 2) return null;
+  const head = halves[0] ? halves[0].split(':') : [];
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
+  const missing = 8 - head.length - tail.length;
+  if ((halves.length === 2 && missing < 1) || (halves.length === 1 && missing !== 0)) return null;
+  const groups = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill('0'), ...tail];
+  if (!groups.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return null;
+  return groups.map((g) => parseInt(g, 16).toString(16));
 };
 
 const refusal = (what: string): string => {
@@ -180,7 +216,7 @@ export const limitConnections = (server: Server, limits: ListenerLimits, log: Lo
   const admit = server.listeners('connection') as ((socket: Socket) => void)[];
   server.removeAllListeners('connection');
   server.on('connection', (socket: Socket) => {
-    const peer = socket.remoteAddress ?? '';
+    const peer = peerKey(socket.remoteAddress);
     if (open >= limits.max) return refuse(socket, 'total', peer);
     if ((peers.get(peer)?.connections ?? 0) >= limits.perPeer) return refuse(socket, 'peer', peer);
     const slot = slotOf(peer);

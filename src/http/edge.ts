@@ -50,8 +50,8 @@ export const createHttpEdge = (o: HttpEdgeOptions): HttpEdge => {
     serves: (path) => prmPaths.has(path) || isApiPath(path),
     async route(req, res, path) {
       if (!prmPaths.has(path)) return api(req, res, path);
+      // A refusal's unread body is the listener's to bound (closeRefusedUnread, ./guards.ts).
       if (req.method !== 'GET' && req.method !== 'HEAD') {
-        req.resume();
         return send(res, 405, { error: { code: 'method-not-allowed', message: 'Method not allowed: use GET' } }, { allow: 'GET, HEAD' });
       }
       // Public by design (RFC 9728): browsers' clients may read it from another origin.
@@ -60,7 +60,6 @@ export const createHttpEdge = (o: HttpEdgeOptions): HttpEdge => {
     async authenticate(req, res) {
       const out = await authenticator.authenticate(req);
       if (out.ok) return { principal: out.caller.principal, owner: sessionOwner(out.caller.principal) };
-      req.resume();
       o.log.debug({ status: out.refusal.status, why: out.refusal.message }, 'mcp request refused');
       send(res, out.refusal.status, { jsonrpc: '2.0', id: null, error: { code: -32000, message: out.refusal.message } }, out.refusal.headers);
       return undefined;

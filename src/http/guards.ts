@@ -136,33 +136,103 @@ const refuseBody = (
   o: { drainLimit?: number; timeoutMs?: number } = {},
 ): void => {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers, connection: 'close' });
+  const head = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers, connection: 'close' };
   if (req.complete) {
+    res.writeHead(status, head);
     res.end(text);
     return;
   }
+  // Read from before the head is written: the listener's bound on refused, unread bodies (closeRefusedUnread) is for
+  // bodies nobody reads; this drain has its own, larger bound.
+  const drained = drainBody(req, o.drainLimit ?? DRAIN_LIMIT_BYTES, o.timeoutMs ?? DRAIN_TIMEOUT_MS);
+  res.writeHead(status, head);
   res.write(text);
-  const limit = o.drainLimit ?? DRAIN_LIMIT_BYTES;
-  let drained = 0;
-  const finish = () => {
-    clearTimeout(timer);
-    req.off('data', onData);
-  };
-  const cut = () => {
-    finish();
-    req.socket.destroy();
-  };
-  const onData = (c: Buffer) => {
-    drained += c.length;
-    if (drained > limit) cut();
-  };
-  const timer = setTimeout(cut, o.timeoutMs ?? DRAIN_TIMEOUT_MS);
-  timer.unref();
-  req.on('data', onData);
-  req.once('end', () => {
-    finish();
-    res.end();
+  void drained.then((whole) => {
+    if (whole) res.end();
   });
-  req.once('close', finish);
-  req.resume();
+};
+
+/**
+ * Reads and discards the rest of `req`'s body: true once it has ended; false when it passed `limit` bytes or took
+ * longer than `timeoutMs`, or the connection went first (the connection is then destroyed).
+ */
+const drainBody = (req: IncomingMessage, limit: number, timeoutMs: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    let drained = 0;
+    const finish = (whole: boolean) => {
+      clearTimeout(timer);
+      req.off('data', onData).off('end', onEnd).off('close', onClose);
+      resolve(whole);
+    };
+    const cut = () => {
+      finish(false);
+      req.socket.destroy();
+    };
+    const onData = (c: Buffer) => {
+      drained += c.length;
+      if (drained > limit) cut();
+    };
+    const onEnd = () => finish(true);
+    const onClose = () => finish(req.complete);
+    const timer = setTimeout(cut, timeoutMs);
+    timer.unref();
+    req.on('data', onData).once('end', onEnd).once('close', onClose);
+    req.resume();
+  });
+
+/** A refusal sent before its request's body was read: how much of the body is read and thrown away, at most ... */
+export const REFUSED_DRAIN_BYTES = MAX_BODY_BYTES;
+/** ... and for how long, before the connection is cut hard. */
+export const REFUSED_DRAIN_MS = 10_000;
+
+/** The request announces a body (a length above 0, or chunks). */
+const announcesBody = (req: IncomingMessage): boolean =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+
+/** Something reads the body, or has read it whole (readBody, refuseBody). */
+const bodyRead = (req: IncomingMessage): boolean => req.readableEnded || req.listenerCount('data') > 0;
+
+/**
+ * The one place every refusal sent before its request's body was read goes through: the listener calls it for every
+ * request, before any route. A response of status 400 or above whose head is written while the request's body is
+ * unread (a 401 for a missing token, a 403 for a Host, a 404, a 405, a 415...) carries `Connection: close`; the body
+ * still coming is read and thrown away up to `drainLimit` bytes and `timeoutMs`, the answer ended when it has ended
+ * (so that closing does not reset the connection under an answer the client has not read yet), and past either bound
+ * the connection is cut. Node otherwise reads a refused request's body to its end to keep the connection: an endless
+ * one for as long as the request may take, an unauthenticated client making the server swallow hundreds of MB a
+ * second on each connection. A request without a body, or whose body its route reads, is left as it is.
+ */
+export const closeRefusedUnread = (req: IncomingMessage, res: ServerResponse, o: { drainLimit?: number; timeoutMs?: number } = {}): void => {
+  if (!announcesBody(req)) return;
+  const writeHead = res.writeHead;
+  const end = res.end;
+  let decided = false;
+  let drained: Promise<boolean> | null = null;
+  const decide = (status: number): void => {
+    if (decided) return;
+    decided = true;
+    if (status < 400 || bodyRead(req)) return;
+    res.setHeader('connection', 'close');
+    if (!req.complete) drained = drainBody(req, o.drainLimit ?? REFUSED_DRAIN_BYTES, o.timeoutMs ?? REFUSED_DRAIN_MS);
+  };
+  res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+    decide(typeof args[0] === 'number' ? args[0] : res.statusCode);
+    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+  } as typeof res.writeHead;
+  res.end = function (this: ServerResponse, ...args: unknown[]) {
+    if (!res.headersSent) decide(res.statusCode);
+    if (!drained) return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+    // The answer goes out now; its end (and with it the connection's) waits for the body's.
+    const callback = args.find((a) => typeof a === 'function') as (() => void) | undefined;
+    const chunk = typeof args[0] === 'function' ? undefined : (args[0] as string | Buffer | undefined | null);
+    const encoding = typeof args[1] === 'string' ? (args[1] as BufferEncoding) : 'utf8';
+    if (chunk !== undefined && chunk !== null) {
+      if (!res.headersSent && !res.hasHeader('content-length')) res.setHeader('content-length', String(Buffer.byteLength(chunk, encoding)));
+      res.write(chunk, encoding);
+    }
+    void drained.then((whole) => {
+      if (whole) (end as (cb?: () => void) => ServerResponse).call(res, callback);
+    });
+    return res;
+  } as typeof res.end;
 };

@@ -66,10 +66,12 @@ const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
   'not-found': 404,
 };
 
-/** Reads a JSON body, answering 415/413/503 itself; undefined when it has answered. */
+/**
+ * Reads a JSON body, answering 415/413/503 itself; undefined when it has answered. A refusal's unread body (here and
+ * below) is the listener's to bound and close (closeRefusedUnread, ./guards.ts).
+ */
 const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<string | undefined> => {
   if (!isJsonContentType(req.headers['content-type'])) {
-    req.resume();
     sendJson(res, 415, { error: { code: 'unsupported-media-type', message: 'Unsupported Media Type: Content-Type must be application/json' } });
     return undefined;
   }
@@ -174,12 +176,10 @@ export const createPublishApi = (o: PublishApiOptions): PublishApi => {
     const m = LIFECYCLE_ROUTE.exec(path);
     if (path !== '/v1/tools' && path !== '/v1/check' && !m) return sendJson(res, 404, { error: { code: 'not-found', message: `no API route ${path}` } });
     if (req.method !== 'POST') {
-      req.resume();
       return sendJson(res, 405, { error: { code: 'method-not-allowed', message: 'Method not allowed: use POST' } }, { allow: 'POST' });
     }
     const auth = await o.authenticator.authenticate(req);
     if (!auth.ok) {
-      req.resume();
       return sendJson(res, auth.refusal.status, { error: { code: auth.refusal.code, message: auth.refusal.message } }, auth.refusal.headers);
     }
     let name = '';
@@ -190,18 +190,15 @@ export const createPublishApi = (o: PublishApiOptions): PublishApi => {
         version = decodeURIComponent(m[2] ?? '');
       }
     } catch {
-      req.resume();
       return sendJson(res, 400, { error: { code: 'bad-ref', message: 'the tool name or version in the path is not valid percent-encoding' } });
     }
     // Names and versions are printable ASCII; anything else (a NUL, a non-Latin-1 character) would otherwise reach a
     // response header (the 403's WWW-Authenticate) and throw there: a 500 for what is the caller's bad input.
     if (m && !(PATH_PART.test(name) && PATH_PART.test(version))) {
-      req.resume();
       return sendJson(res, 400, { error: { code: 'bad-ref', message: 'the tool name or version in the path must be 1 to 128 printable ASCII characters' } });
     }
     // A lifecycle route names its tool in the path: authorized before its body is even read.
     if (m && !covers(auth.caller.principal.scopes, LIFECYCLE_SCOPE, name)) {
-      req.resume();
       const scope = holdsAny(auth.caller.principal.scopes, LIFECYCLE_SCOPE) ? scopeNeededFor(LIFECYCLE_SCOPE, name) : LIFECYCLE_SCOPE;
       return forbid(res, scope, `${m[3] === 'deprecate' ? 'deprecating' : 'retiring'} ${name}`);
     }

@@ -25,6 +25,16 @@ export interface StoreHealth {
 
 type Probe = { run(): Promise<string | null>; close(): Promise<void> };
 
+/**
+ * A reason is `<fixed text>` or `<fixed text>: <the driver's first line>`. The driver's text can name a database, a
+ * user, a host and port or a file path: `/readyz`, answered to anyone, says only the fixed part; the whole reason is
+ * logged (once per change: `onChange`) and given to tools/call's refusal.
+ */
+export const publicReason = (reason: string): string => {
+  const colon = reason.indexOf(': ');
+  return colon < 0 ? reason : reason.slice(0, colon);
+};
+
 const firstLine = (e: unknown): string => {
   const m = e instanceof Error ? e.message : String(e);
   const line = (m.split('\n')[0] ?? '').trim() || 'error';
@@ -78,8 +88,12 @@ const postgresProbe = (url: string): Probe => ({
 
 const noProbe: Probe = { run: () => Promise.resolve(null), close: () => Promise.resolve() };
 
-/** The probe for a store URL (SPEC §5 forms); memory: and kurrentdb:// are not probed (always "can write"). */
-export const createStoreHealth = (storeUrl: string): StoreHealth => {
+/**
+ * The probe for a store URL (SPEC §5 forms); memory: and kurrentdb:// are not probed (always "can write").
+ * `onChange` is told the whole reason when the probe's answer changes its fixed part (from able to write, to another
+ * reason, or back to null): once per change of state, not per probe.
+ */
+export const createStoreHealth = (storeUrl: string, onChange?: (reason: string | null) => void): StoreHealth => {
   let probe = noProbe;
   if (storeUrl.startsWith('sqlite:')) {
     const path = storeUrl.slice('sqlite:'.length);
@@ -90,7 +104,9 @@ export const createStoreHealth = (storeUrl: string): StoreHealth => {
   let inFlight: Promise<string | null> | null = null;
   const check = (): Promise<string | null> =>
     (inFlight ??= probe.run().then((r) => {
+      const changed = (r === null ? null : publicReason(r)) !== (last === null ? null : publicReason(last));
       last = r;
+      if (changed) onChange?.(r);
       inFlight = null;
       return r;
     }));

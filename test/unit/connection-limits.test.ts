@@ -1,8 +1,9 @@
 import { createServer, request } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
+import { EventEmitter } from 'node:events';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import type { Log } from '#app/log';
-import { defaultConnectionLimits, limitConnections, openFileLimit, resolveConnectionLimits } from '#http/connection-limits';
+import { silentLog, type Log } from '#app/log';
+import { defaultConnectionLimits, limitConnections, openFileLimit, peerKey, resolveConnectionLimits } from '#http/connection-limits';
 import { readBody, refuseBusy } from '#http/guards';
 import { useListenerTeardown } from '../fixtures/listener-teardown.ts';
 import { describeFromManyAddresses } from '../fixtures/loopback-addresses.ts';
@@ -168,5 +169,48 @@ describeFromManyAddresses('limitConnections on a real listener', {}, () => {
     expect(next.answer()).toMatch(/^HTTP\/1\.1 503 /);
     const small = await partial(port, '127.0.0.3', 10 * 1024, 10 * 1024);
     await until(() => small.answer().includes('read 10240'));
+  });
+});
+
+describe('peerKey: whose share a connection counts against', () => {
+  it('an IPv4 address as it is, an IPv4-mapped one as its IPv4 address', () => {
+    expect(peerKey('192.0.2.7')).toBe('192.0.2.7');
+    expect(peerKey('::ffff:192.0.2.7')).toBe('192.0.2.7');
+    expect(peerKey('::FFFF:127.0.0.1')).toBe('127.0.0.1');
+  });
+  it('an IPv6 address by its /64, however it is written', () => {
+    const key = '2001:db8:1:2::/64';
+    for (const a of ['2001:db8:1:2::1', '2001:0db8:0001:0002:ffff:ffff:ffff:ffff', '2001:DB8:1:2:0:0:0:9', '2001:db8:1:2::192.0.2.1']) expect(peerKey(a)).toBe(key);
+    expect(peerKey('2001:db8:1:3::1')).toBe('2001:db8:1:3::/64');
+    expect(peerKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+    expect(peerKey('::1')).toBe('0:0:0:0::/64');
+    expect(peerKey(undefined)).toBe('');
+  });
+});
+
+describe('one IPv6 /64 is one peer', () => {
+  /** A stand-in for an accepted socket: what limitConnections touches of it. */
+  const fakeSocket = (remoteAddress: string) => {
+    const s = Object.assign(new EventEmitter(), { remoteAddress, answer: '', resume: () => s, end: (text: string) => void (s.answer = text), destroy: () => void s.emit('close') });
+    return s;
+  };
+
+  it('two addresses of one /64 share the per-address bound (and so its body budget); another /64 has its own', () => {
+    const server = createNetServer();
+    const admitted: string[] = [];
+    server.on('connection', (s: { remoteAddress: string }) => void admitted.push(s.remoteAddress));
+    limitConnections(server, resolveConnectionLimits({ max: 10, perPeer: 2 }), silentLog);
+    const a = fakeSocket('2001:db8:1:2::a');
+    const b = fakeSocket('2001:db8:1:2::b');
+    const c = fakeSocket('2001:db8:1:2:ffff::1');
+    const other = fakeSocket('2001:db8:1:3::1');
+    for (const s of [a, b, c, other]) server.emit('connection', s);
+    expect(admitted).toEqual(['2001:db8:1:2::a', '2001:db8:1:2::b', '2001:db8:1:3::1']);
+    expect(c.answer).toContain('ESTATE_MAX_CONNECTIONS_PER_PEER');
+    // A connection of the /64 closing gives its place back.
+    a.emit('close');
+    const d = fakeSocket('2001:db8:1:2::d');
+    server.emit('connection', d);
+    expect(admitted).toContain('2001:db8:1:2::d');
   });
 });
