@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { HttpEdge } from '#http/edge';
 import { limitConnections, type ListenerCounts, type ListenerLimits } from '#http/connection-limits';
-import { closeRefusedUnread, hostAllowed, originAllowed } from '#http/guards';
+import { hostAllowed, originAllowed, refusalBoundedResponse } from '#http/guards';
 import { header } from '#http/header';
 import { sendJson } from '#http/send-json';
 import type { Log } from '#app/log';
@@ -31,7 +31,7 @@ export interface HttpListenerOptions {
   console?: { home: string; serves(path: string): boolean; handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> };
   /** Operations routes (`/healthz`, `/readyz`, `/metrics`: src/ops/http-routes.ts); null for paths it does not serve. */
   ops?: (path: string, req: IncomingMessage) => Promise<{ status: number; body: unknown; contentType?: string }> | null;
-  /** Bounds on a refused request's unread body (closeRefusedUnread, src/http/guards.ts); its defaults unless a test sets them. */
+  /** Bounds on a refused request's unread body (refusalBoundedResponse, src/http/guards.ts); its defaults unless a test sets them. */
   refusedDrain?: { drainLimit?: number; timeoutMs?: number };
   /** How long a whole request (headers and body) may take; and how often Node checks it. Tests lower them. */
   requestTimeoutMs?: number;
@@ -96,9 +96,9 @@ export const startHttpListener = async (o: HttpListenerOptions): Promise<Running
     if (caller) return o.mcp.handle(req, res, caller);
   };
 
-  const server: Server = createServer({ ...(o.requestCheckEveryMs ? { connectionsCheckingInterval: o.requestCheckEveryMs } : {}) }, (req, res) => {
-    // Every refusal sent before its body was read closes the connection instead of reading the body to its end.
-    closeRefusedUnread(req, res, o.refusedDrain);
+  // Every refusal sent before its body was read closes the connection instead of reading the body to its end: the
+  // responses' own class sees every head written (refusalBoundedResponse).
+  const server: Server = createServer({ ServerResponse: refusalBoundedResponse(o.refusedDrain), ...(o.requestCheckEveryMs ? { connectionsCheckingInterval: o.requestCheckEveryMs } : {}) }, (req, res) => {
     handle(req, res).catch((e: unknown) => {
       o.log.error({ err: e }, 'http request failed');
       if (!res.headersSent) sendJson(res, 500, failure(null, -32603, 'Internal error'));

@@ -89,7 +89,7 @@ const statusOf = (e: DomainError): number => (e.kind === 'not-found' ? 404 : e.k
 
 export const runAction = async (req: IncomingMessage, res: ServerResponse, path: string, admission: Admission, deps: ActionDeps): Promise<void> => {
   const { send } = deps;
-  // The unread body of a refusal is the listener's to bound and close (closeRefusedUnread, src/http/guards.ts).
+  // The unread body of a refusal is the listener's to bound and close (refusalBoundedResponse, src/http/guards.ts).
   const refuse = (status: number, code: string, message: string, headers: Record<string, string> = {}): void => {
     send(res, status, { error: { code, message } }, headers);
   };

@@ -170,7 +170,7 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
       const params = new URL(req.url ?? '/', 'http://console.invalid').searchParams;
       if (req.method === 'GET' || req.method === 'HEAD') return get(req, res, path, params);
       if (req.method === 'POST' && path.startsWith('/console/api/')) return runAction(req, res, path, await o.access.admit(req), { commands: o.commands, upstreams, send: sendJson });
-      // The unread body is the listener's to bound and close (closeRefusedUnread, src/http/guards.ts).
+      // The unread body is the listener's to bound and close (refusalBoundedResponse, src/http/guards.ts).
       res.writeHead(405, { allow: 'GET, POST', 'content-type': 'text/plain', 'content-length': '18' }).end('Method not allowed');
     },
     close: () => live.close(),

@@ -50,7 +50,7 @@ export const createHttpEdge = (o: HttpEdgeOptions): HttpEdge => {
     serves: (path) => prmPaths.has(path) || isApiPath(path),
     async route(req, res, path) {
       if (!prmPaths.has(path)) return api(req, res, path);
-      // A refusal's unread body is the listener's to bound (closeRefusedUnread, ./guards.ts).
+      // A refusal's unread body is the listener's to bound (refusalBoundedResponse, ./guards.ts).
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         return send(res, 405, { error: { code: 'method-not-allowed', message: 'Method not allowed: use GET' } }, { allow: 'GET, HEAD' });
       }

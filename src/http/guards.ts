@@ -2,7 +2,7 @@
  * Checks done on an HTTP request before any MCP code (ours or the SDK's) sees it: Host and Origin against allow
  * lists (DNS rebinding), the JSON content type, and the 1 MiB body bound.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
@@ -142,7 +142,7 @@ const refuseBody = (
     res.end(text);
     return;
   }
-  // Read from before the head is written: the listener's bound on refused, unread bodies (closeRefusedUnread) is for
+  // Read from before the head is written: the listener's bound on refused, unread bodies (refusalBoundedResponse) is for
   // bodies nobody reads; this drain has its own, larger bound.
   const drained = drainBody(req, o.drainLimit ?? DRAIN_LIMIT_BYTES, o.timeoutMs ?? DRAIN_TIMEOUT_MS);
   res.writeHead(status, head);
@@ -192,47 +192,62 @@ const announcesBody = (req: IncomingMessage): boolean =>
 /** Something reads the body, or has read it whole (readBody, refuseBody). */
 const bodyRead = (req: IncomingMessage): boolean => req.readableEnded || req.listenerCount('data') > 0;
 
+export interface RefusedDrain {
+  drainLimit?: number;
+  timeoutMs?: number;
+}
+
 /**
- * The one place every refusal sent before its request's body was read goes through: the listener calls it for every
- * request, before any route. A response of status 400 or above whose head is written while the request's body is
- * unread (a 401 for a missing token, a 403 for a Host, a 404, a 405, a 415...) carries `Connection: close`; the body
- * still coming is read and thrown away up to `drainLimit` bytes and `timeoutMs`, the answer ended when it has ended
- * (so that closing does not reset the connection under an answer the client has not read yet), and past either bound
- * the connection is cut. Node otherwise reads a refused request's body to its end to keep the connection: an endless
- * one for as long as the request may take, an unauthenticated client making the server swallow hundreds of MB a
- * second on each connection. A request without a body, or whose body its route reads, is left as it is.
+ * The one place every refusal sent before its request's body was read goes through: the listener's responses are of
+ * this class (`createServer({ ServerResponse })`), so every head written, routes' and the SDK's alike (and Node's own
+ * implicit one, which calls `writeHead` too), passes here. A response of status 400 or above whose head is written
+ * while the request's body is unread (a 401 for a missing token, a 403 for a Host, a 404, a 405, a 415...) carries
+ * `Connection: close`; the body still coming is read and thrown away up to `drainLimit` bytes and `timeoutMs`, the
+ * answer ended when it has ended (so that closing does not reset the connection under an answer the client has not
+ * read yet), and past either bound the connection is cut. Node otherwise reads a refused request's body to its end to
+ * keep the connection: an endless one for as long as the request may take, an unauthenticated client making the server
+ * swallow hundreds of MB a second on each connection. A request without a body, or whose body its route reads, is
+ * left as it is. A class rather than wrappers set on each response: a tools/call's response keeps the shape every
+ * other has, and nothing is made per request but what a refusal needs.
  */
-export const closeRefusedUnread = (req: IncomingMessage, res: ServerResponse, o: { drainLimit?: number; timeoutMs?: number } = {}): void => {
-  if (!announcesBody(req)) return;
-  const writeHead = res.writeHead;
-  const end = res.end;
-  let decided = false;
-  let drained: Promise<boolean> | null = null;
-  const decide = (status: number): void => {
-    if (decided) return;
-    decided = true;
-    if (status < 400 || bodyRead(req)) return;
-    res.setHeader('connection', 'close');
-    if (!req.complete) drained = drainBody(req, o.drainLimit ?? REFUSED_DRAIN_BYTES, o.timeoutMs ?? REFUSED_DRAIN_MS);
-  };
-  res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
-    decide(typeof args[0] === 'number' ? args[0] : res.statusCode);
+export const refusalBoundedResponse = (o: RefusedDrain = {}): typeof ServerResponse => {
+  const drainLimit = o.drainLimit ?? REFUSED_DRAIN_BYTES;
+  const timeoutMs = o.timeoutMs ?? REFUSED_DRAIN_MS;
+  class RefusalBoundedResponse extends ServerResponse {
+    /** Set once the head's status has been looked at; a promise while a refused body is being drained. */
+    private refusal: boolean | Promise<boolean> = false;
+
+    private decide(status: number): void {
+      if (this.refusal !== false) return;
+      this.refusal = true;
+      const req = this.req;
+      if (status < 400 || !announcesBody(req) || bodyRead(req)) return;
+      this.setHeader('connection', 'close');
+      if (!req.complete) this.refusal = drainBody(req, drainLimit, timeoutMs);
+    }
+  }
+  const proto = RefusalBoundedResponse.prototype as unknown as ServerResponse & { decide(status: number): void; refusal: boolean | Promise<boolean> };
+  const { writeHead, end } = ServerResponse.prototype;
+  proto.writeHead = function (this: typeof proto, ...args: unknown[]) {
+    this.decide(typeof args[0] === 'number' ? args[0] : this.statusCode);
     return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
-  } as typeof res.writeHead;
-  res.end = function (this: ServerResponse, ...args: unknown[]) {
-    if (!res.headersSent) decide(res.statusCode);
-    if (!drained) return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+  } as typeof proto.writeHead;
+  proto.end = function (this: typeof proto, ...args: unknown[]) {
+    if (!this.headersSent) this.decide(this.statusCode);
+    const drained = this.refusal;
+    if (typeof drained === 'boolean') return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
     // The answer goes out now; its end (and with it the connection's) waits for the body's.
     const callback = args.find((a) => typeof a === 'function') as (() => void) | undefined;
     const chunk = typeof args[0] === 'function' ? undefined : (args[0] as string | Buffer | undefined | null);
     const encoding = typeof args[1] === 'string' ? (args[1] as BufferEncoding) : 'utf8';
     if (chunk !== undefined && chunk !== null) {
-      if (!res.headersSent && !res.hasHeader('content-length')) res.setHeader('content-length', String(Buffer.byteLength(chunk, encoding)));
-      res.write(chunk, encoding);
+      if (!this.headersSent && !this.hasHeader('content-length')) this.setHeader('content-length', String(Buffer.byteLength(chunk, encoding)));
+      this.write(chunk, encoding);
     }
     void drained.then((whole) => {
-      if (whole) (end as (cb?: () => void) => ServerResponse).call(res, callback);
+      if (whole) (end as (cb?: () => void) => ServerResponse).call(this, callback);
     });
-    return res;
-  } as typeof res.end;
+    return this;
+  } as typeof proto.end;
+  return RefusalBoundedResponse as unknown as typeof ServerResponse;
 };

@@ -68,7 +68,7 @@ const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
 
 /**
  * Reads a JSON body, answering 415/413/503 itself; undefined when it has answered. A refusal's unread body (here and
- * below) is the listener's to bound and close (closeRefusedUnread, ./guards.ts).
+ * below) is the listener's to bound and close (refusalBoundedResponse, ./guards.ts).
  */
 const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<string | undefined> => {
   if (!isJsonContentType(req.headers['content-type'])) {

@@ -274,7 +274,7 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
   };
 
   const post = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    // The unread body of a refusal is the listener's to bound and close (closeRefusedUnread, src/http/guards.ts).
+    // The unread body of a refusal is the listener's to bound and close (refusalBoundedResponse, src/http/guards.ts).
     if (!isJsonContentType(header(req, 'content-type'))) {
       return sendJson(res, 415, failure(null, FORBIDDEN, 'Unsupported Media Type: Content-Type must be application/json'));
     }

@@ -1,5 +1,5 @@
 /**
- * A refusal sent before its request's body was read (closeRefusedUnread, the listener's one place for it): the answer
+ * A refusal sent before its request's body was read (refusalBoundedResponse, the listener's one place for it): the answer
  * carries `Connection: close`, at most a bounded part of the body is read, and the connection goes. Before, Node read
  * the rest of a refused body to keep the connection: an unauthenticated client's endless body was swallowed at
  * hundreds of MB a second until the request timed out (probe F3: ~500 MB in 3 s on one connection).
@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeRefusedUnread, readBody } from '#http/guards';
+import { readBody, refusalBoundedResponse } from '#http/guards';
 import { sendJson } from '#http/send-json';
 
 const KiB = 1024;
@@ -23,13 +23,10 @@ afterEach(() => {
   }
 });
 
-/** A server that runs `route` behind closeRefusedUnread, counting what it read from each connection. */
+/** A server that runs `route` behind refusalBoundedResponse, counting what it read from each connection. */
 const serve = async (route: (req: IncomingMessage, res: ServerResponse) => void, o: { drainLimit?: number; timeoutMs?: number } = {}) => {
   const read: number[] = [];
-  const server = createServer((req, res) => {
-    closeRefusedUnread(req, res, o);
-    route(req, res);
-  });
+  const server = createServer({ ServerResponse: refusalBoundedResponse(o) }, (req, res) => route(req, res));
   // As the listener keeps idle connections (src/compose/http-listener.ts): nothing here closes them but the fix.
   server.keepAliveTimeout = 65_000;
   server.on('connection', (s: Socket) => s.once('close', () => read.push(s.bytesRead)));
