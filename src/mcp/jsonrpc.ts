@@ -73,9 +73,10 @@ const JSON_BYTES = Symbol('estate.jsonBytes');
  * same object, frozen, carrying its UTF-8 bytes under a symbol that spreads and JSON.stringify skip. `responseBody`
  * writes the bytes as they are — a page of 500 tools written as a string cost ~3x as much (the socket write encodes
  * the string every time); anything else (stdio, batches, the SDK transport, tests) serializes the object as usual.
+ * `bytes`, when given, must be exactly the object's JSON (list-cache.ts makes a page's result from its bytes).
  */
-export const withJsonBytes = <T extends Record<string, unknown>>(value: T): T =>
-  Object.freeze(Object.defineProperty(value, JSON_BYTES, { value: Buffer.from(JSON.stringify(value)) }));
+export const withJsonBytes = <T extends Record<string, unknown>>(value: T, bytes: Buffer = Buffer.from(JSON.stringify(value))): T =>
+  Object.freeze(Object.defineProperty(value, JSON_BYTES, { value: bytes }));
 
 export const jsonBytesOf = (value: unknown): Buffer | undefined =>
   typeof value === 'object' && value !== null ? ((value as Record<symbol, Buffer | undefined>)[JSON_BYTES] ?? undefined) : undefined;

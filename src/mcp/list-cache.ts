@@ -17,7 +17,7 @@ import { SERVER_INFO } from './server-info.ts';
 import { listToolsPage, pageOffset, pageVersions, type ListPage } from './tools-list.ts';
 
 export interface CachedPage extends ListPage {
-  /** The page as a 2025 session's result (its JSON bytes attached: withJsonBytes). */
+  /** The page as a 2025 session's result (its JSON bytes attached: withJsonBytes); `result` is the same object. */
   readonly session: Record<string, unknown>;
   /** The page as a 2026-07-28 result: cache hints, `resultType` and the server named in `_meta`. */
   stateless(ttlMs: number): Record<string, unknown>;
@@ -28,15 +28,36 @@ interface ViewPages {
   pages: Map<string, CachedPage>;
 }
 
+/**
+ * A page's result held as its JSON bytes, not as the objects it was serialized from: `tools` is parsed from the bytes
+ * whenever something reads it (what serializes the object itself: stdio, a batch, the SDK transport), and not kept;
+ * responseBody writes the bytes. A cached page that held its 500 Tools held their schemas and text with them: over a
+ * client's walk of 100,000 tools that was ~55 MiB promoted to the old generation (the pages outlive young-generation
+ * collections: PAGES_PER_VIEW are kept) and left there until a full collection. Parsing JSON.stringify's own output
+ * and serializing it again gives the same text, so the object serializes to exactly its bytes.
+ */
+const resultOfBytes = (bytes: Buffer, rest: Record<string, unknown>): Record<string, unknown> => {
+  const result: Record<string, unknown> = {};
+  Object.defineProperty(result, 'tools', { enumerable: true, get: () => (JSON.parse(bytes.toString('utf8')) as { tools: unknown }).tools });
+  return withJsonBytes(Object.assign(result, rest), bytes);
+};
+
 const cachedPage = (page: ListPage): CachedPage => {
+  const { tools: _tools, ...rest } = page.result;
+  const bytes = Buffer.from(JSON.stringify(page.result));
+  const session = resultOfBytes(bytes, rest);
   let stateless: { ttlMs: number; result: Record<string, unknown> } | undefined;
   return {
-    ...page,
-    session: withJsonBytes({ ...page.result }),
+    shown: page.shown,
+    result: session,
+    session,
     stateless(ttlMs) {
       if (stateless?.ttlMs !== ttlMs) {
         const meta = { [SERVER_INFO_META]: { ...SERVER_INFO } };
-        stateless = { ttlMs, result: withJsonBytes({ ...page.result, ttlMs, cacheScope: 'private', resultType: 'complete', _meta: meta }) };
+        const more = { ttlMs, cacheScope: 'private', resultType: 'complete', _meta: meta };
+        // The session's JSON with these members after its own: what serializing {...result, ...more} writes.
+        const tail = Buffer.from(`,${JSON.stringify(more).slice(1)}`);
+        stateless = { ttlMs, result: resultOfBytes(Buffer.concat([bytes.subarray(0, bytes.length - 1), tail]), { ...rest, ...more }) };
       }
       return stateless.result;
     },

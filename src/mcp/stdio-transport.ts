@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Principal } from '#domain/types';
-import { checkEnvelope, failure, isPlainObject, isRequest, parseFrame, PARSE_ERROR, type JsonRpcOutbound, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
+import { checkEnvelope, failure, isPlainObject, isRequest, parseFrame, PARSE_ERROR, responseBody, type JsonRpcOutbound, type JsonRpcResponse, type RequestId } from './jsonrpc.ts';
 import { openListen, type Listen } from './listen.ts';
 import type { ServerCore } from './server-core.ts';
 import type { BatchLimits } from './batch-limits.ts';
@@ -33,7 +33,13 @@ export interface StdioConnection {
 }
 
 export const serveStdio = (o: StdioOptions): StdioConnection => {
-  const send = (m: JsonRpcOutbound | JsonRpcResponse[]): void => o.write(`${JSON.stringify(m)}\n`);
+  // A response whose result carries its JSON bytes (a cached tools/list page: list-cache.ts) is written from them; the
+  // result object would parse them again to be serialized.
+  const send = (m: JsonRpcOutbound | JsonRpcResponse[]): void => {
+    if (Array.isArray(m) || !('result' in m)) return o.write(`${JSON.stringify(m)}\n`);
+    const body = responseBody(m);
+    o.write(typeof body === 'string' ? `${body}\n` : `${Buffer.concat(body).toString('utf8')}\n`);
+  };
   const session = new StatefulSession(o.core, { id: o.connectionId, principal: o.principal, transport: 'stdio', notify: send, sendToClient: send, ...(o.batchLimits ? { batchLimits: o.batchLimits } : {}) });
   // Stateless work on this pipe, by request id: `notifications/cancelled` ends a listen or aborts a call.
   const listens = new Map<RequestId, Listen>();

@@ -33,6 +33,16 @@ describe('tools/list page cache', () => {
     // A cursor of the old revision is refused, as before the cache.
     await expect(h.core.listTools(who, { cursor }, '2025-11-25')).rejects.toThrow(/cursor/i);
   });
+  it('holds a cached page as its bytes, not its Tool objects: each read of its tools is parsed from them', async () => {
+    const h = await makeHarness([open('payments.lookup')], { 'payments.lookup': () => ({ content: [] }) });
+    const page = (await h.core.listTools(makePrincipal({}), {}, '2025-11-25')).session;
+    const first = page.tools as unknown[];
+    // Nothing keeps the page's 500 Tools (and their schemas) alive while it is cached: a new array at every read.
+    expect(page.tools).not.toBe(first);
+    expect(page.tools).toEqual(first);
+    expect(JSON.stringify(page)).toBe(jsonBytesOf(page)?.toString('utf8'));
+  });
+
   it('answers a cached page as its UTF-8 bytes: the very JSON of the response, non-ASCII text and all', async () => {
     const described = { ...open('payments.lookup'), description: 'Zahlungen prüfen → 支払い 🧾' };
     const h = await makeHarness([described], { 'payments.lookup': () => ({ content: [] }) });
