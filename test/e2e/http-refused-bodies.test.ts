@@ -5,9 +5,9 @@
  * server read each refused body to its end (~500 MB in 3 s on one connection, until Node's 300 s request timeout),
  * and /metrics answered anything that came from loopback.
  */
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestIssuer, type TestIssuer } from '../fixtures/jwks.ts';
+import { rawPost } from '../fixtures/raw-post.ts';
 import { startHttpServer, type HttpServer } from './helpers.ts';
 
 const MiB = 1024 * 1024;
@@ -32,33 +32,8 @@ describe('estate serve --http: refused requests do not keep reading their bodies
     await idp?.close();
   });
 
-  /** A POST whose chunked body never ends, 64 KiB chunks as fast as the server takes them: the answer, what was written, and whether the server closed. */
-  const flood = (path: string, host = `127.0.0.1:${port}`): Promise<{ answer: string; written: number; closed: boolean }> =>
-    new Promise((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      const chunk = Buffer.alloc(64 * 1024, 'x');
-      const framed = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
-      let answer = '';
-      let written = 0;
-      socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
-      socket.on('error', () => undefined);
-      socket.on('close', () => resolve({ answer, written, closed: true }));
-      const pump = () => {
-        while (!socket.destroyed && written < CAP) {
-          written += framed.length;
-          if (!socket.write(framed)) return void socket.once('drain', pump);
-        }
-        if (written >= CAP) {
-          socket.removeAllListeners('close');
-          socket.destroy();
-          resolve({ answer, written, closed: false });
-        }
-      };
-      socket.on('connect', () => {
-        socket.write(`POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n`);
-        pump();
-      });
-    });
+  /** A POST whose chunked body never ends, as fast as the server takes it (test/fixtures/raw-post.ts). */
+  const flood = (path: string, host = `127.0.0.1:${port}`) => rawPost({ port, path, host, cap: CAP });
 
   it.each([
     ['401 on /mcp without a token', '/mcp', undefined, 401],

@@ -9,6 +9,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readBody, refusalBoundedResponse } from '#http/guards';
 import { sendJson } from '#http/send-json';
+import { rawPost, type RawPostOutcome } from '../fixtures/raw-post.ts';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -35,50 +36,8 @@ const serve = async (route: (req: IncomingMessage, res: ServerResponse) => void,
   return { port: (server.address() as AddressInfo).port, read };
 };
 
-interface Outcome {
-  answer: string;
-  written: number;
-  closed: boolean;
-}
-
-/**
- * Sends a POST's head and then `body` (a string at once), or (no `body`) an endless chunked body, 64 KiB chunks as
- * fast as the server takes them, until the connection closes or CAP bytes are written.
- */
-const post = (port: number, path: string, body?: string, headers = 'Authorization: Bearer nope\r\n'): Promise<Outcome> =>
-  new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    const chunk = Buffer.alloc(64 * KiB, 'x');
-    const framed = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
-    let answer = '';
-    let written = 0;
-    let closed = false;
-    const finish = () => resolve({ answer, written, closed });
-    socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
-    socket.on('error', () => undefined);
-    socket.on('close', () => {
-      closed = true;
-      finish();
-    });
-    const pump = () => {
-      while (!socket.destroyed && written < CAP) {
-        written += framed.length;
-        if (!socket.write(framed)) return void socket.once('drain', pump);
-      }
-      if (written >= CAP) {
-        // Never closed: what the fix is about. Report it and stop.
-        socket.removeAllListeners('close');
-        socket.destroy();
-        finish();
-      }
-    };
-    socket.on('connect', () => {
-      const head = `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${headers}`;
-      if (body !== undefined) return void socket.write(`${head}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-      socket.write(`${head}Transfer-Encoding: chunked\r\n\r\n`);
-      pump();
-    });
-  });
+/** A POST's head, then `body` at once, or an endless chunked body until the connection closes or CAP is written. */
+const post = (port: number, path: string, body?: string, headers = 'Authorization: Bearer nope\r\n') => rawPost({ port, path, headers, cap: CAP, ...(body !== undefined ? { body } : {}) });
 
 const refuse401 = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 401, { error: 'Unauthorized: a bearer token is required' });
 
@@ -115,7 +74,7 @@ describe('a refusal before the body is read closes the connection', () => {
 
   it('a body that stops coming is given up at the time bound', { timeout: 10_000 }, async () => {
     const { port } = await serve(refuse401, { timeoutMs: 100 });
-    const out = await new Promise<Outcome>((resolve) => {
+    const out = await new Promise<RawPostOutcome>((resolve) => {
       const socket = connect(port, '127.0.0.1');
       let answer = '';
       socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
