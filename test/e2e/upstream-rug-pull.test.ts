@@ -278,20 +278,32 @@ describe('upstream rug pull, through estate serve', () => {
   });
 
   it('schema-minor auto-approves an added optional property, never a changed description', async () => {
-    const autoSpec = store.file('auto-tools.json', { tools: [echoTool(D1)] });
-    const add = await cli(['upstream', 'add', 'fxa', '--command', `${process.execPath} ${FIXTURE} ${autoSpec} ${calls}`, '--scopes', 'fx.use', '--clearance', 'internal', '--auto-approve', 'schema-minor']);
-    expect(add.code, add.stderr).toBe(0);
-    expect((await cli(['upstream', 'sync', 'fxa', '--json'])).json?.autoApproved).toEqual([]); // initial: a person approves
-    expect((await cli(['upstream', 'approve', 'fxa.echo', '--json'])).json).toMatchObject({ result: 'published', version: '1.0.0' });
-    writeFileSync(autoSpec, JSON.stringify({ tools: [echoTool(D2)] }));
-    expect((await cli(['upstream', 'sync', 'fxa', '--json'])).json?.autoApproved).toEqual([]);
-    writeFileSync(autoSpec, JSON.stringify({ tools: [echoTool(D1, { loud: { type: 'boolean' } })] }));
-    expect((await cli(['upstream', 'sync', 'fxa', '--json'])).json?.autoApproved).toEqual([{ tool: 'fxa.echo', version: '1.1.0' }]);
+    // A store of its own: in the suite's store the serving process connects to a new registration at once and syncs it
+    // on every list_changed, racing these CLI syncs to the approval (which of them approves is not what is judged).
+    const own = makeTempStore('estate-rug-auto-');
+    try {
+      const ownCli = async (args: string[]) => {
+        const r = await runCli([...args, '--store', own.store]);
+        return JSON.parse(r.stdout) as Record<string, unknown>;
+      };
+      const autoSpec = own.file('auto-tools.json', { tools: [echoTool(D1)] });
+      const add = await runCli(['upstream', 'add', 'fxa', '--command', `${process.execPath} ${FIXTURE} ${autoSpec} ${own.file('calls.log', '')}`, '--scopes', 'fx.use', '--clearance', 'internal', '--auto-approve', 'schema-minor', '--store', own.store]);
+      expect(add.code, add.stderr).toBe(0);
+      expect((await ownCli(['upstream', 'sync', 'fxa', '--json'])).autoApproved).toEqual([]); // initial: a person approves
+      expect(await ownCli(['upstream', 'approve', 'fxa.echo', '--json'])).toMatchObject({ result: 'published', version: '1.0.0' });
+      writeFileSync(autoSpec, JSON.stringify({ tools: [echoTool(D2)] }));
+      expect((await ownCli(['upstream', 'sync', 'fxa', '--json'])).autoApproved).toEqual([]);
+      writeFileSync(autoSpec, JSON.stringify({ tools: [echoTool(D1, { loud: { type: 'boolean' } })] }));
+      expect((await ownCli(['upstream', 'sync', 'fxa', '--json'])).autoApproved).toEqual([{ tool: 'fxa.echo', version: '1.1.0' }]);
+    } finally {
+      own.cleanup();
+    }
   });
 
   it('--upstreams none (or a list without fx) offers none of its tools', async () => {
-    // fxa: registered by the test before (a name never registered is a usage error: upstream-cli.test.ts).
-    for (const which of ['none', 'fxa']) {
+    // Another upstream's name (a name never registered is a usage error: upstream-cli.test.ts); it need not start.
+    expect((await cli(['upstream', 'add', 'fxn', '--command', 'definitely-not-a-command-estate-test', '--scopes', 'fx.use', '--clearance', 'internal'])).code).toBe(0);
+    for (const which of ['none', 'fxn']) {
       const other = await startHttpServer(['--store', store.store, ...PRINCIPAL, '--upstreams', which, '--upstream-sync-interval', '0']);
       const c = new Client({ name: 'rug-e2e-none', version: '1.0.0' });
       try {
