@@ -5,6 +5,8 @@
  * name the configured issuer (RFC 8414 §3.3: a document for another issuer is refused), and must offer PKCE with S256
  * (OAuth 2.1). A good answer is kept; a failure is retried at most once per cooldown, so a down issuer is not hammered.
  */
+import { readBounded } from './read-bounded.ts';
+
 export interface IssuerEndpoints {
   issuer: string;
   authorizationEndpoint: string;
@@ -53,18 +55,6 @@ export const readIssuerMetadata = (issuer: string, doc: unknown): IssuerLookup =
   return { ok: true, endpoints: { issuer, authorizationEndpoint: d.authorization_endpoint, tokenEndpoint: d.token_endpoint } };
 };
 
-/** The body as text, or null (and the rest unread) once it passes `max` bytes. */
-const readBounded = async (res: Response, max: number): Promise<string | null> => {
-  if (!res.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > max) return null; // leaving the loop cancels the rest of the body
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-};
 
 export const createIssuerMetadata = (issuer: string, o: IssuerMetadataOptions = {}): IssuerMetadata => {
   const doFetch = o.fetch ?? fetch;

@@ -18,6 +18,7 @@
  */
 import { createLocalJWKSet, errors, type CryptoKey, type FlattenedJWSInput, type JWSHeaderParameters } from 'jose';
 import { silentLog, type Log } from '#app/log';
+import { readBounded } from './read-bounded.ts';
 
 /** Short, so a key the issuer has just rotated in is picked up within seconds; long enough to spare the issuer. */
 export const DEFAULT_JWKS_COOLDOWN_MS = 5_000;
@@ -87,28 +88,15 @@ const fetchKeySet = async (url: string, timeoutMs: number, maxBytes: number): Pr
     await res.body?.cancel().catch(() => undefined);
     throw new KeySetUnavailable(tooLarge);
   }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (res.body) {
-    const reader = res.body.getReader();
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        size += value.byteLength;
-        if (size > maxBytes) {
-          await reader.cancel().catch(() => undefined);
-          throw new KeySetUnavailable(tooLarge);
-        }
-        chunks.push(value);
-      }
-    } catch (e) {
-      if (e instanceof KeySetUnavailable) throw e;
-      throw new KeySetUnavailable(signal.aborted ? timedOut : `the answer broke off (${messageOf(e)})`);
-    }
-  }
+  let text: string | null;
   try {
-    return JSON.parse(Buffer.concat(chunks, size).toString('utf8')) as unknown;
+    text = await readBounded(res, maxBytes);
+  } catch (e) {
+    throw new KeySetUnavailable(signal.aborted ? timedOut : `the answer broke off (${messageOf(e)})`);
+  }
+  if (text === null) throw new KeySetUnavailable(tooLarge);
+  try {
+    return JSON.parse(text) as unknown;
   } catch {
     throw new KeySetUnavailable('the key set is not JSON');
   }
