@@ -77,7 +77,7 @@ export const MALFORMED_REPORT_INTERVAL_MS = 10_000;
  * writer cared to send: 100,000 of them, 100,000 lines). A count left when messages stop is written by a timer that
  * does not hold the process open.
  */
-export const summarised = (
+export const malformedReport = (
   write: (line: string) => void,
   now: () => number = Date.now,
 ): ((error: ChangeMessageError, where: { partition: number; offset: string }) => void) => {
@@ -143,7 +143,7 @@ export const consumeChanges = (options: ChangeConsumerOptions): ChangeConsumer =
   const listeners = new Set<(c: CatalogueChange) => void>();
   const dedupe = createDeduplicator();
   const counts = { delivered: 0, duplicates: 0, malformed: 0 };
-  const onMalformed = options.onMalformed ?? summarised((line) => process.stderr.write(`${line}\n`));
+  const onMalformed = options.onMalformed ?? malformedReport((line) => process.stderr.write(`${line}\n`));
   let stopped = false;
 
   const ready = (async () => {

@@ -1,6 +1,6 @@
 /** `estate/changes` decode and deduplicate: every malformed message is refused with a reason naming what is wrong. */
 import { describe, expect, it } from 'vitest';
-import { ChangeMessageError, createDeduplicator, decodeChange, MALFORMED_REPORT_INTERVAL_MS, summarised, tryDecodeChange, type CatalogueChange } from '#lib/changes';
+import { ChangeMessageError, createDeduplicator, decodeChange, MALFORMED_REPORT_INTERVAL_MS, malformedReport, tryDecodeChange, type CatalogueChange } from '#lib/changes';
 import { zodToJsonSchema, zodToolToDefinition } from '#lib/zod-tools';
 import { z } from 'zod';
 
@@ -88,7 +88,7 @@ describe('the default report of malformed messages', () => {
   it('writes the first at once, then at most one line an interval counting the rest', () => {
     const lines: string[] = [];
     let t = 0;
-    const report = summarised((l) => lines.push(l), () => t);
+    const report = malformedReport((l) => lines.push(l), () => t);
     report(error(1), { partition: 0, offset: '1' });
     expect(lines).toEqual(['estate/changes: skipped 1 malformed message (the first: malformed change message: not JSON #1 (partition 0, offset 1))']);
     for (let i = 2; i <= 10_000; i++) report(error(i), { partition: 0, offset: String(i) });
