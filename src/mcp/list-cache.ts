@@ -7,6 +7,12 @@
  * Bounded: per view object (held weakly, so a view the discovery index drops takes its pages along), only the pages of
  * its current revision are kept, one per protocol revision and cursor, at most PAGES_PER_VIEW of them (least recently
  * used out); a cursor is decoded before a page is looked up, so only cursors of real pages of this revision get an entry.
+ * A page is kept from the second time it is asked for at a revision, not the first, and only a kept page is made into
+ * bytes: a client walking every page of a large view asks for each once, and each is serialized once as it is written
+ * (JSON text, encoded by the socket write), where each used to leave its ~230 KiB buffer outside the heap, counted by
+ * no heap growth, until a full collection (up to ~45 MiB over a walk of 100,000 tools). A page many clients ask for
+ * (the first, a small view's only one) is built twice instead of once per revision; a page that went out of the
+ * cache is asked for twice again before it is kept again.
  * A page's versions' details are read (from the store, when the reader does not hold them) only when it is built.
  */
 import type { CatalogueVersion, VersionDetails } from '#projections/catalogue';
@@ -26,6 +32,8 @@ export interface CachedPage extends ListPage {
 interface ViewPages {
   revision: number;
   pages: Map<string, CachedPage>;
+  /** Keys asked for once at this revision and not kept (yet): at most ASKED_PER_VIEW, the oldest out. */
+  asked: Set<string>;
 }
 
 /**
@@ -64,11 +72,22 @@ const cachedPage = (page: ListPage): CachedPage => {
   };
 };
 
+/** A page asked for once: its objects as they are, serialized by whatever writes it (and then garbage). */
+const uncachedPage = (page: ListPage): CachedPage => ({
+  shown: page.shown,
+  result: page.result,
+  session: page.result,
+  stateless: (ttlMs) => Object.assign({}, page.result, { ttlMs, cacheScope: 'private', resultType: 'complete', _meta: { [SERVER_INFO_META]: { ...SERVER_INFO } } }),
+});
+
 /**
  * Pages kept per view (its current revision), least recently used out: a view of 100,000 tools has 200 pages, and a
  * client walking them all must not leave the whole catalogue's JSON behind.
  */
 export const PAGES_PER_VIEW = 16;
+
+/** Keys remembered per view as asked for once (a key is ~20 characters): enough for a view of 100,000 tools twice. */
+export const ASKED_PER_VIEW = 512;
 
 export class ListPageCache {
   private readonly byView = new WeakMap<DiscoveryView, ViewPages>();
@@ -97,13 +116,18 @@ export class ListPageCache {
     const revision = view.revision;
     const size = view.entries.length;
     const shown = pageVersions(view, offset, o.pageSize);
-    const page = cachedPage(listToolsPage({ revision, size }, { revision: o.revision, offset, shown, details: await details(shown) }));
-    if (view.revision === revision) {
-      let pages = this.byView.get(view);
-      if (pages?.revision !== revision) this.byView.set(view, (pages = { revision, pages: new Map() }));
-      pages.pages.set(key, page);
-      if (pages.pages.size > this.pagesPerView) pages.pages.delete(pages.pages.keys().next().value as string);
+    const built = listToolsPage({ revision, size }, { revision: o.revision, offset, shown, details: await details(shown) });
+    if (view.revision !== revision) return uncachedPage(built);
+    let pages = this.byView.get(view);
+    if (pages?.revision !== revision) this.byView.set(view, (pages = { revision, pages: new Map(), asked: new Set() }));
+    if (!pages.asked.delete(key)) {
+      pages.asked.add(key);
+      if (pages.asked.size > ASKED_PER_VIEW) pages.asked.delete(pages.asked.values().next().value as string);
+      return uncachedPage(built);
     }
+    const page = cachedPage(built);
+    pages.pages.set(key, page);
+    if (pages.pages.size > this.pagesPerView) pages.pages.delete(pages.pages.keys().next().value as string);
     return page;
   }
 }
