@@ -136,22 +136,25 @@ for (const revision of ['2026-07-28', '2025-11-25'] as const) {
 
     it('options.ttlMs bounds a held list on this revision too', async () => {
       let own = 0;
+      // A proxy of its own: only this client's requests are counted, whatever the suite's other client does meanwhile.
+      const door = await countingProxy(http.url);
       const second = new Client({ name: 'estate-cache-ttl', version: '1.0.0' }, revision === '2026-07-28' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {});
-      await second.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      await second.connect(new StreamableHTTPClientTransport(new URL(door.url)));
       const bounded = createToolsCache(second, { ttlMs: 1000, listen: false, now: () => own });
       try {
         await bounded.list();
-        const lists = proxy.count('tools/list');
+        expect(door.count('tools/list')).toBe(1);
         own += 999;
         await bounded.list();
-        expect(proxy.count('tools/list')).toBe(lists);
+        expect(door.count('tools/list')).toBe(1);
         own += 2;
         await bounded.list();
-        expect(proxy.count('tools/list')).toBe(lists + 1);
+        expect(door.count('tools/list')).toBe(2);
         expect(bounded.stats()).toMatchObject({ hits: 1, misses: 2, invalidationsBySource: { ttl: 1 } });
       } finally {
         await bounded.close();
         await second.close().catch(() => undefined);
+        await door.close();
       }
     });
 
