@@ -204,6 +204,7 @@ export const runServe = async (estate: Estate, config: ServeConfig, principal: P
     pageSize: estate.config.pageSize,
     listTtlMs: estate.config.listTtlMs,
     stateKey: resolveStateKey(estate.config.stateKey),
+    stateTtlMs: estate.config.stateTtlMs,
     storeRefusal: () => storeHealth.refusal(),
     maxCallsPerSubject: estate.config.maxCallsPerSubject,
     maxUntakenBytesPerSubject: estate.config.maxUntakenBytesPerSubject,

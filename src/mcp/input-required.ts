@@ -10,13 +10,16 @@
  * several questions. The follow-up call re-runs the handler from the start, so a handler must be deterministic up to
  * each question (docs/decisions.md).
  *
- * The state carries the answers used so far, bound to the call (tool name, version, arguments hash) and signed with
- * HMAC-SHA256; it is not encrypted (the client wrote those answers). The key is ESTATE_STATE_KEY when set (replicas
- * behind one endpoint must share it), else random per process (a restart then voids states in flight: the client
- * gets -32602 and starts the call again).
+ * The state carries the answers used so far, bound to the call (tool name, version, arguments hash) and to its caller
+ * (a keyed hash of tenant and subject), stamped with the time it was issued, and signed with HMAC-SHA256; it is not
+ * encrypted (the client wrote those answers). A state is refused once older than its TTL (ESTATE_STATE_TTL_MS) and
+ * when another caller sends it: an answer one principal's user gave (an approval) must not be replayed by another,
+ * nor forever. The key is ESTATE_STATE_KEY when set (replicas behind one endpoint must share it), else random per
+ * process (a restart then voids states in flight: the client gets -32602 and starts the call again).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { canonicalJson } from '#domain/hash';
+import type { Principal } from '#domain/types';
 import type { AskOptions, ElicitParams, ElicitResult, HandlerContext, ListRootsResult, SampleParams, SampleResult } from '#handlers/types';
 import { CAPABILITY_OF, ClientRequestError, ELICIT_METHOD, ROOTS_METHOD, SAMPLE_METHOD, validClientResult, type ClientMethod } from './client-requests.ts';
 import { invalidParams } from './error-map.ts';
@@ -54,7 +57,21 @@ export interface CallIdentity {
   argsHash: string;
 }
 
-const STATE_VERSION = 1;
+/** 2: the caller and the issue time were added; a version 1 state is refused as failing the integrity check. */
+const STATE_VERSION = 2;
+
+/** Who a state is sealed for and when; the key is the per-process default when absent. */
+export interface StateIssue {
+  principal: Principal;
+  /** Milliseconds since the epoch, from the pipeline's clock. */
+  now: number;
+  key?: Buffer;
+}
+
+/** What a state is checked against: its caller, the time now, and how long a state is good for. */
+export interface StateCheck extends StateIssue {
+  ttlMs: number;
+}
 
 /** The HMAC key: the configured one (ESTATE_STATE_KEY, read by src/config.ts) or 32 fresh random bytes. */
 export const resolveStateKey = (configured?: string): Buffer =>
@@ -66,15 +83,29 @@ const defaultKey = (): Buffer => (processKey ??= resolveStateKey());
 
 const mac = (key: Buffer, payload: string): string => createHmac('sha256', key).update(payload).digest('base64url');
 
-export const sealState = (identity: CallIdentity, answers: Record<string, unknown>, key: Buffer = defaultKey()): string => {
-  const payload = Buffer.from(canonicalJson({ v: STATE_VERSION, ...identity, answers }), 'utf8').toString('base64url');
+/**
+ * The caller as the state names it: an HMAC, under the state key, of the canonical JSON of `[tenant, subject]` (no
+ * subject: null, which no token's `sub` can equal). Keyed, not a plain hash: the state is readable by whoever holds it
+ * (the client, a proxy's log), and a subject is often an e-mail address or a name that a plain hash would let anyone
+ * confirm by guessing. The JSON array cannot be read as a state payload (base64url), so the one key serves both.
+ */
+const callerTag = (key: Buffer, principal: Principal): string => mac(key, canonicalJson(['caller', principal.tenant, principal.subject ?? null]));
+
+export const sealState = (identity: CallIdentity, answers: Record<string, unknown>, issue: StateIssue): string => {
+  const key = issue.key ?? defaultKey();
+  const body = { v: STATE_VERSION, ...identity, caller: callerTag(key, issue.principal), issuedAt: issue.now, answers };
+  const payload = Buffer.from(canonicalJson(body), 'utf8').toString('base64url');
   return `${payload}.${mac(key, payload)}`;
 };
 
 const badState = (why: string) => invalidParams(`Invalid params: requestState ${why}`);
 
-/** The answers a requestState carries, once its signature and its call identity check out; -32602 otherwise. */
-export const openState = (state: string, identity: CallIdentity, key: Buffer = defaultKey()): Record<string, unknown> => {
+/**
+ * The answers a requestState carries, once its signature, its call identity, its caller and its age check out;
+ * -32602 otherwise. A state issued in the future (a replica whose clock runs ahead) counts as new.
+ */
+export const openState = (state: string, identity: CallIdentity, check: StateCheck): Record<string, unknown> => {
+  const key = check.key ?? defaultKey();
   const dot = state.indexOf('.');
   const payload = dot > 0 ? state.slice(0, dot) : '';
   const given = Buffer.from(dot > 0 ? state.slice(dot + 1) : '', 'utf8');
@@ -86,10 +117,15 @@ export const openState = (state: string, identity: CallIdentity, key: Buffer = d
   } catch {
     throw badState('failed its integrity check');
   }
-  if (!isPlainObject(body) || body.v !== STATE_VERSION || !isPlainObject(body.answers)) throw badState('failed its integrity check');
+  if (!isPlainObject(body) || body.v !== STATE_VERSION || !isPlainObject(body.answers) || typeof body.caller !== 'string' || !Number.isSafeInteger(body.issuedAt)) {
+    throw badState('failed its integrity check');
+  }
   if (body.tool !== identity.tool || body.version !== identity.version || body.argsHash !== identity.argsHash) {
     throw badState('belongs to another call (tool, version or arguments differ)');
   }
+  // Not a secret compared (the caller holds the state, and learns nothing of the key from its own tag): plain equality.
+  if (body.caller !== callerTag(key, check.principal)) throw badState('belongs to another caller');
+  if (check.now - (body.issuedAt as number) > check.ttlMs) throw badState('has expired; call the tool again without it');
   return body.answers;
 };
 
@@ -142,11 +178,11 @@ export class InputRound {
     };
   }
 
-  result(identity: CallIdentity, key?: Buffer): InputRequiredResult {
+  result(identity: CallIdentity, issue: StateIssue): InputRequiredResult {
     return {
       resultType: INPUT_REQUIRED,
       inputRequests: Object.fromEntries(this.pending),
-      requestState: sealState(identity, this.used, key),
+      requestState: sealState(identity, this.used, issue),
     };
   }
 }

@@ -11,7 +11,7 @@ import type { JsonObject } from '#domain/types';
 import { handlerOutsideNamespace } from '#domain/tool-definition';
 import type { Principal } from '#domain/types';
 import type { RootLog } from '#app/log';
-import { DEFAULT_MAX_CALLS_PER_SUBJECT, DEFAULT_MAX_UNTAKEN_BYTES_PER_SUBJECT } from '#config';
+import { DEFAULT_MAX_CALLS_PER_SUBJECT, DEFAULT_MAX_UNTAKEN_BYTES_PER_SUBJECT, DEFAULT_STATE_TTL_MS } from '#config';
 import { handlerLogOver } from '#handlers/handler-log';
 import type { UntakenAccount } from '#http/unsent';
 import type { CallToolResult, HandlerLog, HandlerMap } from '#handlers/types';
@@ -43,6 +43,10 @@ export interface ServerCoreOptions {
   listTtlMs: number;
   /** Signs and checks 2026-07-28 requestStates (input-required.ts); default: a random key per process. */
   stateKey?: Buffer;
+  /** How long a requestState is accepted after it was issued (ESTATE_STATE_TTL_MS); default DEFAULT_STATE_TTL_MS. */
+  stateTtlMs?: number;
+  /** The tools/call pipeline's clock (call timings, requestState issue and expiry); default Date.now. */
+  now?: () => number;
   /**
    * tools/calls one subject may have running at once, over every transport and session (ESTATE_MAX_CALLS_PER_SUBJECT;
    * default DEFAULT_MAX_CALLS_PER_SUBJECT): one caller's burst must not take every handler and upstream slot there is.
@@ -112,6 +116,8 @@ export class ServerCore {
       isOffered,
       handlerLog: (fields) => this.handlerLog(fields),
       ...(o.stateKey ? { stateKey: o.stateKey } : {}),
+      stateTtlMs: o.stateTtlMs ?? DEFAULT_STATE_TTL_MS,
+      ...(o.now ? { now: o.now } : {}),
       ...(o.storeRefusal ? { storeRefusal: o.storeRefusal } : {}),
       ...(metrics ? { observe: (c: { tool: string; version: string; outcome: string; seconds: number }) => metrics.toolCall(c) } : {}),
     });

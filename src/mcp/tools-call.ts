@@ -20,7 +20,7 @@ import { admitArguments, argumentLimitRefusal } from './tool-call/admit.ts';
 import { answer, inputRequiredAnswer } from './tool-call/answer.ts';
 import { checkOutput } from './tool-call/check-output.ts';
 import { executeCall } from './tool-call/execute.ts';
-import { openInputRounds } from './tool-call/input-round.ts';
+import { openInputRounds, type StateSettings } from './tool-call/input-round.ts';
 import { readCallParams } from './tool-call/read-request.ts';
 import { recordCall } from './tool-call/record.ts';
 import { resolveCall } from './tool-call/resolve.ts';
@@ -44,6 +44,8 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
   const now = deps.now ?? Date.now;
   // Copied field by field into each call's deps: `{ ...executeDeps, observe }` would take V8's slow path (answer.ts).
   const executeDeps = { recorder: deps.recorder, now, storeRefusal: deps.storeRefusal };
+  // How requestStates are sealed and checked: the key, their TTL, this pipeline's clock (input-round.ts).
+  const stateSettings: StateSettings = { ttlMs: deps.stateTtlMs, now, ...(deps.stateKey ? { key: deps.stateKey } : {}) };
 
   /** One call; `span` is undefined when tracing is off or the trace is not sampled (then no event is even built). */
   const call = async (req: ToolCallRequest, span: Span | undefined): Promise<CallToolResult | InputRequiredResult> => {
@@ -73,7 +75,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
     }
     if (admitted.repairs.length > 0) span?.addEvent('repaired', { 'estate.repairs': admitted.repairs.length });
     const argsHash = argsHashOf(p.received);
-    const rounds = openInputRounds(p, v, executor, deps.stateKey, argsHash);
+    const rounds = openInputRounds(p, v, executor, argsHash, req.principal, stateSettings);
 
     const observe = (outcome: string, since: number): void =>
       deps.observe?.({ tool: v.name, version: v.version, outcome, seconds: Math.max(0, now() - since) / 1000 });
@@ -106,7 +108,8 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
       // Not a finished call: nothing is recorded until the run that needs no more input (docs/decisions.md).
       if (rounds.round.pending.size > 0) {
         span?.setAttribute('estate.outcome', 'input_required');
-        return inputRequiredAnswer(facts, rounds.round.result(rounds.identity, deps.stateKey));
+        const issue = { principal: req.principal, now: now(), ...(stateSettings.key ? { key: stateSettings.key } : {}) };
+        return inputRequiredAnswer(facts, rounds.round.result(rounds.identity, issue));
       }
       // 2026-07-28: a handler that needs a capability the request did not declare is the protocol's -32021, not a
       // tool failure (SPEC §3's stateless gate, reached where the need is known). Nothing finished: no record.

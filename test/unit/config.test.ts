@@ -73,6 +73,18 @@ describe('settings that used to be read where they were used', () => {
   });
 });
 
+describe('ESTATE_STATE_TTL_MS', () => {
+  it('defaults to an hour; takes whole milliseconds from 1 s to 24 h; anything else is a clear configuration error', () => {
+    expect(loadConfig({}, {}).stateTtlMs).toBe(3_600_000);
+    expect(loadConfig({}, { ESTATE_STATE_TTL_MS: '' }).stateTtlMs).toBe(3_600_000);
+    expect(loadConfig({}, { ESTATE_STATE_TTL_MS: '600000' }).stateTtlMs).toBe(600_000);
+    for (const bad of ['0', '999', '1.5', 'an hour', '-1', '86400001']) {
+      expect(() => loadConfig({}, { ESTATE_STATE_TTL_MS: bad })).toThrow(/^configuration: .*ESTATE_STATE_TTL_MS must be a whole number of milliseconds from 1000 to 86400000$/);
+      expect(() => loadConfig({}, { ESTATE_STATE_TTL_MS: bad })).toThrow(expect.objectContaining({ kind: 'usage', code: 'bad-config' }));
+    }
+  });
+});
+
 describe('loadServeConfig', () => {
   const http = { http: true, port: '8080', host: '127.0.0.1' };
   const auth = { authIssuer: 'https://idp.example', authJwksUrl: 'https://idp.example/jwks', authAudience: 'https://estate.example/mcp' };

@@ -55,14 +55,22 @@ describe('the input-round step', () => {
   const params = (input?: CallParams['input']): CallParams => ({ name: 'fx.ask', meta: {}, runId: 'r', received: {}, ...(input ? { input } : {}) });
   const proxy = executorsFrom({ 'upstream:fx/ask': ok } as HandlerMap)('upstream:fx/ask') as ToolExecutor;
   const input = { responses: { q: { action: 'accept', content: { name: 'Alice' } } }, capabilities: { elicitation: {} } };
+  const caller = makePrincipal({});
+  const stateSettings = { ttlMs: 60_000, now: () => 0 };
 
   it('opens no rounds on a stateful call (its questions go to the client mid-call)', () => {
-    expect(openInputRounds(params(), v('none'), proxy, undefined, 'h')).toBeUndefined();
+    expect(openInputRounds(params(), v('none'), proxy, 'h', caller, stateSettings)).toBeUndefined();
+  });
+
+  it('reads no clock for a call that brings no requestState (the hot path does no extra work)', () => {
+    const clockless = { ttlMs: 60_000, now: (): number => { throw new Error('the clock was read'); } };
+    expect(openInputRounds(params(input), v('none'), proxy, 'h', caller, clockless)?.kind).toBe('rounds');
+    expect(() => openInputRounds(params({ ...input, state: 'x.y' }), v('none'), proxy, 'h', caller, clockless)).toThrow(/integrity|clock/);
   });
 
   it('opens rounds for a read-only proxy, and none for a non_idempotent one: its questions are refused, answers or not', async () => {
-    expect(openInputRounds(params(input), v('none'), proxy, undefined, 'h')?.kind).toBe('rounds');
-    const once = openInputRounds(params({ ...input, capabilities: { elicitation: {}, sampling: {}, roots: {} } }), v('non_idempotent'), proxy, undefined, 'h');
+    expect(openInputRounds(params(input), v('none'), proxy, 'h', caller, stateSettings)?.kind).toBe('rounds');
+    const once = openInputRounds(params({ ...input, capabilities: { elicitation: {}, sampling: {}, roots: {} } }), v('non_idempotent'), proxy, 'h', caller, stateSettings);
     expect(once?.kind).toBe('once');
     if (once?.kind !== 'once') return;
     await expect(once.askers.elicit?.({ message: 'Name?', requestedSchema: { type: 'object', properties: {} } }, { key: 'q' })).rejects.toThrow(/never sent twice/);
@@ -71,7 +79,7 @@ describe('the input-round step', () => {
   });
 
   it('a non_idempotent proxy\'s question the client never declared is a missing capability, not a refused round', async () => {
-    const once = openInputRounds(params({ responses: {}, capabilities: { elicitation: {} } }), v('non_idempotent'), proxy, undefined, 'h');
+    const once = openInputRounds(params({ responses: {}, capabilities: { elicitation: {} } }), v('non_idempotent'), proxy, 'h', caller, stateSettings);
     if (once?.kind !== 'once') throw new Error('expected no rounds');
     await expect(once.askers.sample?.({ messages: [], maxTokens: 1 })).rejects.toMatchObject({ reason: 'capability', capability: 'sampling' });
     await expect(once.askers.elicit?.({ message: 'Name?', requestedSchema: { type: 'object', properties: {} } })).rejects.toMatchObject({ reason: 'unavailable' });

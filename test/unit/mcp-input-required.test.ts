@@ -4,7 +4,10 @@
  * re-runs the handler with the recorded answers. Only the final, executed call is recorded.
  */
 import { describe, expect, it } from 'vitest';
+import { createHmac } from 'node:crypto';
 import { makePrincipal } from '#domain/access';
+import { canonicalJson } from '#domain/hash';
+import type { Principal } from '#domain/types';
 import type { HandlerMap } from '#handlers/types';
 import { ClientRequestError } from '#mcp/client-requests';
 import { INPUT_REQUIRED, openState, resolveStateKey, sealState } from '#mcp/input-required';
@@ -66,15 +69,15 @@ const defs = [
 const principal = makePrincipal({});
 let nextId = 1;
 
-const setup = async () => {
-  const h = await makeHarness(defs, handlers);
-  const call = async (params: Record<string, unknown>, opts: { runId?: string; capabilities?: Record<string, unknown> } = {}): Promise<JsonRpcResponse> => {
+const setup = async (options: { now?: () => number; stateTtlMs?: number } = {}) => {
+  const h = await makeHarness(defs, handlers, options);
+  const call = async (params: Record<string, unknown>, opts: { runId?: string; capabilities?: Record<string, unknown>; principal?: Principal } = {}): Promise<JsonRpcResponse> => {
     const meta = {
       'io.modelcontextprotocol/protocolVersion': '2026-07-28',
       'io.modelcontextprotocol/clientCapabilities': opts.capabilities ?? ALL,
       ...(opts.runId ? { [RUN_ID_META]: opts.runId } : {}),
     };
-    const out: StatelessOutcome = await handleStateless(h.core, { jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { ...params, _meta: meta } }, { principal });
+    const out: StatelessOutcome = await handleStateless(h.core, { jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { ...params, _meta: meta } }, { principal: opts.principal ?? principal });
     if (out.kind !== 'response') throw new Error(`expected a response, got ${out.kind}`);
     return out.response;
   };
@@ -178,10 +181,122 @@ describe('requestState integrity', () => {
 
   it('ESTATE_STATE_KEY lets replicas verify each other; without it each process has its own key', () => {
     const id = { tool: 'greet', version: '1.0.0', argsHash: 'h' };
-    const state = sealState(id, { a: { action: 'cancel' } }, resolveStateKey('shared-secret'));
-    expect(openState(state, id, resolveStateKey('shared-secret'))).toEqual({ a: { action: 'cancel' } });
-    expect(() => openState(state, id, resolveStateKey())).toThrow(/integrity/);
+    const state = sealState(id, { a: { action: 'cancel' } }, { principal, now: 1_000, key: resolveStateKey('shared-secret') });
+    expect(openState(state, id, { principal, now: 1_000, ttlMs: 60_000, key: resolveStateKey('shared-secret') })).toEqual({ a: { action: 'cancel' } });
+    expect(() => openState(state, id, { principal, now: 1_000, ttlMs: 60_000, key: resolveStateKey() })).toThrow(/integrity/);
     expect(resolveStateKey().equals(resolveStateKey())).toBe(false);
+  });
+});
+
+/** A state's payload, decoded; and the same state with its payload changed under the old signature. */
+const bodyOf = (state: unknown): Record<string, unknown> =>
+  JSON.parse(Buffer.from(String(state).split('.')[0] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
+const reworked = (state: unknown, change: Record<string, unknown>): string =>
+  `${Buffer.from(JSON.stringify({ ...bodyOf(state), ...change })).toString('base64url')}.${String(String(state).split('.')[1])}`;
+
+describe('requestState is bound to its caller and expires', () => {
+  const alice = makePrincipal({ tenant: 'bank', subject: 'alice@bank.example' });
+  const follow = (state: unknown) => ({ ...greet, inputResponses: { user_name: accept({ name: 'Alice' }) }, requestState: state });
+
+  it("another caller's state is refused with -32602 before the handler runs, and nothing is recorded", async () => {
+    const { h, call } = await setup();
+    const r1 = resultOf(await call(greet, { principal: alice }));
+    expect(r1.resultType).toBe(INPUT_REQUIRED);
+    const before = runs.greet ?? 0;
+    const others = [
+      makePrincipal({ tenant: 'bank', subject: 'bob@bank.example' }),
+      // The same subject in another tenant is another caller (an issuer's `sub` may be unique only within a tenant).
+      makePrincipal({ tenant: 'other', subject: 'alice@bank.example' }),
+      // No subject (no authorization: the flags' principal) is not a wildcard, and is not the subject `anonymous`.
+      makePrincipal({ tenant: 'bank' }),
+      makePrincipal({ tenant: 'bank', subject: 'anonymous' }),
+    ];
+    for (const [i, other] of others.entries()) {
+      const e = errorOf(await call(follow(r1.requestState), { principal: other, runId: `ir-other-${i}` }));
+      expect(e).toEqual({ code: -32602, message: 'Invalid params: requestState belongs to another caller' });
+    }
+    expect(runs.greet ?? 0).toBe(before);
+    await h.recorder.flush();
+    for (const i of others.keys()) expect(await h.calls(`ir-other-${i}`)).toEqual([]);
+    // Its own caller completes with it.
+    expect(textOf(resultOf(await call(follow(r1.requestState), { principal: alice })))).toBe('Hello, Alice!');
+    // A subjectless caller's state is its own too.
+    const anon = makePrincipal({ tenant: 'bank' });
+    const r2 = resultOf(await call(greet, { principal: anon }));
+    expect(textOf(resultOf(await call(follow(r2.requestState), { principal: anon })))).toBe('Hello, Alice!');
+    expect(errorOf(await call(follow(r2.requestState), { principal: makePrincipal({ tenant: 'bank', subject: 'anonymous' }) }))).toMatchObject({ code: -32602 });
+  });
+
+  it('a state older than the TTL is refused with -32602 before the handler runs; one within it is accepted', async () => {
+    let t = 1_700_000_000_000;
+    const { h, call } = await setup({ now: () => t, stateTtlMs: 60_000 });
+    const r1 = resultOf(await call(greet, { principal: alice }));
+    const before = runs.greet ?? 0;
+    t += 60_001;
+    const e = errorOf(await call(follow(r1.requestState), { principal: alice, runId: 'ir-expired' }));
+    expect(e).toEqual({ code: -32602, message: 'Invalid params: requestState has expired; call the tool again without it' });
+    expect(runs.greet ?? 0).toBe(before);
+    await h.recorder.flush();
+    expect(await h.calls('ir-expired')).toEqual([]);
+    // Exactly the TTL old: still good.
+    const r2 = resultOf(await call(greet, { principal: alice }));
+    t += 60_000;
+    expect(textOf(resultOf(await call(follow(r2.requestState), { principal: alice, runId: 'ir-in-time' })))).toBe('Hello, Alice!');
+    await h.recorder.flush();
+    expect(await h.calls('ir-in-time')).toHaveLength(1);
+  });
+
+  it('each round issues its state afresh: a multi-round call may take a TTL per question', async () => {
+    let t = 1_700_000_000_000;
+    const { call } = await setup({ now: () => t, stateTtlMs: 60_000 });
+    const r1 = resultOf(await call({ name: 'two.steps', arguments: {} }));
+    t += 50_000;
+    const r2 = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }));
+    expect(r2.resultType).toBe(INPUT_REQUIRED);
+    t += 50_000;
+    const r3 = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step2: accept({ color: 'blue' }) }, requestState: r2.requestState }));
+    expect(textOf(r3)).toBe('Alice likes blue');
+    // The first round's state is past its TTL by now.
+    expect(errorOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }))).toMatchObject({
+      code: -32602,
+      message: 'Invalid params: requestState has expired; call the tool again without it',
+    });
+  });
+
+  it('the state names its caller by a keyed hash (never the subject) and its issue time; altering either fails the integrity check', async () => {
+    const t = 1_700_000_000_000;
+    const { call } = await setup({ now: () => t });
+    const r1 = resultOf(await call(greet, { principal: alice }));
+    const body = bodyOf(r1.requestState);
+    expect(body).toMatchObject({ v: 2, tool: 'greet', issuedAt: t });
+    expect(typeof body.caller).toBe('string');
+    expect(Buffer.from(String(r1.requestState).split('.')[0] ?? '', 'base64url').toString('utf8')).not.toMatch(/alice|bank/);
+    const before = runs.greet ?? 0;
+    const bob = makePrincipal({ tenant: 'bank', subject: 'bob@bank.example' });
+    const bobs = bodyOf(resultOf(await call(greet, { principal: bob })).requestState);
+    const beforeBob = runs.greet ?? 0;
+    // Bob puts his own caller field into Alice's state, or makes an old state young again: the signature no longer fits.
+    for (const [who, change] of [
+      [bob, { caller: bobs.caller }],
+      [alice, { issuedAt: t + 3_600_000 }],
+      [alice, { issuedAt: undefined }],
+      [alice, { v: 1 }],
+    ] as const) {
+      expect(errorOf(await call(follow(reworked(r1.requestState, change)), { principal: who }))).toEqual({
+        code: -32602,
+        message: 'Invalid params: requestState failed its integrity check',
+      });
+    }
+    expect(runs.greet ?? 0).toBe(beforeBob);
+    expect(beforeBob - before).toBe(1);
+  });
+
+  it('a version 1 state (no caller, no issue time), even correctly signed, fails the integrity check', () => {
+    const key = resolveStateKey('shared-secret');
+    const id = { tool: 'greet', version: '1.0.0', argsHash: 'h' };
+    const payload = Buffer.from(canonicalJson({ v: 1, ...id, answers: { a: { action: 'cancel' } } }), 'utf8').toString('base64url');
+    const v1 = `${payload}.${createHmac('sha256', key).update(payload).digest('base64url')}`;
+    expect(() => openState(v1, id, { principal, now: Date.now(), ttlMs: 60_000, key })).toThrow('Invalid params: requestState failed its integrity check');
   });
 });
 

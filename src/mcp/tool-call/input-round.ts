@@ -7,6 +7,7 @@
  * a call gets no rounds: its questions are refused at once (the upstream decides what a refusal means, as for a
  * client that declared no capability) and the call ends with its one execution.
  */
+import type { Principal } from '#domain/types';
 import type { CatalogueVersion } from '#projections/catalogue';
 import type { HandlerContext } from '#handlers/types';
 import { CAPABILITY_OF, ClientRequestError, ELICIT_METHOD, ROOTS_METHOD, SAMPLE_METHOD, type ClientMethod } from '../client-requests.ts';
@@ -46,12 +47,35 @@ const refusingAskers = (capabilities: Readonly<Record<string, unknown>>): Askers
   listRoots: () => refuse(ROOTS_METHOD, capabilities),
 });
 
-/** `argsHash`: the canonical hash of the arguments as sent (the pipeline's, computed once per call). */
-export const openInputRounds = (p: CallParams, v: CatalogueVersion, executor: ToolExecutor, stateKey: Buffer | undefined, argsHash: string): InputRounds | undefined => {
+/** How requestStates are checked: fixed per server (the pipeline builds it once). */
+export interface StateSettings {
+  /** Absent: the per-process default key (input-required.ts). */
+  key?: Buffer;
+  ttlMs: number;
+  /** The pipeline's clock. */
+  now: () => number;
+}
+
+/**
+ * `argsHash`: the canonical hash of the arguments as sent (the pipeline's, computed once per call). `principal`: the
+ * caller, whom a requestState must have been issued to. A call without a state reads no clock and computes no MAC.
+ */
+export const openInputRounds = (
+  p: CallParams,
+  v: CatalogueVersion,
+  executor: ToolExecutor,
+  argsHash: string,
+  principal: Principal,
+  state: StateSettings,
+): InputRounds | undefined => {
   if (!p.input) return undefined;
   if (!mayRunAgain(executor, v.sideEffect)) return { kind: 'once', askers: refusingAskers(p.input.capabilities) };
   const identity: CallIdentity = { tool: v.name, version: v.version, argsHash };
+  const sent = p.input.state;
   // Answers from the state win over a re-sent one: the run that follows must see what the earlier runs saw.
-  const answers = { ...p.input.responses, ...(p.input.state !== undefined ? openState(p.input.state, identity, stateKey) : {}) };
+  const answers = {
+    ...p.input.responses,
+    ...(sent !== undefined ? openState(sent, identity, { principal, now: state.now(), ttlMs: state.ttlMs, ...(state.key ? { key: state.key } : {}) }) : {}),
+  };
   return { kind: 'rounds', round: new InputRound(answers, p.input.capabilities), identity };
 };

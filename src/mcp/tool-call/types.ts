@@ -21,6 +21,8 @@ export interface ToolCallDeps {
   recorder: CallRecorder;
   /** The requestState key (input-required.ts); absent: the per-process default. */
   stateKey?: Buffer;
+  /** How long a requestState is good for after it was issued (ESTATE_STATE_TTL_MS), by `now`. */
+  stateTtlMs: number;
   isOffered: (v: CatalogueVersion) => boolean;
   /** A logger for handler code, bound to the call. */
   handlerLog: (fields: Record<string, unknown>) => HandlerLog;
