@@ -69,18 +69,69 @@ const resumePoint = async (from: EventStore, last: StoredEvent): Promise<string>
   return original.position;
 };
 
-/** Consecutive events of one stream become one request, so the batch keeps the source's order exactly. */
+/** The event named for people: where it is in the source, and what it is. */
+const named = (e: StoredEvent): string => `${e.streamId}@${e.revision} (${e.type}, source position ${e.position})`;
+
+/**
+ * A source event the store would never have written: the copy refuses it by name rather than write something else.
+ * A recorded time that is not a time would otherwise fail as "Invalid time value", naming nothing.
+ */
+const timeOf = (e: StoredEvent): string => {
+  const ms = Date.parse(e.recordedAt);
+  if (Number.isNaN(ms)) {
+    throw new DomainError('conflict', 'source-event-invalid', `copy: the source's event ${named(e)} has a recorded time that is not a time: '${e.recordedAt}'; nothing of this batch was written`);
+  }
+  return new Date(ms).toISOString();
+};
+
+/** A stream of the source that skips a revision: the target numbers its events itself, so it would renumber them. */
+const gapError = (e: StoredEvent, previous: number): DomainError =>
+  new DomainError(
+    'conflict',
+    'source-gap',
+    `copy: the source's stream ${e.streamId} has no revision ${e.revision - 1}: its event ${named(e)} follows ${previous < 0 ? 'nothing' : `revision ${previous}`}; a copy would renumber it, so nothing of this batch was written`,
+  );
+
+/**
+ * Consecutive events of one stream become one request, so the batch keeps the source's order exactly. Within a request
+ * the store numbers the events itself from the revision expected, so each must follow the one before it: a gap in the
+ * source (written around the store) would be renumbered in the target, not refused.
+ */
 const toRequests = (page: readonly StoredEvent[]): AppendRequest[] => {
   const requests: AppendRequest[] = [];
+  let previous: StoredEvent | undefined;
   for (const e of page) {
+    if (!Number.isSafeInteger(e.revision) || e.revision < 0) {
+      throw new DomainError('conflict', 'source-event-invalid', `copy: the source's event ${named(e)} has a revision that is not a whole number from 0; nothing of this batch was written`);
+    }
     let current = requests[requests.length - 1];
     if (current?.streamId !== e.streamId) {
       current = { streamId: e.streamId, events: [], expectedRevision: e.revision - 1 };
       requests.push(current);
+    } else if (e.revision !== previous!.revision + 1) {
+      throw gapError(e, previous!.revision);
     }
-    current.events.push({ type: e.type, data: e.data, recordedAt: new Date(Date.parse(e.recordedAt)).toISOString() });
+    current.events.push({ type: e.type, data: e.data, recordedAt: timeOf(e) });
+    previous = e;
   }
   return requests;
+};
+
+/**
+ * Why the target refused a batch: the revision it expected is missing in the SOURCE (a gap, or a stream that does not
+ * start at 0), or the target's stream is not the source's (something else wrote to it).
+ */
+const refusal = async (from: EventStore, page: readonly StoredEvent[], e: ConcurrencyError): Promise<DomainError> => {
+  const first = page.find((p) => p.streamId === e.streamId && p.revision - 1 === e.expected);
+  if (first !== undefined) {
+    const [before] = first.revision === 0 ? [] : await from.readStream(first.streamId, { fromRevision: first.revision - 1, direction: 'backwards', limit: 1 });
+    if (first.revision > 0 && before?.revision !== first.revision - 1) return gapError(first, before?.revision ?? -1);
+  }
+  return new DomainError(
+    'conflict',
+    'target-diverged',
+    `copy: stream ${e.streamId} in the target does not match the source (expected revision ${String(e.expected)}, found ${e.actual ?? 'another'}): something else writes to the target; nothing of this batch was written`,
+  );
 };
 
 export const copyStore = async (from: EventStore, to: EventStore, options: CopyOptions = {}): Promise<CopyResult> => {
@@ -108,15 +159,12 @@ export const copyStore = async (from: EventStore, to: EventStore, options: CopyO
   for (;;) {
     const page = await from.readAll({ after, limit: batchSize });
     if (page.length === 0) break;
+    const requests = toRequests(page);
     try {
-      await to.appendMany(toRequests(page));
+      await to.appendMany(requests);
     } catch (e) {
       if (!(e instanceof ConcurrencyError)) throw e;
-      throw new DomainError(
-        'conflict',
-        'target-diverged',
-        `copy: stream ${e.streamId} in the target does not match the source (expected revision ${String(e.expected)}, found ${e.actual ?? 'another'}): something else writes to the target; nothing of this batch was written`,
-      );
+      throw await refusal(from, page, e);
     }
     appended += page.length;
     after = page[page.length - 1]!.position;
