@@ -3,8 +3,8 @@
  * revision, type, data and recorded time. How an estate outgrows the embedded store.
  *
  * Why it can be killed at any moment and resumed: each batch is ONE `appendMany` (one commit on SQLite and
- * PostgreSQL), so the target always holds a prefix of the source's log, in the same order. Resuming finds the
- * target's last event, finds that same event (stream and revision) in the source, and continues after it. Every
+ * PostgreSQL), so the target always holds a prefix of the source's log, in the same order. Resuming checks that the
+ * target's events are the source's first ones, one for one, and continues after the last of them. Every
  * append also states the exact revision it expects (the source event's revision - 1), so even a wrong guess could
  * never write a duplicate or leave a gap inside a stream: the store would refuse the batch.
  */
@@ -27,6 +27,8 @@ export interface CopyOptions {
   /** Events per commit. Default 500. */
   batchSize?: number;
   onProgress?(p: CopyProgress): void;
+  /** Resuming: how many of the target's events have been checked against the source so far (after each page). */
+  onChecked?(checked: number): void;
 }
 
 export interface CopyResult extends CopyProgress {
@@ -37,16 +39,15 @@ export interface CopyResult extends CopyProgress {
 const DEFAULT_BATCH = 500;
 const SCAN_PAGE = 5000;
 
-/** The target's last event (in its own order) and how many it holds: one pass over its log. */
-const lastOf = async (store: EventStore): Promise<{ last: StoredEvent | null; count: number }> => {
-  let last: StoredEvent | null = null;
-  let count = 0;
-  for (;;) {
-    const page = await store.readAll({ after: last?.position ?? null, limit: SCAN_PAGE });
-    if (page.length === 0) return { last, count };
-    count += page.length;
-    last = page[page.length - 1]!;
+/** Up to `n` of the source's events after a position (a read may return fewer than asked: asked again). */
+const readUpTo = async (store: EventStore, after: string | null, n: number): Promise<StoredEvent[]> => {
+  const out: StoredEvent[] = [];
+  while (out.length < n) {
+    const page = await store.readAll({ after: out.at(-1)?.position ?? after, limit: n - out.length });
+    if (page.length === 0) break;
+    out.push(...page);
   }
+  return out;
 };
 
 const sameEvent = (a: StoredEvent, b: StoredEvent): boolean =>
@@ -56,17 +57,34 @@ const sameEvent = (a: StoredEvent, b: StoredEvent): boolean =>
   Date.parse(a.recordedAt) === Date.parse(b.recordedAt) &&
   canonicalJson(a.data ?? null) === canonicalJson(b.data ?? null);
 
-/** Where in the source to continue: after the source's copy of the target's last event. */
-const resumePoint = async (from: EventStore, last: StoredEvent): Promise<string> => {
-  const [original] = await from.readStream(last.streamId, { fromRevision: last.revision, limit: 1 });
-  if (!original || original.revision !== last.revision || !sameEvent(original, last)) {
-    throw new DomainError(
-      'conflict',
-      'target-not-a-copy',
-      `copy --resume: the target's last event (${last.streamId}@${last.revision}, ${last.type}) is not in the source as it is in the target: the target is not an interrupted copy of this source`,
-    );
+const notACopy = (detail: string): DomainError =>
+  new DomainError('conflict', 'target-not-a-copy', `copy --resume: ${detail}: the target is not an interrupted copy of this source`);
+
+/**
+ * Where in the source to continue, and how many events the target holds: the target's log, read whole, must be the
+ * source's first events, one for one and in order. Checking its last event alone accepted a target copied from another
+ * source whose last event this source also holds (two stores with a shared history), and appended the rest onto it.
+ */
+const resumePoint = async (from: EventStore, to: EventStore, onChecked?: (n: number) => void): Promise<{ after: string | null; count: number }> => {
+  let targetAfter: string | null = null;
+  let after: string | null = null;
+  let count = 0;
+  for (;;) {
+    const mine = await to.readAll({ after: targetAfter, limit: SCAN_PAGE });
+    if (mine.length === 0) return { after, count };
+    const theirs = await readUpTo(from, after, mine.length);
+    for (const [i, t] of mine.entries()) {
+      const s = theirs[i];
+      if (s === undefined) throw notACopy(`the target holds more events than the source (${count + i} in the source)`);
+      if (!sameEvent(s, t)) {
+        throw notACopy(`the target's event ${count + i + 1} (${t.streamId}@${t.revision}, ${t.type}) is not the source's (${s.streamId}@${s.revision}, ${s.type}, source position ${s.position}) as it is in the target`);
+      }
+    }
+    count += mine.length;
+    targetAfter = mine[mine.length - 1]!.position;
+    after = theirs[theirs.length - 1]!.position;
+    onChecked?.(count);
   }
-  return original.position;
 };
 
 /** The event named for people: where it is in the source, and what it is. */
@@ -150,9 +168,7 @@ export const copyStore = async (from: EventStore, to: EventStore, options: CopyO
         'copy: the target store already holds events; copy only into an empty store, or add --resume to continue an interrupted copy into it',
       );
     }
-    const { last, count } = await lastOf(to);
-    after = await resumePoint(from, last!);
-    resumedAfter = count;
+    ({ after, count: resumedAfter } = await resumePoint(from, to, options.onChecked));
   }
 
   let appended = 0;

@@ -119,6 +119,40 @@ describe('copyStore', () => {
     expect((await everything(to)).length).toBe(1);
   });
 
+  it('refuses to resume into a copy of another source, even when its last event is also in this source', async () => {
+    // Two stores with a shared history: the same `y` stream, written with the same times, after a different `x`.
+    const at = '2025-01-01T00:00:00.000Z';
+    const note = (data: unknown) => ({ type: 'Note', data, recordedAt: at });
+    const a = memory();
+    await a.append('x', [note({ v: 'a' })], { expectedRevision: 'no_stream' });
+    await a.append('y', [note(0), note(1)], { expectedRevision: 'no_stream' });
+    await a.append('z', [note(0)], { expectedRevision: 'no_stream' });
+    const b = memory();
+    await b.append('x', [note({ v: 'b' })], { expectedRevision: 'no_stream' });
+    await b.append('y', [note(0), note(1)], { expectedRevision: 'no_stream' });
+    const to = sqlite();
+    await copyStore(b, to);
+    const e = await rejection(copyStore(a, to, { resume: true }));
+    expect([e.code, e.message]).toEqual([
+      'target-not-a-copy',
+      "copy --resume: the target's event 1 (x@0, Note) is not the source's (x@0, Note, source position 1) as it is in the target: the target is not an interrupted copy of this source",
+    ]);
+    expect((await everything(to)).length).toBe(3);
+
+    // A target holding more than the source is no prefix of it either.
+    const bsFirst = memory();
+    await bsFirst.append('x', [note({ v: 'b' })], { expectedRevision: 'no_stream' });
+    const e2 = await rejection(copyStore(bsFirst, to, { resume: true }));
+    expect([e2.code, e2.message]).toEqual(['target-not-a-copy', 'copy --resume: the target holds more events than the source (1 in the source): the target is not an interrupted copy of this source']);
+
+    // A genuine prefix is checked whole, and says how far the check has come.
+    const checked: number[] = [];
+    const prefix = sqlite();
+    await copyStore(b, prefix);
+    expect(await copyStore(b, prefix, { resume: true, onChecked: (n) => checked.push(n) })).toMatchObject({ resumedAfter: 3, appended: 0 });
+    expect(checked).toEqual([3]);
+  });
+
   /** A source of 10 events, each its own batch below: stream `a` at positions 1-6, `b` at 7-10. */
   const twoStreams = async (): Promise<{ from: EventStore; file: string }> => {
     const { store: from, file } = sqliteAt();

@@ -23,10 +23,19 @@ const checkUrl = (flag: string, url: string): void => {
   }
 };
 
-/** Progress on stderr, at most once a second (and the first batch at once, so a long copy shows it started). */
-const progressPrinter = (): { print(p: CopyProgress): void; done(p: CopyProgress): void } => {
-  const started = Date.now();
+/**
+ * Progress on stderr, at most once a second (and the first batch at once, so a long copy shows it started). A resume
+ * first checks the target's whole log against the source, which says so the same way; the rate counts from its end.
+ */
+const progressPrinter = (): { print(p: CopyProgress): void; checked(n: number): void; done(p: CopyProgress): void } => {
+  let started = Date.now();
   let lastLine = 0;
+  const due = (): boolean => {
+    const now = Date.now();
+    if (lastLine !== 0 && now - lastLine < 1000) return false;
+    lastLine = now;
+    return true;
+  };
   const line = (p: CopyProgress): void => {
     const seconds = (Date.now() - started) / 1000;
     const rate = seconds > 0 ? Math.round(p.appended / seconds) : p.appended;
@@ -34,10 +43,11 @@ const progressPrinter = (): { print(p: CopyProgress): void; done(p: CopyProgress
   };
   return {
     print(p) {
-      const now = Date.now();
-      if (lastLine !== 0 && now - lastLine < 1000) return;
-      lastLine = now;
-      line(p);
+      if (due()) line(p);
+    },
+    checked(n) {
+      if (due()) process.stderr.write(`estate copy: resuming: ${n} events of the target checked against the source so far\n`);
+      started = Date.now();
     },
     done: line,
   };
@@ -61,7 +71,7 @@ const runCopy = async (flags: CopyFlags): Promise<number> => {
     from = await openEventStore(flags.from, { access: 'read' });
     to = await openEventStore(flags.to, { access: 'write' });
     const progress = progressPrinter();
-    const result = await copyStore(from, to, { resume: flags.resume === true, ...(batchSize !== undefined ? { batchSize } : {}), onProgress: progress.print });
+    const result = await copyStore(from, to, { resume: flags.resume === true, ...(batchSize !== undefined ? { batchSize } : {}), onProgress: progress.print, onChecked: progress.checked });
     progress.done(result);
     process.stderr.write('estate copy: comparing the projections of both stores…\n');
     const [source, target] = await Promise.all([summarizeStore(from), summarizeStore(to)]);
