@@ -1,4 +1,6 @@
 /** `estate copy --from <store-url> --to <store-url> [--resume]` (SPEC §9): move an estate to another store. */
+import { realpathSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { EventStore } from '#app/ports';
 import { DomainError } from '#domain/errors';
@@ -21,6 +23,36 @@ const checkUrl = (flag: string, url: string): void => {
   if (url.startsWith('memory:')) {
     throw new DomainError('usage', 'memory-store', `${flag} ${url}: a memory store lives only inside one process; copy between sqlite:, postgres:// and kurrentdb:// stores`);
   }
+};
+
+/**
+ * The SQLite file a URL names, through symbolic links and `./`, `../` (the file itself may not exist yet: its directory
+ * then); undefined for any other store. Two spellings of one file are one store.
+ */
+const sqliteFile = (url: string): string | undefined => {
+  if (!url.startsWith('sqlite:')) return undefined;
+  const file = resolve(url.slice('sqlite:'.length));
+  try {
+    return realpathSync(file);
+  } catch {
+    try {
+      return join(realpathSync(dirname(file)), basename(file));
+    } catch {
+      return file;
+    }
+  }
+};
+
+/**
+ * `--batch-size` as typed, checked before either store is opened: a usage error must not create the target first.
+ * Only digits: `Number()` took '' for 0, `0x10` for 16 and `abc` for NaN (said as "got NaN").
+ */
+const parseBatchSize = (text: string): number => {
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > 10_000) {
+    throw new DomainError('usage', 'bad-batch-size', `--batch-size must be a whole number from 1 to 10000, got '${text}'`);
+  }
+  return n;
 };
 
 /**
@@ -63,8 +95,11 @@ const runCopy = async (flags: CopyFlags): Promise<number> => {
   if (flags.store !== undefined) throw new DomainError('usage', 'store-not-for-copy', 'copy: name the stores with --from <store-url> and --to <store-url>, not --store');
   checkUrl('--from', flags.from);
   checkUrl('--to', flags.to);
-  if (flags.from === flags.to) throw new DomainError('usage', 'same-store', 'copy: --from and --to name the same store');
-  const batchSize = flags.batchSize === undefined ? undefined : Number(flags.batchSize);
+  const file = sqliteFile(flags.from);
+  if (flags.from === flags.to || (file !== undefined && file === sqliteFile(flags.to))) {
+    throw new DomainError('usage', 'same-store', `copy: --from and --to name the same store${flags.from === flags.to ? '' : ` (${file})`}`);
+  }
+  const batchSize = flags.batchSize === undefined ? undefined : parseBatchSize(flags.batchSize);
   let from: EventStore | undefined;
   let to: EventStore | undefined;
   try {
