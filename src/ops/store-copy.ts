@@ -8,7 +8,9 @@
  * append also states the exact revision it expects (the source event's revision - 1), so even a wrong guess could
  * never write a duplicate or leave a gap inside a stream: the store would refuse the batch.
  */
+import { CATALOGUE_SNAPSHOT } from '#app/catalogue-snapshot';
 import { ConcurrencyError, type AppendRequest, type EventStore, type StoredEvent } from '#app/ports';
+import { RUNS_SNAPSHOT } from '#app/runs-snapshot';
 import { DomainError } from '#domain/errors';
 import { canonicalJson } from '#domain/hash';
 
@@ -84,6 +86,24 @@ const resumePoint = async (from: EventStore, to: EventStore, onChecked?: (n: num
     targetAfter = mine[mine.length - 1]!.position;
     after = theirs[theirs.length - 1]!.position;
     onChecked?.(count);
+  }
+};
+
+/**
+ * A target without events but with a projection snapshot: no snapshot is ever written of an empty log, so this one was
+ * made from another log whose events were removed by hand (the tables beside them left). A server on the copy would
+ * restore it and read only the events after its position, a position of that other log: it served 61 tools of a log
+ * that holds 40. Snapshots are a cache the copy does not carry (positions are per store), so the target must have none.
+ */
+const refuseStaleSnapshots = async (to: EventStore): Promise<void> => {
+  for (const name of [CATALOGUE_SNAPSHOT, RUNS_SNAPSHOT]) {
+    const head = await to.snapshots?.head(name);
+    if (!head) continue;
+    throw new DomainError(
+      'conflict',
+      'target-has-snapshots',
+      `copy: the target holds no events but a ${name} snapshot (position ${head.position}, ${head.eventCount} events, written ${head.writtenAt}) made from another log, which a server on the copy would restore; delete the target's projection_snapshots rows, or copy into a new store`,
+    );
   }
 };
 
@@ -169,6 +189,8 @@ export const copyStore = async (from: EventStore, to: EventStore, options: CopyO
       );
     }
     ({ after, count: resumedAfter } = await resumePoint(from, to, options.onChecked));
+  } else {
+    await refuseStaleSnapshots(to);
   }
 
   let appended = 0;

@@ -153,6 +153,27 @@ describe('copyStore', () => {
     expect(checked).toEqual([3]);
   });
 
+  it('refuses an empty target that holds a projection snapshot of another log, and writes nothing', async () => {
+    // Its events deleted by hand, its snapshot left: a server on the copy restored it (position 200021 of the old log)
+    // and served 61 tools of a copied log of 40.
+    const from = memory();
+    await seedHistory(from, 300);
+    const { store: to, file } = sqliteAt();
+    await to.append('tool-old.one', [{ type: 'Note', data: {} }], { expectedRevision: 'no_stream' });
+    const chunks = async function* () {
+      yield '[]';
+    };
+    const head = { name: 'catalogue', version: 'v', position: '1', eventCount: 1, checksum: 'c', chunkCount: 1, chars: 2, writtenAt: '2025-01-01T00:00:00.000Z' };
+    await to.snapshots!.write(chunks(), () => head);
+    rawSql(file, 'DELETE FROM events');
+    const e = await rejection(copyStore(from, to));
+    expect([e.code, e.message]).toEqual([
+      'target-has-snapshots',
+      "copy: the target holds no events but a catalogue snapshot (position 1, 1 events, written 2025-01-01T00:00:00.000Z) made from another log, which a server on the copy would restore; delete the target's projection_snapshots rows, or copy into a new store",
+    ]);
+    expect(await everything(to)).toEqual([]);
+  });
+
   /** A source of 10 events, each its own batch below: stream `a` at positions 1-6, `b` at 7-10. */
   const twoStreams = async (): Promise<{ from: EventStore; file: string }> => {
     const { store: from, file } = sqliteAt();
