@@ -22,7 +22,7 @@ import {
 } from '#app/ports';
 import { startModuleWorker } from '#app/module-worker';
 import { checkExpectedRevision } from './expected-revision.ts';
-import { COLUMNS, fromPage, prefixPages, PREFIX_INDEXES, READ_AFTER, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
+import { COLUMNS, fromPage, parseData, prefixPages, PREFIX_INDEXES, READ_AFTER, type RawRow, type ScanJob, type ScanMessage } from './sqlite-scan-page.ts';
 import { BUSY_SPIN_MS, DEFAULT_BUSY_TIMEOUT_MS, isBusy, whenFree, writeQueue } from './sqlite-busy.ts';
 import { createSqliteSnapshots } from './sqlite-snapshots.ts';
 import { checkExternalCommits, releaseWakes, wakeLocal, wakesOf, watchWal, type Wake } from './sqlite-wakes.ts';
@@ -411,7 +411,7 @@ function toStored(row: RawRow): StoredEvent {
     streamId: row[1],
     revision: row[2],
     type: row[3],
-    data: JSON.parse(row[4]) as unknown,
+    data: parseData(row[4], row[0], row[1], row[2]),
     recordedAt: row[5],
   };
 }

@@ -102,17 +102,30 @@ export const toPage = (rows: RawRow[], last: boolean): { page: ScanPage; transfe
   return { page: { data, numbers, names, last }, transfer: [numbers.buffer] };
 };
 
+/**
+ * An event's data, parsed. The column is TEXT, so a row written around the store (by hand, with SQL) can hold what is
+ * not JSON: the error names the event, where the parser's own ("Unexpected end of JSON input") named nothing.
+ */
+export const parseData = (text: string, position: number, streamId: string, revision: number): unknown => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new SyntaxError(`sqlite store: the event at position ${position} (${streamId}@${revision}) holds data that is not JSON: ${(e as Error).message}`);
+  }
+};
+
 /** A page as events: what the store's `toStored` makes of the same rows. */
 export function fromPage({ data, numbers, names }: ScanPage): StoredEvent[] {
   const events = new Array<StoredEvent>(data.length);
   for (let i = 0; i < data.length; i++) {
     const o = i * ROW_WIDTH;
+    const streamId = names[numbers[o + 2]!]!;
     events[i] = {
       position: String(numbers[o]),
-      streamId: names[numbers[o + 2]!]!,
+      streamId,
       revision: numbers[o + 1]!,
       type: names[numbers[o + 3]!]!,
-      data: JSON.parse(data[i]!) as unknown,
+      data: parseData(data[i]!, numbers[o]!, streamId, numbers[o + 1]!),
       recordedAt: names[numbers[o + 4]!]!,
     };
   }

@@ -273,14 +273,20 @@ describe('SqliteEventStore specifics', () => {
       expect(folded(await replayAsOf(threaded, then))).toEqual(folded(await replayAsOf(here, then)));
     });
 
-    it('a row whose data is not JSON fails the scan (as readAll does), on the thread or not', async () => {
+    it('a row whose data is not JSON fails the scan (as readAll does), on the thread or not, naming the event', async () => {
       for (const scanThreadMinRows of [0, Infinity]) {
         const { store, path } = await seeded({ scanThreadMinRows });
         const raw = new Database(path);
         raw.prepare("UPDATE events SET data = '{not json' WHERE stream_id = 'tool-t3' AND revision = 2").run();
+        const { position } = raw.prepare<[], { position: number }>("SELECT position FROM events WHERE stream_id = 'tool-t3' AND revision = 2").get()!;
         raw.close();
-        await expect(store.readAll({ limit: 1000 })).rejects.toThrow(SyntaxError);
-        await expect(scanned(store, { limit: 10 })).rejects.toThrow(SyntaxError);
+        // The parser's own words ("Expected property name ...") named no event: a store of millions could not be mended.
+        const named = new RegExp(`^sqlite store: the event at position ${position} \\(tool-t3@2\\) holds data that is not JSON: `);
+        for (const read of [() => store.readAll({ limit: 1000 }), () => scanned(store, { limit: 10 }), () => store.readStream('tool-t3')]) {
+          const e = await read().then(() => null, (x: unknown) => x);
+          expect(e).toBeInstanceOf(SyntaxError);
+          expect((e as Error).message).toMatch(named);
+        }
       }
     });
   });

@@ -2,7 +2,7 @@
  * The `estate` CLI as a user meets it: every malformed definition gets a specific one-line error and a non-zero exit
  * and changes nothing; the walkthrough of the README works; --json shapes and exit codes are as SPEC §5 says.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runStream } from '#domain/events';
 import { createSqliteEventStore } from '#store/sqlite-event-store';
@@ -105,6 +105,22 @@ describe('bad input: a specific one-line error, a non-zero exit, nothing changed
     expect([withStore.code, withStore.stderr.trim()]).toEqual([2, 'estate: error: copy: name the stores with --from <store-url> and --to <store-url>, not --store']);
     const same = await runCli(['copy', '--from', 'sqlite:b.db', '--to', 'sqlite:b.db']);
     expect([same.code, same.stderr.trim()]).toEqual([2, 'estate: error: copy: --from and --to name the same store']);
+  });
+  it('copy: one SQLite file by two paths is the same store, and a bad --batch-size is said as typed before any store is made', async () => {
+    const source = createSqliteEventStore({ path: `${t.dir}/copy-source.db` });
+    await source.append('tool-a.b', [{ type: 'Note', data: {} }], { expectedRevision: 'no_stream' });
+    await source.close();
+    // It was "the target store already holds events" (exit 3), and with --resume "copied", exit 0: a copy into itself.
+    for (const extra of [[], ['--resume']]) {
+      const r = await runCli(['copy', '--from', `sqlite:${t.dir}/copy-source.db`, '--to', `sqlite:${t.dir}/../${t.dir.split('/').at(-1)}/./copy-source.db`, ...extra]);
+      expect([r.code, r.stderr.trim()]).toEqual([2, `estate: error: copy: --from and --to name the same store (${realpathSync(`${t.dir}/copy-source.db`)})`]);
+    }
+    // It was checked after the target was opened, which created it; and 'abc' was said as NaN, '' as 0, 0x10 taken.
+    for (const size of ['0', '-5', '1e9', 'abc', '', '0x10', ' 7', '2.0', '10001']) {
+      const r = await runCli(['copy', '--from', `sqlite:${t.dir}/copy-source.db`, '--to', `sqlite:${t.dir}/copy-target.db`, '--batch-size', size]);
+      expect([r.code, r.stderr.trim()], size).toEqual([2, `estate: error: --batch-size must be a whole number from 1 to 10000, got '${size}'`]);
+      expect(existsSync(`${t.dir}/copy-target.db`), size).toBe(false);
+    }
   });
   it('an unknown store URL is a usage error', async () => {
     const r = await runCli(['list', '--store', 'mongodb://x']);

@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EventStore, StoredEvent } from '#app/ports';
 import { DomainError } from '#domain/errors';
@@ -13,12 +14,23 @@ import { seedHistory } from '../fixtures/estate-history.ts';
 
 const dirs: string[] = [];
 const stores: EventStore[] = [];
-const sqlite = (): EventStore => {
+const sqliteAt = (): { store: EventStore; file: string } => {
   const dir = mkdtempSync(join(tmpdir(), 'estate-copy-'));
   dirs.push(dir);
-  const store = createSqliteEventStore({ path: join(dir, 'e.db') });
+  const file = join(dir, 'e.db');
+  const store = createSqliteEventStore({ path: file });
   stores.push(store);
-  return store;
+  return { store, file };
+};
+const sqlite = (): EventStore => sqliteAt().store;
+/** Changes a SQLite store's events around the store, as only a hand with SQL could. */
+const rawSql = (file: string, sql: string): void => {
+  const db = new Database(file);
+  try {
+    db.exec(sql);
+  } finally {
+    db.close();
+  }
 };
 const memory = (): EventStore => {
   const store = createMemoryEventStore();
@@ -105,6 +117,104 @@ describe('copyStore', () => {
     const e = await rejection(copyStore(from, to, { resume: true }));
     expect(e.code).toBe('target-not-a-copy');
     expect((await everything(to)).length).toBe(1);
+  });
+
+  it('refuses to resume into a copy of another source, even when its last event is also in this source', async () => {
+    // Two stores with a shared history: the same `y` stream, written with the same times, after a different `x`.
+    const at = '2025-01-01T00:00:00.000Z';
+    const note = (data: unknown) => ({ type: 'Note', data, recordedAt: at });
+    const a = memory();
+    await a.append('x', [note({ v: 'a' })], { expectedRevision: 'no_stream' });
+    await a.append('y', [note(0), note(1)], { expectedRevision: 'no_stream' });
+    await a.append('z', [note(0)], { expectedRevision: 'no_stream' });
+    const b = memory();
+    await b.append('x', [note({ v: 'b' })], { expectedRevision: 'no_stream' });
+    await b.append('y', [note(0), note(1)], { expectedRevision: 'no_stream' });
+    const to = sqlite();
+    await copyStore(b, to);
+    const e = await rejection(copyStore(a, to, { resume: true }));
+    expect([e.code, e.message]).toEqual([
+      'target-not-a-copy',
+      "copy --resume: the target's event 1 (x@0, Note) is not the source's (x@0, Note, source position 1) as it is in the target: the target is not an interrupted copy of this source",
+    ]);
+    expect((await everything(to)).length).toBe(3);
+
+    // A target holding more than the source is no prefix of it either.
+    const bsFirst = memory();
+    await bsFirst.append('x', [note({ v: 'b' })], { expectedRevision: 'no_stream' });
+    const e2 = await rejection(copyStore(bsFirst, to, { resume: true }));
+    expect([e2.code, e2.message]).toEqual(['target-not-a-copy', 'copy --resume: the target holds more events than the source (1 in the source): the target is not an interrupted copy of this source']);
+
+    // A genuine prefix is checked whole, and says how far the check has come.
+    const checked: number[] = [];
+    const prefix = sqlite();
+    await copyStore(b, prefix);
+    expect(await copyStore(b, prefix, { resume: true, onChecked: (n) => checked.push(n) })).toMatchObject({ resumedAfter: 3, appended: 0 });
+    expect(checked).toEqual([3]);
+  });
+
+  it('refuses an empty target that holds a projection snapshot of another log, and writes nothing', async () => {
+    // Its events deleted by hand, its snapshot left: a server on the copy restored it (position 200021 of the old log)
+    // and served 61 tools of a copied log of 40.
+    const from = memory();
+    await seedHistory(from, 300);
+    const { store: to, file } = sqliteAt();
+    await to.append('tool-old.one', [{ type: 'Note', data: {} }], { expectedRevision: 'no_stream' });
+    const chunks = async function* () {
+      yield '[]';
+    };
+    const head = { name: 'catalogue', version: 'v', position: '1', eventCount: 1, checksum: 'c', chunkCount: 1, chars: 2, writtenAt: '2025-01-01T00:00:00.000Z' };
+    await to.snapshots!.write(chunks(), () => head);
+    rawSql(file, 'DELETE FROM events');
+    const e = await rejection(copyStore(from, to));
+    expect([e.code, e.message]).toEqual([
+      'target-has-snapshots',
+      "copy: the target holds no events but a catalogue snapshot (position 1, 1 events, written 2025-01-01T00:00:00.000Z) made from another log, which a server on the copy would restore; delete the target's projection_snapshots rows, or copy into a new store",
+    ]);
+    expect(await everything(to)).toEqual([]);
+  });
+
+  /** A source of 10 events, each its own batch below: stream `a` at positions 1-6, `b` at 7-10. */
+  const twoStreams = async (): Promise<{ from: EventStore; file: string }> => {
+    const { store: from, file } = sqliteAt();
+    await from.append('a', [0, 1, 2, 3, 4, 5].map((i) => ({ type: 'Note', data: { i } })), { expectedRevision: 'no_stream' });
+    await from.append('b', [0, 1, 2, 3].map((i) => ({ type: 'Note', data: { i } })), { expectedRevision: 'no_stream' });
+    return { from, file };
+  };
+
+  it('refuses a source stream that skips a revision, by name, and never writes a renumbered event', async () => {
+    // In one batch: the store numbers a request's events itself, so `a`@4 used to be written as `a`@3, silently.
+    const { from, file } = await twoStreams();
+    rawSql(file, 'DELETE FROM events WHERE stream_id = \'a\' AND revision = 3');
+    const to = sqlite();
+    const e = await rejection(copyStore(from, to, { batchSize: 100 }));
+    expect(e.code).toBe('source-gap');
+    expect(e.message).toBe("copy: the source's stream a has no revision 3: its event a@4 (Note, source position 5) follows revision 2; a copy would renumber it, so nothing of this batch was written");
+    expect(await everything(to)).toEqual([]);
+
+    // Across batches, the target's refusal was blamed on the target ("something else writes to the target").
+    const to2 = sqlite();
+    const e2 = await rejection(copyStore(from, to2, { batchSize: 3 }));
+    expect([e2.code, e2.message]).toEqual(['source-gap', "copy: the source's stream a has no revision 3: its event a@4 (Note, source position 5) follows revision 2; a copy would renumber it, so nothing of this batch was written"]);
+    expect(shape(await everything(to2))).toEqual(shape((await everything(from)).slice(0, 3)));
+  });
+
+  it('refuses a source stream that does not start at revision 0, naming the source, not the target', async () => {
+    const { from, file } = await twoStreams();
+    rawSql(file, 'DELETE FROM events WHERE stream_id = \'b\' AND revision < 2');
+    const to = sqlite();
+    const e = await rejection(copyStore(from, to, { batchSize: 3 }));
+    expect([e.code, e.message]).toEqual(['source-gap', "copy: the source's stream b has no revision 1: its event b@2 (Note, source position 9) follows nothing; a copy would renumber it, so nothing of this batch was written"]);
+    expect((await everything(to)).length).toBe(6);
+  });
+
+  it('refuses a source event whose recorded time is not a time, naming it, and leaves the batches before it', async () => {
+    const { from, file } = await twoStreams();
+    rawSql(file, "UPDATE events SET recorded_at = 'yesterday' WHERE position = 8");
+    const to = sqlite();
+    const e = await rejection(copyStore(from, to, { batchSize: 3 }));
+    expect([e.code, e.message]).toEqual(['source-event-invalid', "copy: the source's event b@1 (Note, source position 8) has a recorded time that is not a time: 'yesterday'; nothing of this batch was written"]);
+    expect(shape(await everything(to))).toEqual(shape((await everything(from)).slice(0, 6)));
   });
 
   it('refuses a batch size out of range', async () => {

@@ -1,4 +1,6 @@
 /** `estate copy --from <store-url> --to <store-url> [--resume]` (SPEC §9): move an estate to another store. */
+import { realpathSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { EventStore } from '#app/ports';
 import { DomainError } from '#domain/errors';
@@ -23,10 +25,49 @@ const checkUrl = (flag: string, url: string): void => {
   }
 };
 
-/** Progress on stderr, at most once a second (and the first batch at once, so a long copy shows it started). */
-const progressPrinter = (): { print(p: CopyProgress): void; done(p: CopyProgress): void } => {
-  const started = Date.now();
+/**
+ * The SQLite file a URL names, through symbolic links and `./`, `../` (the file itself may not exist yet: its directory
+ * then); undefined for any other store. Two spellings of one file are one store.
+ */
+const sqliteFile = (url: string): string | undefined => {
+  if (!url.startsWith('sqlite:')) return undefined;
+  const file = resolve(url.slice('sqlite:'.length));
+  try {
+    return realpathSync(file);
+  } catch {
+    try {
+      return join(realpathSync(dirname(file)), basename(file));
+    } catch {
+      return file;
+    }
+  }
+};
+
+/**
+ * `--batch-size` as typed, checked before either store is opened: a usage error must not create the target first.
+ * Only digits: `Number()` took '' for 0, `0x10` for 16 and `abc` for NaN (said as "got NaN").
+ */
+const parseBatchSize = (text: string): number => {
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > 10_000) {
+    throw new DomainError('usage', 'bad-batch-size', `--batch-size must be a whole number from 1 to 10000, got '${text}'`);
+  }
+  return n;
+};
+
+/**
+ * Progress on stderr, at most once a second (and the first batch at once, so a long copy shows it started). A resume
+ * first checks the target's whole log against the source, which says so the same way; the rate counts from its end.
+ */
+const progressPrinter = (): { print(p: CopyProgress): void; checked(n: number): void; done(p: CopyProgress): void } => {
+  let started = Date.now();
   let lastLine = 0;
+  const due = (): boolean => {
+    const now = Date.now();
+    if (lastLine !== 0 && now - lastLine < 1000) return false;
+    lastLine = now;
+    return true;
+  };
   const line = (p: CopyProgress): void => {
     const seconds = (Date.now() - started) / 1000;
     const rate = seconds > 0 ? Math.round(p.appended / seconds) : p.appended;
@@ -34,10 +75,11 @@ const progressPrinter = (): { print(p: CopyProgress): void; done(p: CopyProgress
   };
   return {
     print(p) {
-      const now = Date.now();
-      if (lastLine !== 0 && now - lastLine < 1000) return;
-      lastLine = now;
-      line(p);
+      if (due()) line(p);
+    },
+    checked(n) {
+      if (due()) process.stderr.write(`estate copy: resuming: ${n} events of the target checked against the source so far\n`);
+      started = Date.now();
     },
     done: line,
   };
@@ -53,15 +95,18 @@ const runCopy = async (flags: CopyFlags): Promise<number> => {
   if (flags.store !== undefined) throw new DomainError('usage', 'store-not-for-copy', 'copy: name the stores with --from <store-url> and --to <store-url>, not --store');
   checkUrl('--from', flags.from);
   checkUrl('--to', flags.to);
-  if (flags.from === flags.to) throw new DomainError('usage', 'same-store', 'copy: --from and --to name the same store');
-  const batchSize = flags.batchSize === undefined ? undefined : Number(flags.batchSize);
+  const file = sqliteFile(flags.from);
+  if (flags.from === flags.to || (file !== undefined && file === sqliteFile(flags.to))) {
+    throw new DomainError('usage', 'same-store', `copy: --from and --to name the same store${flags.from === flags.to ? '' : ` (${file})`}`);
+  }
+  const batchSize = flags.batchSize === undefined ? undefined : parseBatchSize(flags.batchSize);
   let from: EventStore | undefined;
   let to: EventStore | undefined;
   try {
     from = await openEventStore(flags.from, { access: 'read' });
     to = await openEventStore(flags.to, { access: 'write' });
     const progress = progressPrinter();
-    const result = await copyStore(from, to, { resume: flags.resume === true, ...(batchSize !== undefined ? { batchSize } : {}), onProgress: progress.print });
+    const result = await copyStore(from, to, { resume: flags.resume === true, ...(batchSize !== undefined ? { batchSize } : {}), onProgress: progress.print, onChecked: progress.checked });
     progress.done(result);
     process.stderr.write('estate copy: comparing the projections of both stores…\n');
     const [source, target] = await Promise.all([summarizeStore(from), summarizeStore(to)]);
