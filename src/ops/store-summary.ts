@@ -81,8 +81,8 @@ const upstreamView = (s: UpstreamState): unknown => ({
     .map((t) => ({ ...t, lastDrift: t.lastDrift ?? null, rejected: [...t.rejected].sort() })),
 });
 
-/** Read the whole log once and rebuild every projection from it. */
-export const summarizeStore = async (store: EventStore, pageSize = 2000): Promise<StoreSummary> => {
+/** Read the whole log once and rebuild every projection from it; `onPage` hears how many events so far, page by page. */
+export const summarizeStore = async (store: EventStore, pageSize = 2000, onPage?: (events: number) => void): Promise<StoreSummary> => {
   const catalogue = new CatalogueProjection();
   const upstreams = new Map<string, UpstreamState | undefined>();
   const runs = new Map<string, RunFold>();
@@ -118,6 +118,7 @@ export const summarizeStore = async (store: EventStore, pageSize = 2000): Promis
       }
     }
     after = page[page.length - 1]!.position;
+    onPage?.(events);
   }
   const runView = [...runs.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))

@@ -225,6 +225,15 @@ describe('copyStore', () => {
 });
 
 describe('the closing comparison', () => {
+  it('says how far its read of a log has come, page by page', async () => {
+    const from = memory();
+    await seedHistory(from, 1_000);
+    const heard: number[] = [];
+    const summary = await summarizeStore(from, 300, (events) => heard.push(events));
+    expect(heard).toEqual([300, 600, 900, 1_000]);
+    expect(summary.events).toBe(1_000);
+  });
+
   it('finds a changed payload, a changed time and a missing event', async () => {
     const from = memory();
     await seedHistory(from, 300);
