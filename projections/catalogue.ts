@@ -84,6 +84,8 @@ export const CATALOGUE_PROJECTION_VERSION = 4;
 /** The state at one position, for a snapshot; see `CatalogueProjection.cut`. */
 export interface CatalogueCut {
   position: string | null;
+  /** The event at `position`: its stream and revision (null before any event). */
+  anchor: { streamId: string; revision: number } | null;
   eventCount: number;
   tools: CatalogueTool[];
 }
@@ -115,6 +117,12 @@ export class CatalogueProjection {
   private namesOf: readonly CatalogueTool[] = this.sorted;
   /** Position of the last event applied; null before any. */
   position: string | null = null;
+  /**
+   * The stream and revision of the event at `position` (set by whoever folds stored events: the catalogue reader): a
+   * snapshot carries them, so a process restoring it can check that its store's log has that very event there.
+   */
+  anchorStream: string | null = null;
+  anchorRevision = -1;
   eventCount = 0;
   readonly keepsDetails: boolean;
   /** Values shared by many records (handlers, actors and reasons of lifecycle marks, access rules): each held once. */
@@ -215,7 +223,8 @@ export class CatalogueProjection {
       if (t.title !== undefined) copy.title = t.title;
       tools.push(copy);
     }
-    return { position: this.position, eventCount: this.eventCount, tools };
+    const anchor = this.anchorStream === null ? null : { streamId: this.anchorStream, revision: this.anchorRevision };
+    return { position: this.position, anchor, eventCount: this.eventCount, tools };
   }
 
   /** Add a tool as a snapshot held it (its versions in ascending semver order); for a projection being restored. */
@@ -234,6 +243,8 @@ export class CatalogueProjection {
     this.added = restored.added.slice();
     this.resort = restored.resort;
     this.position = restored.position;
+    this.anchorStream = restored.anchorStream;
+    this.anchorRevision = restored.anchorRevision;
     this.eventCount = restored.eventCount;
   }
 

@@ -60,6 +60,12 @@ export class CatalogueReader {
     return this.catalogue.position;
   }
 
+  /** The store's event at `revision` of `streamId`, if there is one (a restored snapshot's anchor is checked by it). */
+  async eventAt(streamId: string, revision: number): Promise<StoredEvent | undefined> {
+    const [stored] = await this.store.readStream(streamId, { fromRevision: revision, limit: 1 });
+    return stored?.revision === revision ? stored : undefined;
+  }
+
   onUpdate(listener: (u: CatalogueUpdate) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -121,6 +127,8 @@ export class CatalogueReader {
     const viewChanges: ViewChange[] = [];
     for (const stored of events) {
       const event = decodeCatalogueEvent(stored);
+      this.catalogue.anchorStream = stored.streamId;
+      this.catalogue.anchorRevision = stored.revision;
       if (!event) {
         this.catalogue.position = stored.position;
         continue;

@@ -16,6 +16,12 @@ const STATUSES: readonly VersionStatus[] = ['active', 'deprecated', 'retired'];
 type Mark = [reason: string, at: string, by: string] | null;
 const markOut = (m: LifecycleMark | undefined): Mark => (m ? [m.reason, m.at, m.by] : null);
 
+/** The event a snapshot ends at, named by stream and revision (the position alone means nothing to another log). */
+export interface SnapshotAnchor {
+  streamId: string;
+  revision: number;
+}
+
 /** Collects tools into one chunk, with the chunk's tables. */
 export class ChunkEncoder {
   private readonly strings = new Map<string, number>();
@@ -67,8 +73,10 @@ export class ChunkEncoder {
     return this.tools.length === 0;
   }
 
-  text(): string {
-    return `{"s":${JSON.stringify([...this.strings.keys()])},"a":${JSON.stringify(this.accessList)},"t":[${this.tools.join(',')}]}`;
+  /** The chunk; `anchor` (the first chunk's): the stream and revision of the event at the snapshot's position. */
+  text(anchor?: SnapshotAnchor): string {
+    const n = anchor ? `,"n":${JSON.stringify([anchor.streamId, anchor.revision])}` : '';
+    return `{"s":${JSON.stringify([...this.strings.keys()])},"a":${JSON.stringify(this.accessList)},"t":[${this.tools.join(',')}]${n}}`;
   }
 }
 
@@ -90,9 +98,12 @@ const markIn = (x: unknown, what: string, c: CatalogueProjection): LifecycleMark
   return { reason: c.shared(str(x[0], what)), at: str(x[1], what), by: c.shared(str(x[2], what)) };
 };
 
-/** Read one chunk into `catalogue` (its shared strings and access rules too); returns the number of tools. */
-export const decodeChunk = (text: string, catalogue: CatalogueProjection): number => {
-  const chunk = JSON.parse(text) as { s?: unknown; a?: unknown; t?: unknown };
+/**
+ * Read one chunk into `catalogue` (its shared strings and access rules too); returns the number of tools, and the
+ * anchor when the chunk carries one (the first does).
+ */
+export const decodeChunk = (text: string, catalogue: CatalogueProjection): { tools: number; anchor?: SnapshotAnchor } => {
+  const chunk = JSON.parse(text) as { s?: unknown; a?: unknown; t?: unknown; n?: unknown };
   if (typeof chunk !== 'object' || chunk === null || !Array.isArray(chunk.t)) return fail('a chunk is not {s, a, t}');
   const table = strings(chunk.s, 'the string table').map((s) => catalogue.shared(s));
   if (!Array.isArray(chunk.a)) return fail('the access table is not a list');
@@ -127,5 +138,7 @@ export const decodeChunk = (text: string, catalogue: CatalogueProjection): numbe
     }
     catalogue.restoreTool({ name, versions, ...(title !== undefined ? { title } : {}), description });
   }
-  return chunk.t.length;
+  if (chunk.n === undefined) return { tools: chunk.t.length };
+  if (!Array.isArray(chunk.n) || chunk.n.length !== 2) return fail('the anchor is not [stream, revision]');
+  return { tools: chunk.t.length, anchor: { streamId: str(chunk.n[0], 'the anchor\'s stream'), revision: int(chunk.n[1], 'the anchor\'s revision') } };
 };

@@ -7,13 +7,13 @@
 import { createHash } from 'node:crypto';
 import { CATALOGUE_PROJECTION_VERSION, CatalogueProjection, type CatalogueCut } from '#projections/catalogue';
 import type { SnapshotStore, StoredSnapshotHead } from './ports.ts';
-import { ChunkEncoder, decodeChunk } from './catalogue-snapshot-records.ts';
+import { ChunkEncoder, decodeChunk, type SnapshotAnchor } from './catalogue-snapshot-records.ts';
 import { readStoredSnapshot } from './snapshot-read.ts';
 
 export const CATALOGUE_SNAPSHOT = 'catalogue';
 
 /** How records are laid out in a chunk (catalogue-snapshot-records.ts); bumped with any change there. */
-const LAYOUT = 4;
+const LAYOUT = 5;
 
 /** The tag a snapshot must carry to be loaded: the projection's version and the layout's. */
 export const CATALOGUE_SNAPSHOT_VERSION = `catalogue-${CATALOGUE_PROJECTION_VERSION}/layout-${LAYOUT}`;
@@ -42,6 +42,8 @@ export async function writeCatalogueSnapshot(store: SnapshotStore, catalogue: Ca
   let longestStepMs = performance.now() - t0;
   const position = cut.position;
   if (position === null) return null;
+  // Only a projection fed stored events (a catalogue reader) knows the event it is at; a snapshot without it is no use.
+  if (cut.anchor === null) throw new Error('catalogue snapshot: the projection does not name the event at its position');
   const hash = createHash('sha256');
   let chunks = 0;
   let chars = 0;
@@ -50,7 +52,8 @@ export async function writeCatalogueSnapshot(store: SnapshotStore, catalogue: Ca
     let encoder = new ChunkEncoder();
     let stepStart = performance.now();
     const flush = (): string => {
-      const chunk = encoder.text();
+      // The first chunk names the event the snapshot ends at (checked against the log by whoever restores it).
+      const chunk = encoder.text(chunks === 0 ? (cut.anchor ?? undefined) : undefined);
       encoder = new ChunkEncoder();
       hash.update(chunk);
       chunks++;
@@ -88,7 +91,7 @@ export type SnapshotRead =
   | { kind: 'stale'; version: string }
   /** Unreadable: rebuilt, said as a warning. */
   | { kind: 'corrupt'; reason: string }
-  | { kind: 'loaded'; catalogue: CatalogueProjection; position: string; eventCount: number; tools: number; ms: number };
+  | { kind: 'loaded'; catalogue: CatalogueProjection; position: string; anchor: SnapshotAnchor; eventCount: number; tools: number; ms: number };
 
 class Corrupt extends Error {}
 
@@ -102,13 +105,16 @@ async function readFrom(store: SnapshotStore, head: StoredSnapshotHead): Promise
   const hash = createHash('sha256');
   let chunks = 0;
   let tools = 0;
+  let anchor: SnapshotAnchor | undefined;
   try {
     if (!Number.isSafeInteger(head.chunkCount) || head.chunkCount < 1) throw new Corrupt(`chunk count ${head.chunkCount}`);
     for await (const chunk of store.chunks(head)) {
       hash.update(chunk);
       chunks++;
       try {
-        tools += decodeChunk(chunk, catalogue);
+        const decoded = decodeChunk(chunk, catalogue);
+        tools += decoded.tools;
+        if (chunks === 1) anchor = decoded.anchor;
       } catch (e) {
         if (e instanceof SyntaxError) throw new Corrupt(`chunk ${chunks - 1} is not JSON (${e.message})`);
         throw e;
@@ -118,11 +124,14 @@ async function readFrom(store: SnapshotStore, head: StoredSnapshotHead): Promise
     if (chunks !== head.chunkCount) throw new Corrupt(`truncated: ${chunks} of ${head.chunkCount} chunks`);
     const checksum = hash.digest('hex');
     if (checksum !== head.checksum) throw new Corrupt('checksum mismatch');
+    if (anchor === undefined) throw new Corrupt('the first chunk names no event to end at');
   } catch (e) {
     if (e instanceof Corrupt || e instanceof TypeError) return { kind: 'corrupt', reason: e.message };
     throw e;
   }
   catalogue.position = head.position;
+  catalogue.anchorStream = anchor.streamId;
+  catalogue.anchorRevision = anchor.revision;
   catalogue.eventCount = head.eventCount;
-  return { kind: 'loaded', catalogue, position: head.position, eventCount: head.eventCount, tools, ms: performance.now() - t0 };
+  return { kind: 'loaded', catalogue, position: head.position, anchor, eventCount: head.eventCount, tools, ms: performance.now() - t0 };
 }

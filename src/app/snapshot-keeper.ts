@@ -2,8 +2,9 @@
  * Start-up without a full replay: a serving process restores its catalogue from the store's snapshot and reads only
  * the tail after it; while it serves, it writes a fresh snapshot every `everyEvents` catalogue events or `everyMs`,
  * whichever comes first (and only when something changed), and once more on a clean shutdown. A snapshot of another
- * projection version is passed over (info), an unreadable one too (warning): either way the read side is rebuilt from
- * the events, as if there had been none. Writing never stops serving: the state is cut at once (records are
+ * projection version is passed over (info), an unreadable one too (warning), and one that ends at an event this store's
+ * log does not have at its position (warning: another log's, or a log restored without it): either way the read side
+ * is rebuilt from the events, as if there had been none. Writing never stops serving: the state is cut at once (records are
  * immutable, only each tool's version list is copied) and serialised and stored a chunk at a time.
  */
 import type { CatalogueReader } from './catalogue-reader.ts';
@@ -21,7 +22,7 @@ export interface SnapshotPolicy {
 export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = { everyEvents: 10_000, everyMs: 5 * 60 * 1000 };
 
 export type RestoreOutcome =
-  | { kind: 'none' | 'stale' | 'corrupt' | 'failed' }
+  | { kind: 'none' | 'stale' | 'corrupt' | 'foreign' | 'failed' }
   /** What the stored snapshot holds, so the keeper does not write it again. */
   | { kind: 'restored'; position: string; eventCount: number };
 
@@ -43,10 +44,22 @@ export async function restoreCatalogue(reader: CatalogueReader, store: SnapshotS
       case 'corrupt':
         log.warn({ reason: read.reason }, 'the catalogue snapshot is unreadable: ignored, rebuilding from the events');
         return { kind: 'corrupt' };
-      case 'loaded':
+      case 'loaded': {
+        // The snapshot's position is its own log's: trusted only if this store holds the very event it ends at there.
+        // Else (the events restored from a backup without the snapshots, rows deleted by hand) the tail would read
+        // after a position this log may never reach, and serve tools its log does not have.
+        const at = await reader.eventAt(read.anchor.streamId, read.anchor.revision);
+        if (at?.position !== read.position) {
+          log.warn(
+            { position: read.position, anchor: `${read.anchor.streamId}@${read.anchor.revision}`, found: at?.position ?? null },
+            'the catalogue snapshot ends at an event this store does not have there: ignored, rebuilding from the events',
+          );
+          return { kind: 'foreign' };
+        }
         reader.catalogue.adopt(read.catalogue);
         log.info({ position: read.position, events: read.eventCount, tools: read.tools, ms: Math.round(read.ms) }, 'catalogue restored from its snapshot; reading the events after it');
         return { kind: 'restored', position: read.position, eventCount: read.eventCount };
+      }
     }
   } catch (e) {
     log.warn({ err: e }, 'the catalogue snapshot could not be read: rebuilding from the events');

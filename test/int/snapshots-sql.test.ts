@@ -165,6 +165,25 @@ for (const backend of [sqlite, postgres]) {
       expect(await stateOf(corrupt)).toEqual(replayed);
     });
 
+    it('ignores (warning) a snapshot that ends at an event its log no longer has there: the events replaced by SQL', async () => {
+      const o = await open();
+      await appendLog(o.store, published(6));
+      await writeCatalogueSnapshot(o.snapshots, (await fullReplay(o.store)).catalogue, now);
+      // The log replaced under the snapshot (a restore of the events alone, rows deleted by hand): three other tools.
+      await o.sql('DELETE FROM events');
+      if (backend.name === 'PostgreSQL') await o.sql('DELETE FROM streams');
+      await appendLog(o.store, published(9).slice(6));
+      const warnings: string[] = [];
+      const reader = new CatalogueReader(o.store);
+      const outcome = await restoreCatalogue(reader, o.snapshots, { ...quiet, warn: (_f: object, msg?: string) => void warnings.push(msg ?? '') });
+      expect(outcome.kind).toBe('foreign');
+      expect(warnings).toEqual(['the catalogue snapshot ends at an event this store does not have there: ignored, rebuilding from the events']);
+      expect(reader.position).toBeNull();
+      await reader.catchUp();
+      expect(await stateOf(reader)).toEqual(await stateOf(await fullReplay(o.store)));
+      expect(reader.catalogue.size).toBe(3);
+    });
+
     it('a write that fails half-way leaves the previous snapshot in place, and its chunks are removed', async () => {
       const o = await open();
       await appendLog(o.store, published(3));

@@ -1,7 +1,8 @@
 /**
  * Projection snapshots on the memory store (SQLite and PostgreSQL: test/int/snapshots-sql.test.ts): snapshot + tail
  * equals a full replay over random logs; a snapshot of another projection version is ignored (info) and one that is
- * unreadable is ignored with a warning, the catalogue rebuilt from the events either way; the keeper writes every N
+ * unreadable is ignored with a warning, one of another log too (its last event not in this log at its position),
+ * the catalogue rebuilt from the events either way; the keeper writes every N
  * events or M milliseconds, only when something changed, and once more on close.
  */
 import fc from 'fast-check';
@@ -65,6 +66,34 @@ describe('catalogue snapshots (memory store)', () => {
       }),
       { numRuns: 150 },
     );
+  });
+
+  it('ignores a snapshot of another log (its last event is not in this one at its position), with a warning', async () => {
+    const snapshots = createMemorySnapshots();
+    const other = createMemoryEventStore();
+    await appendLog(other, published(4));
+    await writeCatalogueSnapshot(snapshots, (await fullReplay(other)).catalogue, now);
+    // This store's log: two other tools, where the snapshot's last event (tool-t.tool3@0) does not exist.
+    const store = createMemoryEventStore();
+    await appendLog(
+      store,
+      ['u.one', 'u.two'].map((name): LogEntry => {
+        const e = publishedEvent(aDefinition({ name, handler: 'u.h' }));
+        return { streamId: `tool-${name}`, type: e.type, data: e.data };
+      }),
+    );
+    const log = recordingLog();
+    const reader = new CatalogueReader(store);
+    expect((await restoreCatalogue(reader, snapshots, log)).kind).toBe('foreign');
+    expect(log.lines.filter((l) => l.level === 'warn').map((l) => l.msg)).toEqual([
+      'the catalogue snapshot ends at an event this store does not have there: ignored, rebuilding from the events',
+    ]);
+    expect(reader.position).toBeNull();
+    await reader.catchUp();
+    expect(await stateOf(reader)).toEqual(await stateOf(await fullReplay(store)));
+    // The same snapshot restores on a log that does hold its last event at its position.
+    const same = new CatalogueReader(other);
+    expect((await restoreCatalogue(same, snapshots, recordingLog())).kind).toBe('restored');
   });
 
   it('ignores a snapshot written by another projection version, says so at info, and rebuilds from the events', async () => {
