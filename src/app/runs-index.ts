@@ -112,6 +112,8 @@ export class RunsIndex {
   private readonly maxTools: number;
   private readonly snapshotEvery: number;
   private position: string | null = null;
+  /** The event at `position` (its snapshot names it; a restore checks the log has it there). */
+  private anchor: { streamId: string; revision: number } | null = null;
   private seq = 0;
   /** Runs dropped by the bound, over the index's life (its snapshots' included). */
   private dropped = 0;
@@ -163,7 +165,7 @@ export class RunsIndex {
 
   /** The index's state, for its snapshot and for tests. */
   cut(): RunsCut {
-    return { position: this.position, seq: this.seq, dropped: this.dropped, folded: this.folded, runs: [...this.runs.values()] };
+    return { position: this.position, anchor: this.anchor, seq: this.seq, dropped: this.dropped, folded: this.folded, runs: [...this.runs.values()] };
   }
 
   /** Wait for a snapshot write under way (tests, shutdown). */
@@ -186,7 +188,9 @@ export class RunsIndex {
     for await (const page of pageThrough(this.store, { after: this.position, streamPrefix: 'run-' })) {
       for (const e of page) this.fold(e);
       this.reading += page.length;
-      this.position = (page[page.length - 1] as StoredEvent).position;
+      const last = page[page.length - 1] as StoredEvent;
+      this.position = last.position;
+      this.anchor = { streamId: last.streamId, revision: last.revision };
       this.dropOldest();
       // A store that answers at once (SQLite) would otherwise hold the thread for the whole read: 7 s for the first
       // read of 1,500,000 call records, every call the process serves waiting, and the page's wait never ending.
@@ -273,7 +277,16 @@ export class RunsIndex {
         return;
       }
       const cut = read.cut;
+      // Its position is its own log's: trusted only where this store holds the very event it ends at (catalogue
+      // snapshots alike: snapshot-keeper.ts), else a replaced log would list runs it no longer has.
+      const anchor = cut.anchor as { streamId: string; revision: number };
+      const [at] = await this.store.readStream(anchor.streamId, { fromRevision: anchor.revision, limit: 1 });
+      if (at?.revision !== anchor.revision || at.position !== cut.position) {
+        log?.warn({ position: cut.position, anchor: `${anchor.streamId}@${anchor.revision}` }, 'runs snapshot ends at an event this store does not have there: the runs index is read from the log');
+        return;
+      }
       this.position = cut.position;
+      this.anchor = anchor;
       this.seq = cut.seq;
       this.dropped = cut.dropped;
       this.folded = this.foldedAtSnapshot = cut.folded;

@@ -11,7 +11,7 @@ import { readStoredSnapshot } from './snapshot-read.ts';
 
 export const RUNS_SNAPSHOT = 'runs';
 /** Bumped with any change to what a run line holds or how the index folds. */
-export const RUNS_SNAPSHOT_VERSION = 'runs-2';
+export const RUNS_SNAPSHOT_VERSION = 'runs-3';
 const CHUNK_CHARS = 256 * 1024;
 
 /** One run stream (one owner's calls under a run id) as the index has folded it so far, and as its snapshot holds it. */
@@ -44,6 +44,8 @@ export interface RunEntry {
 /** The index's state at one position. */
 export interface RunsCut {
   position: string | null;
+  /** The event at `position` (stream and revision): a restore checks that its store's log has it there. */
+  anchor: { streamId: string; revision: number } | null;
   seq: number;
   dropped: number;
   folded: number;
@@ -60,13 +62,14 @@ const encodeRun = (r: RunEntry): string => JSON.stringify([r.streamId, r.runId, 
  */
 export async function writeRunsSnapshot(store: SnapshotStore, cut: RunsCut): Promise<{ chars: number }> {
   const position = cut.position;
-  if (position === null) return { chars: 0 };
+  if (position === null || cut.anchor === null) return { chars: 0 };
+  const n = [cut.anchor.streamId, cut.anchor.revision];
   const lines = cut.runs.map(encodeRun);
   const hash = createHash('sha256');
   let chunkCount = 0;
   let chars = 0;
   async function* chunks(): AsyncGenerator<string> {
-    let chunk = `${JSON.stringify({ seq: cut.seq, dropped: cut.dropped })}\n`;
+    let chunk = `${JSON.stringify({ seq: cut.seq, dropped: cut.dropped, n })}\n`;
     for (const line of lines) {
       if (chunk.length + line.length > CHUNK_CHARS) {
         hash.update(chunk);
@@ -112,7 +115,7 @@ async function readFrom(store: SnapshotStore, head: StoredSnapshotHead): Promise
   if (head.version !== RUNS_SNAPSHOT_VERSION) return { kind: 'stale', version: head.version };
   const hash = createHash('sha256');
   const runs: RunEntry[] = [];
-  let counters: { seq: number; dropped: number } | undefined;
+  let counters: { seq: number; dropped: number; anchor: { streamId: string; revision: number } } | undefined;
   let chunks = 0;
   try {
     for await (const chunk of store.chunks(head)) {
@@ -124,9 +127,11 @@ async function readFrom(store: SnapshotStore, head: StoredSnapshotHead): Promise
           runs.push(decodeRun(line));
           continue;
         }
-        const c = JSON.parse(line) as { seq?: unknown; dropped?: unknown } | null;
+        const c = JSON.parse(line) as { seq?: unknown; dropped?: unknown; n?: unknown } | null;
         if (!isInt(c?.seq) || !isInt(c?.dropped)) throw new Corrupt('the first line is not the counters');
-        counters = { seq: c.seq, dropped: c.dropped };
+        const n = c.n;
+        if (!Array.isArray(n) || n.length !== 2 || !isStr(n[0]) || !isInt(n[1])) throw new Corrupt('the first line names no event to end at');
+        counters = { seq: c.seq, dropped: c.dropped, anchor: { streamId: n[0], revision: n[1] } };
       }
       await yieldToLoop();
     }
@@ -137,5 +142,5 @@ async function readFrom(store: SnapshotStore, head: StoredSnapshotHead): Promise
     if (e instanceof Corrupt || e instanceof SyntaxError) return { kind: 'corrupt', reason: e.message };
     throw e;
   }
-  return { kind: 'loaded', cut: { position: head.position, seq: counters.seq, dropped: counters.dropped, folded: head.eventCount, runs } };
+  return { kind: 'loaded', cut: { position: head.position, anchor: counters.anchor, seq: counters.seq, dropped: counters.dropped, folded: head.eventCount, runs } };
 }

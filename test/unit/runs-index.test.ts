@@ -228,6 +228,29 @@ describe('RunsIndex', () => {
     expect(logged).toHaveLength(1);
   });
 
+  it('ignores a snapshot of another log (its last event is not in this one at its position), with a warning', async () => {
+    const snapshots = createMemorySnapshots();
+    const other = createMemoryEventStore();
+    await record(other, Array.from({ length: 30 }, (_, i): Rec => ({ run: i % 4, owner: 0, tool: 0, ms: i, kind: 'called' })));
+    const first = new RunsIndex(other, { snapshots, snapshotEvery: 10 });
+    await first.list();
+    await first.settled();
+    expect(snapshots.stored(RUNS_SNAPSHOT)?.head).toMatchObject({ eventCount: 30 });
+    // This store's log: other runs, fewer events; the snapshot's last event is not here at its position.
+    const store = createMemoryEventStore();
+    await record(store, Array.from({ length: 6 }, (_, i): Rec => ({ run: 7 + (i % 2), owner: 1, tool: 1, ms: i, kind: 'called' })));
+    const logged: string[] = [];
+    const log = { debug: () => undefined, info: (_: object, m?: string) => logged.push(`info ${m}`), warn: (_: object, m?: string) => logged.push(`warn ${m}`), error: () => undefined };
+    const counted = counting(store);
+    expect((await new RunsIndex(counted, { snapshots, log }).list()).runs).toEqual(await listRuns(store));
+    expect(counted.read).toBe(6);
+    expect(logged).toEqual(['warn runs snapshot ends at an event this store does not have there: the runs index is read from the log']);
+    // On its own log the same snapshot is used: nothing before it is read again.
+    const own = counting(other);
+    expect((await new RunsIndex(own, { snapshots }).list()).runs).toEqual(await listRuns(other));
+    expect(own.read).toBe(0);
+  });
+
   it('as a read-only verb\'s, reads the snapshot and never writes one', async () => {
     const store = createMemoryEventStore();
     const snapshots = createMemorySnapshots();
