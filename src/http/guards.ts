@@ -153,8 +153,16 @@ const refuseBody = (
 };
 
 /**
+ * How long a connection cut for its body stays open, read no more, before it is destroyed: time for the client to read
+ * the answer already sent. Destroyed at once, the socket's unread input made the kernel reset the connection, and a
+ * client that had not yet read the answer (still writing its body, or short of CPU) lost it to ECONNRESET.
+ */
+export const CUT_GRACE_MS = 2_000;
+
+/**
  * Reads and discards the rest of `req`'s body: true once it has ended; false when it passed `limit` bytes or took
- * longer than `timeoutMs`, or the connection went first (the connection is then destroyed).
+ * longer than `timeoutMs`, or the connection went first. Cut for either bound, the connection reads nothing more, is
+ * ended after the answer written so far, and is destroyed CUT_GRACE_MS later.
  */
 const drainBody = (req: IncomingMessage, limit: number, timeoutMs: number): Promise<boolean> =>
   new Promise((resolve) => {
@@ -166,7 +174,12 @@ const drainBody = (req: IncomingMessage, limit: number, timeoutMs: number): Prom
     };
     const cut = () => {
       finish(false);
-      req.socket.destroy();
+      // Paused, the request's buffer fills and stops the socket's reads: the client's body waits in the kernel's
+      // buffers, costing no work here, while the answer and then the end of the connection reach the client.
+      req.pause();
+      const socket = req.socket;
+      socket.end();
+      setTimeout(() => socket.destroy(), CUT_GRACE_MS).unref();
     };
     const onData = (c: Buffer) => {
       drained += c.length;

@@ -55,6 +55,40 @@ describe('a refusal before the body is read closes the connection', () => {
     expect(read[0]).toBeLessThan(MiB);
   });
 
+  it('a client that reads its answer only after the cut still gets it: the connection ends, then goes', async () => {
+    let cutSocket: Socket | undefined;
+    const server = await serve((req, res) => {
+      cutSocket = req.socket;
+      refuse401(req, res);
+    }, { drainLimit: 64 * KiB });
+    const out = await new Promise<{ answer: string; error?: string }>((resolve) => {
+      const socket = connect(server.port, '127.0.0.1');
+      let answer = '';
+      let error: string | undefined;
+      // Reads nothing until the server has cut the connection for the body's bound (a client short of CPU, or busy
+      // writing its body), then reads what is there. Destroyed at once, the cut reset the connection (the client's
+      // body unread on the server's side), and the client's pending write failed before it read: the answer was lost.
+      const cut = setInterval(() => {
+        if (cutSocket?.writableEnded !== true) return;
+        clearInterval(cut);
+        socket.resume();
+      }, 5);
+      socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
+      socket.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
+      socket.on('close', () => {
+        clearInterval(cut);
+        resolve({ answer, ...(error ? { error } : {}) });
+      });
+      socket.on('connect', () => {
+        socket.pause();
+        socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${2 * MiB}\r\n\r\n`);
+        socket.write(Buffer.alloc(2 * MiB, 'x'));
+      });
+    });
+    expect(out.answer).toMatch(/^HTTP\/1\.1 401 /);
+    expect(out.answer).toContain('a bearer token is required');
+  });
+
   it('an answer written without writeHead, and any status from 400 up, goes the same way (404, 405)', async () => {
     for (const status of [404, 405]) {
       const { port, read } = await serve(
