@@ -4,8 +4,8 @@
  * whichever comes first (and only when something changed), and once more on a clean shutdown. A snapshot of another
  * projection version is passed over (info), an unreadable one too (warning), and one that ends at an event this store's
  * log does not have at its position (warning: another log's, or a log restored without it): either way the read side
- * is rebuilt from the events, as if there had been none. Writing never stops serving: the state is cut at once (records are
- * immutable, only each tool's version list is copied) and serialised and stored a chunk at a time.
+ * is rebuilt from the events, as if there had been none. Writing never stops serving: the state is cut at once
+ * (records are immutable, only each tool's version list is copied) and serialised and stored a chunk at a time.
  */
 import type { CatalogueReader } from './catalogue-reader.ts';
 import { readCatalogueSnapshot, writeCatalogueSnapshot, type SnapshotWriteStats } from './catalogue-snapshot.ts';
