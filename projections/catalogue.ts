@@ -3,7 +3,7 @@
  * for speed (it replays hundreds of thousands of events); version records themselves are immutable, so a consumer
  * holding one (a discovery view, a session's last listing) can compare by identity.
  */
-import type { CatalogueEvent } from '#domain/events';
+import type { CatalogueEvent, EventAnchor } from '#domain/events';
 import type { LifecycleMark, Reason, SideEffect, ToolAccess, ToolDefinition, VersionStatus } from '#domain/types';
 
 /**
@@ -84,8 +84,8 @@ export const CATALOGUE_PROJECTION_VERSION = 4;
 /** The state at one position, for a snapshot; see `CatalogueProjection.cut`. */
 export interface CatalogueCut {
   position: string | null;
-  /** The event at `position`: its stream and revision (null before any event). */
-  anchor: { streamId: string; revision: number } | null;
+  /** The event at `position` (null before any event). */
+  anchor: EventAnchor | null;
   eventCount: number;
   tools: CatalogueTool[];
 }

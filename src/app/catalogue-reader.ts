@@ -2,12 +2,13 @@
  * The read side of one process: the catalogue projection and the discovery views, caught up from the store and then
  * kept current by tailing it (the `local` bus) or on a bus announcement (Kafka). Listeners hear which views changed.
  */
-import { TOOL_STREAM_PREFIX } from '#domain/events';
+import { TOOL_STREAM_PREFIX, type EventAnchor } from '#domain/events';
 import { CatalogueProjection, type CatalogueVersion } from '#projections/catalogue';
 import { DiscoveryIndex, type ViewChange } from '#projections/discovery';
 import { decodeCatalogueEvent } from './event-codec.ts';
 import type { EventStore, StoredEvent, Subscription } from './ports.ts';
 import { pageThrough, readPages } from './read-pages.ts';
+import { holdsAnchor } from './snapshot-read.ts';
 import { createDetailsSource, detailsOfPublished, type DetailsSource } from './version-details.ts';
 
 /** Above this many events in one batch, views are recomputed once rather than maintained per event. */
@@ -60,10 +61,9 @@ export class CatalogueReader {
     return this.catalogue.position;
   }
 
-  /** The store's event at `revision` of `streamId`, if there is one (a restored snapshot's anchor is checked by it). */
-  async eventAt(streamId: string, revision: number): Promise<StoredEvent | undefined> {
-    const [stored] = await this.store.readStream(streamId, { fromRevision: revision, limit: 1 });
-    return stored?.revision === revision ? stored : undefined;
+  /** Whether this reader's store holds `anchor` at `position` (a snapshot being restored: snapshot-read.ts). */
+  holds(anchor: EventAnchor, position: string): Promise<boolean> {
+    return holdsAnchor(this.store, anchor, position);
   }
 
   onUpdate(listener: (u: CatalogueUpdate) => void): () => void {

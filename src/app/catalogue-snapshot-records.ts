@@ -7,6 +7,7 @@
  * Reading checks every field and throws a TypeError naming the first one that is wrong; the snapshot is then treated
  * as corrupt. Any change here bumps LAYOUT in catalogue-snapshot.ts.
  */
+import type { EventAnchor } from '#domain/events';
 import type { LifecycleMark, SideEffect, ToolAccess, VersionStatus } from '#domain/types';
 import { CLASSIFICATIONS, SIDE_EFFECTS } from '#domain/types';
 import { type CatalogueProjection, type CatalogueTool, type CatalogueVersion } from '#projections/catalogue';
@@ -15,12 +16,6 @@ const STATUSES: readonly VersionStatus[] = ['active', 'deprecated', 'retired'];
 
 type Mark = [reason: string, at: string, by: string] | null;
 const markOut = (m: LifecycleMark | undefined): Mark => (m ? [m.reason, m.at, m.by] : null);
-
-/** The event a snapshot ends at, named by stream and revision (the position alone means nothing to another log). */
-export interface SnapshotAnchor {
-  streamId: string;
-  revision: number;
-}
 
 /** Collects tools into one chunk, with the chunk's tables. */
 export class ChunkEncoder {
@@ -74,7 +69,7 @@ export class ChunkEncoder {
   }
 
   /** The chunk; `anchor` (the first chunk's): the stream and revision of the event at the snapshot's position. */
-  text(anchor?: SnapshotAnchor): string {
+  text(anchor?: EventAnchor): string {
     const n = anchor ? `,"n":${JSON.stringify([anchor.streamId, anchor.revision])}` : '';
     return `{"s":${JSON.stringify([...this.strings.keys()])},"a":${JSON.stringify(this.accessList)},"t":[${this.tools.join(',')}]${n}}`;
   }
@@ -102,7 +97,7 @@ const markIn = (x: unknown, what: string, c: CatalogueProjection): LifecycleMark
  * Read one chunk into `catalogue` (its shared strings and access rules too); returns the number of tools, and the
  * anchor when the chunk carries one (the first does).
  */
-export const decodeChunk = (text: string, catalogue: CatalogueProjection): { tools: number; anchor?: SnapshotAnchor } => {
+export const decodeChunk = (text: string, catalogue: CatalogueProjection): { tools: number; anchor?: EventAnchor } => {
   const chunk = JSON.parse(text) as { s?: unknown; a?: unknown; t?: unknown; n?: unknown };
   if (typeof chunk !== 'object' || chunk === null || !Array.isArray(chunk.t)) return fail('a chunk is not {s, a, t}');
   const table = strings(chunk.s, 'the string table').map((s) => catalogue.shared(s));

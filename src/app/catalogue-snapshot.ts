@@ -5,9 +5,10 @@
  * rebuilds from the events, and a snapshot only ever saves time.
  */
 import { createHash } from 'node:crypto';
+import type { EventAnchor } from '#domain/events';
 import { CATALOGUE_PROJECTION_VERSION, CatalogueProjection, type CatalogueCut } from '#projections/catalogue';
 import type { SnapshotStore, StoredSnapshotHead } from './ports.ts';
-import { ChunkEncoder, decodeChunk, type SnapshotAnchor } from './catalogue-snapshot-records.ts';
+import { ChunkEncoder, decodeChunk } from './catalogue-snapshot-records.ts';
 import { readStoredSnapshot } from './snapshot-read.ts';
 
 export const CATALOGUE_SNAPSHOT = 'catalogue';
@@ -91,7 +92,7 @@ export type SnapshotRead =
   | { kind: 'stale'; version: string }
   /** Unreadable: rebuilt, said as a warning. */
   | { kind: 'corrupt'; reason: string }
-  | { kind: 'loaded'; catalogue: CatalogueProjection; position: string; anchor: SnapshotAnchor; eventCount: number; tools: number; ms: number };
+  | { kind: 'loaded'; catalogue: CatalogueProjection; position: string; anchor: EventAnchor; eventCount: number; tools: number; ms: number };
 
 class Corrupt extends Error {}
 
@@ -105,7 +106,7 @@ async function readFrom(store: SnapshotStore, head: StoredSnapshotHead): Promise
   const hash = createHash('sha256');
   let chunks = 0;
   let tools = 0;
-  let anchor: SnapshotAnchor | undefined;
+  let anchor: EventAnchor | undefined;
   try {
     if (!Number.isSafeInteger(head.chunkCount) || head.chunkCount < 1) throw new Corrupt(`chunk count ${head.chunkCount}`);
     for await (const chunk of store.chunks(head)) {

@@ -16,9 +16,11 @@
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Log } from './log.ts';
+import type { EventAnchor } from '#domain/events';
 import type { EventStore, SnapshotStore, StoredEvent } from './ports.ts';
 import { pageThrough, readStreamPages } from './read-pages.ts';
 import { readRunsSnapshot, writeRunsSnapshot, type RunEntry, type RunsCut } from './runs-snapshot.ts';
+import { holdsAnchor } from './snapshot-read.ts';
 
 /** One run as listed: its entry's counts and names (runs-snapshot.ts), and how many of its calls are unfinished. */
 export type RunSummary = Pick<RunEntry, 'runId' | 'calls' | 'first' | 'last' | 'subject' | 'tenant' | 'tools' | 'moreTools'> & {
@@ -113,7 +115,7 @@ export class RunsIndex {
   private readonly snapshotEvery: number;
   private position: string | null = null;
   /** The event at `position` (its snapshot names it; a restore checks the log has it there). */
-  private anchor: { streamId: string; revision: number } | null = null;
+  private anchor: EventAnchor | null = null;
   private seq = 0;
   /** Runs dropped by the bound, over the index's life (its snapshots' included). */
   private dropped = 0;
@@ -277,16 +279,13 @@ export class RunsIndex {
         return;
       }
       const cut = read.cut;
-      // Its position is its own log's: trusted only where this store holds the very event it ends at (catalogue
-      // snapshots alike: snapshot-keeper.ts), else a replaced log would list runs it no longer has.
-      const anchor = cut.anchor as { streamId: string; revision: number };
-      const [at] = await this.store.readStream(anchor.streamId, { fromRevision: anchor.revision, limit: 1 });
-      if (at?.revision !== anchor.revision || at.position !== cut.position) {
-        log?.warn({ position: cut.position, anchor: `${anchor.streamId}@${anchor.revision}` }, 'runs snapshot ends at an event this store does not have there: the runs index is read from the log');
+      // Else a log replaced under the snapshot would list runs it no longer has.
+      if (!(await holdsAnchor(this.store, cut.anchor, cut.position))) {
+        log?.warn({ position: cut.position, anchor: `${cut.anchor.streamId}@${cut.anchor.revision}` }, 'runs snapshot ends at an event this store does not have there: the runs index is read from the log');
         return;
       }
       this.position = cut.position;
-      this.anchor = anchor;
+      this.anchor = cut.anchor;
       this.seq = cut.seq;
       this.dropped = cut.dropped;
       this.folded = this.foldedAtSnapshot = cut.folded;

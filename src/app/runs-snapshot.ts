@@ -6,6 +6,7 @@
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { createHash } from 'node:crypto';
+import type { EventAnchor } from '#domain/events';
 import type { SnapshotStore, StoredSnapshotHead } from './ports.ts';
 import { readStoredSnapshot } from './snapshot-read.ts';
 
@@ -44,15 +45,15 @@ export interface RunEntry {
 /** The index's state at one position. */
 export interface RunsCut {
   position: string | null;
-  /** The event at `position` (stream and revision): a restore checks that its store's log has it there. */
-  anchor: { streamId: string; revision: number } | null;
+  /** The event at `position`: a restore checks that its store's log has it there (snapshot-read.ts). */
+  anchor: EventAnchor | null;
   seq: number;
   dropped: number;
   folded: number;
   runs: RunEntry[];
 }
 
-export type RunsSnapshotRead = { kind: 'none' } | { kind: 'stale'; version: string } | { kind: 'corrupt'; reason: string } | { kind: 'loaded'; cut: RunsCut };
+export type RunsSnapshotRead = { kind: 'none' } | { kind: 'stale'; version: string } | { kind: 'corrupt'; reason: string } | { kind: 'loaded'; cut: RunsCut & { position: string; anchor: EventAnchor } };
 
 const encodeRun = (r: RunEntry): string => JSON.stringify([r.streamId, r.runId, r.calls, r.first, r.last, r.subject, r.tenant, r.tools, [...r.open], r.lastSeq, r.revision, r.partial, r.moreTools === true]);
 
@@ -115,7 +116,7 @@ async function readFrom(store: SnapshotStore, head: StoredSnapshotHead): Promise
   if (head.version !== RUNS_SNAPSHOT_VERSION) return { kind: 'stale', version: head.version };
   const hash = createHash('sha256');
   const runs: RunEntry[] = [];
-  let counters: { seq: number; dropped: number; anchor: { streamId: string; revision: number } } | undefined;
+  let counters: { seq: number; dropped: number; anchor: EventAnchor } | undefined;
   let chunks = 0;
   try {
     for await (const chunk of store.chunks(head)) {

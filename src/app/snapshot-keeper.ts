@@ -45,13 +45,10 @@ export async function restoreCatalogue(reader: CatalogueReader, store: SnapshotS
         log.warn({ reason: read.reason }, 'the catalogue snapshot is unreadable: ignored, rebuilding from the events');
         return { kind: 'corrupt' };
       case 'loaded': {
-        // The snapshot's position is its own log's: trusted only if this store holds the very event it ends at there.
-        // Else (the events restored from a backup without the snapshots, rows deleted by hand) the tail would read
-        // after a position this log may never reach, and serve tools its log does not have.
-        const at = await reader.eventAt(read.anchor.streamId, read.anchor.revision);
-        if (at?.position !== read.position) {
+        // Else the tail would read after a position this log may never reach, and serve tools its log does not have.
+        if (!(await reader.holds(read.anchor, read.position))) {
           log.warn(
-            { position: read.position, anchor: `${read.anchor.streamId}@${read.anchor.revision}`, found: at?.position ?? null },
+            { position: read.position, anchor: `${read.anchor.streamId}@${read.anchor.revision}` },
             'the catalogue snapshot ends at an event this store does not have there: ignored, rebuilding from the events',
           );
           return { kind: 'foreign' };

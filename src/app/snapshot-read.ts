@@ -1,5 +1,16 @@
 /** Reading a stored projection snapshot (./catalogue-snapshot.ts, ./runs-snapshot.ts) by name. */
-import type { SnapshotStore, StoredSnapshotHead } from './ports.ts';
+import type { EventAnchor } from '#domain/events';
+import type { EventStore, SnapshotStore, StoredSnapshotHead } from './ports.ts';
+
+/**
+ * Whether `store`'s log holds the event a snapshot ends at, at the snapshot's position: one stream read. A snapshot's
+ * position is its own log's; where the events were replaced under it (restored from a backup without the snapshot
+ * tables, rows deleted by hand), it names another event or none, and the snapshot must not be used.
+ */
+export const holdsAnchor = async (store: Pick<EventStore, 'readStream'>, anchor: EventAnchor, position: string): Promise<boolean> => {
+  const [at] = await store.readStream(anchor.streamId, { fromRevision: anchor.revision, limit: 1 });
+  return at?.revision === anchor.revision && at.position === position;
+};
 
 /**
  * Read the snapshot stored under `name` with `readFrom`. Another process may replace it while this one reads it (its

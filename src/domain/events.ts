@@ -13,6 +13,15 @@ import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject, type ToolDefinition } f
 
 export const toolStream = (name: string): string => `tool-${name}`;
 
+/**
+ * One event named by its stream and revision: what a projection snapshot ends at, so that a process restoring it can
+ * check that its store's log holds that very event at the snapshot's position (positions are per store).
+ */
+export interface EventAnchor {
+  streamId: string;
+  revision: number;
+}
+
 /** A run id (docs/security.md): 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit. */
 export const RUN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const isRunId = (s: unknown): s is string => typeof s === 'string' && RUN_ID_PATTERN.test(s);

@@ -72,6 +72,20 @@ const counting = (store: EventStore): EventStore & { read: number } => {
   return c;
 };
 
+/** A log that keeps what was said at info and warn, as `<level> <message>` lines. */
+const loggedLines = () => {
+  const logged: string[] = [];
+  const log = { debug: () => undefined, info: (_: object, m?: string) => logged.push(`info ${m}`), warn: (_: object, m?: string) => logged.push(`warn ${m}`), error: () => undefined };
+  return { logged, log };
+};
+
+/** An index of `store` read whole, its snapshot (every `snapshotEvery` events) written before this returns. */
+const snapshotOf = async (store: EventStore, snapshots: ReturnType<typeof createMemorySnapshots>, snapshotEvery: number): Promise<void> => {
+  const index = new RunsIndex(store, { snapshots, snapshotEvery });
+  await index.list();
+  await index.settled();
+};
+
 describe('RunsIndex', () => {
   it('lists what a scan of the whole log lists, read in steps, bounded, and restarted from its snapshot', async () => {
     const filters = fc.record({ limit: fc.integer({ min: 1, max: 14 }), tool: fc.option(fc.constantFrom(...tools), { nil: undefined }), since: fc.option(fc.integer({ min: 0, max: 100 }).map(at), { nil: undefined }) });
@@ -205,14 +219,11 @@ describe('RunsIndex', () => {
     const store = createMemoryEventStore();
     const snapshots = createMemorySnapshots();
     await record(store, Array.from({ length: 40 }, (_, i): Rec => ({ run: i % 5, owner: 0, tool: 0, ms: i, kind: 'called' })));
-    const first = new RunsIndex(store, { snapshots, snapshotEvery: 10 });
-    await first.list();
-    await first.settled();
+    await snapshotOf(store, snapshots, 10);
     const stored = snapshots.stored(RUNS_SNAPSHOT);
     expect(stored?.chunks[0]).toMatch(/"run-run-0@[^"]*","run-0",8,/);
     expect(stored?.head).toMatchObject({ version: RUNS_SNAPSHOT_VERSION, eventCount: 40 });
-    const logged: string[] = [];
-    const log = { debug: () => undefined, info: (_: object, m?: string) => logged.push(`info ${m}`), warn: (_: object, m?: string) => logged.push(`warn ${m}`), error: () => undefined };
+    const { logged, log } = loggedLines();
     const expected = await listRuns(store);
 
     // A run line that says it has 9,999 calls, under the old checksum.
@@ -232,15 +243,12 @@ describe('RunsIndex', () => {
     const snapshots = createMemorySnapshots();
     const other = createMemoryEventStore();
     await record(other, Array.from({ length: 30 }, (_, i): Rec => ({ run: i % 4, owner: 0, tool: 0, ms: i, kind: 'called' })));
-    const first = new RunsIndex(other, { snapshots, snapshotEvery: 10 });
-    await first.list();
-    await first.settled();
+    await snapshotOf(other, snapshots, 10);
     expect(snapshots.stored(RUNS_SNAPSHOT)?.head).toMatchObject({ eventCount: 30 });
     // This store's log: other runs, fewer events; the snapshot's last event is not here at its position.
     const store = createMemoryEventStore();
     await record(store, Array.from({ length: 6 }, (_, i): Rec => ({ run: 7 + (i % 2), owner: 1, tool: 1, ms: i, kind: 'called' })));
-    const logged: string[] = [];
-    const log = { debug: () => undefined, info: (_: object, m?: string) => logged.push(`info ${m}`), warn: (_: object, m?: string) => logged.push(`warn ${m}`), error: () => undefined };
+    const { logged, log } = loggedLines();
     const counted = counting(store);
     expect((await new RunsIndex(counted, { snapshots, log }).list()).runs).toEqual(await listRuns(store));
     expect(counted.read).toBe(6);
@@ -272,9 +280,7 @@ describe('RunsIndex', () => {
     const store = counting(createMemoryEventStore());
     const snapshots = createMemorySnapshots();
     await record(store, Array.from({ length: 50 }, (_, i): Rec => ({ run: i % 7, owner: i % 2, tool: 1, ms: i, kind: 'called' })));
-    const first = new RunsIndex(store, { snapshots, snapshotEvery: 10 });
-    await first.list();
-    await first.settled();
+    await snapshotOf(store, snapshots, 10);
     await record(store, [{ run: 9, owner: 2, tool: 2, ms: 60, kind: 'intent' }]);
     store.read = 0;
     const { runs } = await new RunsIndex(store, { snapshots }).list();
