@@ -162,9 +162,9 @@ export const CUT_GRACE_MS = 2_000;
 /**
  * Reads and discards the rest of `req`'s body: true once it has ended; false when it passed `limit` bytes or took
  * longer than `timeoutMs`, or the connection went first. Cut for either bound, the connection reads nothing more, is
- * ended after the answer written so far, and is destroyed CUT_GRACE_MS later.
+ * ended after the answer written so far, and is destroyed `graceMs` (CUT_GRACE_MS) later.
  */
-const drainBody = (req: IncomingMessage, limit: number, timeoutMs: number): Promise<boolean> =>
+const drainBody = (req: IncomingMessage, limit: number, timeoutMs: number, graceMs = CUT_GRACE_MS): Promise<boolean> =>
   new Promise((resolve) => {
     let drained = 0;
     const finish = (whole: boolean) => {
@@ -179,7 +179,7 @@ const drainBody = (req: IncomingMessage, limit: number, timeoutMs: number): Prom
       req.pause();
       const socket = req.socket;
       socket.end();
-      setTimeout(() => socket.destroy(), CUT_GRACE_MS).unref();
+      setTimeout(() => socket.destroy(), graceMs).unref();
     };
     const onData = (c: Buffer) => {
       drained += c.length;
@@ -208,6 +208,8 @@ const bodyRead = (req: IncomingMessage): boolean => req.readableEnded || req.lis
 export interface RefusedDrain {
   drainLimit?: number;
   timeoutMs?: number;
+  /** How long a connection cut for either bound stays open, reading nothing, before it goes (CUT_GRACE_MS). */
+  cutGraceMs?: number;
 }
 
 /**
@@ -226,6 +228,7 @@ export interface RefusedDrain {
 export const refusalBoundedResponse = (o: RefusedDrain = {}): typeof ServerResponse => {
   const drainLimit = o.drainLimit ?? REFUSED_DRAIN_BYTES;
   const timeoutMs = o.timeoutMs ?? REFUSED_DRAIN_MS;
+  const cutGraceMs = o.cutGraceMs ?? CUT_GRACE_MS;
   class RefusalBoundedResponse extends ServerResponse {
     /** Set once the head's status has been looked at; a promise while a refused body is being drained. */
     private refusal: boolean | Promise<boolean> = false;
@@ -236,7 +239,7 @@ export const refusalBoundedResponse = (o: RefusedDrain = {}): typeof ServerRespo
       const req = this.req;
       if (status < 400 || !announcesBody(req) || bodyRead(req)) return;
       this.setHeader('connection', 'close');
-      if (!req.complete) this.refusal = drainBody(req, drainLimit, timeoutMs);
+      if (!req.complete) this.refusal = drainBody(req, drainLimit, timeoutMs, cutGraceMs);
     }
   }
   const proto = RefusalBoundedResponse.prototype as unknown as ServerResponse & { decide(status: number): void; refusal: boolean | Promise<boolean> };

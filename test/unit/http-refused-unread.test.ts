@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readBody, refusalBoundedResponse } from '#http/guards';
+import { readBody, refusalBoundedResponse, type RefusedDrain } from '#http/guards';
 import { sendJson } from '#http/send-json';
 import { rawPost, type RawPostOutcome } from '../fixtures/raw-post.ts';
 
@@ -25,7 +25,7 @@ afterEach(() => {
 });
 
 /** A server that runs `route` behind refusalBoundedResponse, counting what it read from each connection. */
-const serve = async (route: (req: IncomingMessage, res: ServerResponse) => void, o: { drainLimit?: number; timeoutMs?: number } = {}) => {
+const serve = async (route: (req: IncomingMessage, res: ServerResponse) => void, o: RefusedDrain = {}) => {
   const read: number[] = [];
   const server = createServer({ ServerResponse: refusalBoundedResponse(o) }, (req, res) => route(req, res));
   // As the listener keeps idle connections (src/compose/http-listener.ts): nothing here closes them but the fix.
@@ -60,7 +60,8 @@ describe('a refusal before the body is read closes the connection', () => {
     const server = await serve((req, res) => {
       cutSocket = req.socket;
       refuse401(req, res);
-    }, { drainLimit: 64 * KiB });
+      // A grace far longer than the test: the client's late read must not race the connection's going.
+    }, { drainLimit: 64 * KiB, cutGraceMs: 60_000 });
     const out = await new Promise<{ answer: string; error?: string }>((resolve) => {
       const socket = connect(server.port, '127.0.0.1');
       let answer = '';
@@ -73,7 +74,11 @@ describe('a refusal before the body is read closes the connection', () => {
         clearInterval(cut);
         socket.resume();
       }, 5);
-      socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
+      socket.on('data', (c: Buffer) => {
+        answer += c.toString('latin1');
+        // The whole answer is in: done (the server would hold the connection for its grace).
+        if (answer.includes('a bearer token is required')) socket.destroy();
+      });
       socket.on('error', (e: NodeJS.ErrnoException) => (error = e.code));
       socket.on('close', () => {
         clearInterval(cut);
