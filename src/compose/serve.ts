@@ -66,10 +66,12 @@ const runStdio = async (s: Served, writeFrame: (line: string) => void): Promise<
   const connectionId = randomUUID();
   const conn = serveStdio({ core: s.core, principal: s.principal, connectionId, input: process.stdin, write: writeFrame, batchLimits: s.batchLimits });
   s.banner({ transport: 'stdio' }, false);
+  // Listening before the ready line: a process manager may signal the moment it reads it (a clean stop, not a kill).
+  const signalled = untilSignal();
   s.log.info({ transport: 'stdio', connectionId, principal: s.principal, store: s.estate.store.kind, tools: s.reader.catalogue.size }, 'estate serve ready');
   s.core.startWarmup();
   applyHeapPolicy(s.estate.config.heapGrowingPercent, s.log);
-  await Promise.race([conn.closed, untilSignal()]);
+  await Promise.race([conn.closed, signalled]);
   conn.close();
   await conn.closed;
 };
@@ -126,12 +128,14 @@ const runHttp = async (s: Served, auth: { edge: HttpEdge; authenticator: Authent
   if (!edge) log.warn({ principal: s.principal }, 'NO AUTHORIZATION: every HTTP request is served as the principal given by the flags; bound to loopback only');
   s.banner({ transport: 'http', url: http.url }, Boolean(edge));
   if (consoleRoutes) log.info({ console: http.url.replace(/\/mcp$/, '/console/') }, 'web console served');
+  // Listening before the ready line: a process manager may signal the moment it reads it (a clean stop, not a kill).
+  const signalled = untilSignal();
   log.info({ transport: 'http', url: http.url, principal: s.principal, store: estate.store.kind, tools: s.reader.catalogue.size }, 'estate serve ready');
   s.core.startWarmup();
   // Loaded now rather than by the first 2025 session's initialize (src/mcp/sdk-transport.ts).
   void loadSdkTransport().catch((e: unknown) => log.error({ err: e }, 'the SDK transport could not be loaded: 2025 sessions will fail'));
   applyHeapPolicy(estate.config.heapGrowingPercent, log);
-  const sig = await untilSignal();
+  const sig = await signalled;
   log.info({ signal: sig }, 'stopping');
   consoleRoutes?.close();
   await http.close();
