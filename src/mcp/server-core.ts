@@ -119,6 +119,7 @@ export class ServerCore {
       stateTtlMs: o.stateTtlMs ?? DEFAULT_STATE_TTL_MS,
       ...(o.now ? { now: o.now } : {}),
       ...(o.storeRefusal ? { storeRefusal: o.storeRefusal } : {}),
+      storeFailed: (fields) => this.log.error(fields, 'the store refused a call\'s write: answered -32050 (the caller sees the call id, not the reason)'),
       ...(metrics ? { observe: (c: { tool: string; version: string; outcome: string; seconds: number }) => metrics.toolCall(c) } : {}),
     });
   }

@@ -43,7 +43,7 @@ const channelOf = (req: ToolCallRequest, meta: Record<string, unknown>): ClientC
 export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => {
   const now = deps.now ?? Date.now;
   // Copied field by field into each call's deps: `{ ...executeDeps, observe }` would take V8's slow path (answer.ts).
-  const executeDeps = { recorder: deps.recorder, now, storeRefusal: deps.storeRefusal };
+  const executeDeps = { recorder: deps.recorder, now, storeRefusal: deps.storeRefusal, storeFailed: deps.storeFailed };
   // How requestStates are sealed and checked: the key, their TTL, this pipeline's clock (input-round.ts).
   const stateSettings: StateSettings = { ttlMs: deps.stateTtlMs, now, ...(deps.stateKey ? { key: deps.stateKey } : {}) };
 
@@ -81,7 +81,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
       deps.observe?.({ tool: v.name, version: v.version, outcome, seconds: Math.max(0, now() - since) / 1000 });
     const channel = channelOf(req, p.meta);
     const { callId, started, run } = await executeCall(
-      { recorder: executeDeps.recorder, now: executeDeps.now, storeRefusal: executeDeps.storeRefusal, observe },
+      { recorder: executeDeps.recorder, now: executeDeps.now, storeRefusal: executeDeps.storeRefusal, storeFailed: executeDeps.storeFailed, observe },
       {
         v,
         executor,
@@ -132,7 +132,7 @@ export const createToolCallPipeline = (deps: ToolCallDeps): ToolCallPipeline => 
         callId,
         started,
         finished: now(),
-      });
+      }, deps.storeFailed);
     } catch (e) {
       observe('store_unavailable', started);
       throw e;

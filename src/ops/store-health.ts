@@ -27,8 +27,8 @@ type Probe = { run(): Promise<string | null>; close(): Promise<void> };
 
 /**
  * A reason is `<fixed text>` or `<fixed text>: <the driver's first line>`. The driver's text can name a database, a
- * user, a host and port or a file path: `/readyz`, answered to anyone, says only the fixed part; the whole reason is
- * logged (once per change: `onChange`) and given to tools/call's refusal.
+ * user, a host and port or a file path: `/readyz`, answered to anyone, and tools/call's refusal (-32050) say only the
+ * fixed part; the whole reason is logged (once per change: `onChange`).
  */
 export const publicReason = (reason: string): string => {
   const colon = reason.indexOf(': ');

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readRunStreams } from '#app/call-recorder';
 import type { EventStore } from '#app/ports';
@@ -156,6 +157,8 @@ if (pgUrl) {
       for (let i = 0; i < 5; i++) {
         const e = errorOf(await s.request('tools/call', call('payments.send', 'pg-down')));
         expect(e).toMatchObject({ code: -32050, data: { retryable: true, ran: false } });
+        // The driver's words name the proxy's host and port: the caller is not told them.
+        expect(e.message).toMatch(/^Store unavailable: the call was refused before the tool ran \(the store did not take the write; the server's log has the reason \(call [0-9a-f-]{36}\)\)$/);
       }
       expect(runs.send).toBe(1);
       const e = errorOf(await s.request('tools/call', call('payments.lookup', 'pg-down')));
@@ -217,7 +220,9 @@ if (pgUrl) {
         },
         'payments.lookup': () => ({ content: [{ type: 'text', text: 'found' }] }),
       };
-      const h = await makeHarness(defs, handlers, { store });
+      const logged: Record<string, unknown>[] = [];
+      const log = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+      const h = await makeHarness(defs, handlers, { store, log });
       const pg = (await import('pg')).default;
       const admin = new pg.Client({ connectionString: pgUrl });
       await admin.connect();
@@ -235,6 +240,13 @@ if (pgUrl) {
       expect(runs.send).toBe(1);
       const view = await runView(store, 'half');
       expect(view).toMatchObject([{ tool: 'payments.send', version: '1.0.0', outcome: 'started' }]);
+      // The caller is given the call id to quote, not the store's words (which can name hosts, users, paths); the
+      // server's log has those, with whose call it was.
+      const callId = (view[0] as { callId: string }).callId;
+      expect(e.message).toBe(`Store unavailable: the tool ran but its call record could not be written (the store did not take the write; the server's log has the reason (call ${callId}))`);
+      expect(logged.filter((l) => l.callId === callId)).toMatchObject([
+        { level: 50, runId: 'half', tenant: 'default', subject: 'anonymous', tool: 'payments.send', version: '1.0.0', ran: true, reason: expect.stringContaining('disk full (simulated by trigger)') },
+      ]);
     });
   });
 }

@@ -13,6 +13,7 @@ import { storeUnavailable } from '../error-map.ts';
 import type { Cancel } from '../cancellation.ts';
 import type { HandlerRun, RunOptions } from '../run-handler.ts';
 import type { ToolExecutor } from './executor.ts';
+import { publicReason } from '#ops/store-health';
 import { subjectOf } from '../subject-counts.ts';
 
 export interface Execution {
@@ -25,6 +26,8 @@ export interface ExecuteDeps {
   recorder: CallRecorder;
   now: () => number;
   storeRefusal?: () => string | null;
+  /** Told the store's own words when it refused a call's intent or record (the server's log; never the caller). */
+  storeFailed?: StoreFailed;
   /** Counts a call that ended here (`store_unavailable`). */
   observe: (outcome: string, since: number) => void;
 }
@@ -42,18 +45,29 @@ export interface ExecuteCall {
   onExecution?: RunOptions['onExecution'];
 }
 
-/** A short, bounded reason from a store failure (no stack, no connection string). */
+/** A short, bounded reason from a store failure (no stack), for the server's log. */
 export const storeReason = (e: unknown): string => {
   const m = e instanceof Error ? e.message : String(e);
   const line = (m.split('\n')[0] ?? '').trim() || 'store error';
   return line.length > 160 ? `${line.slice(0, 160)}...` : line;
 };
 
+/** A call the store refused, as the server logs it: who, what, and the driver's words. */
+export type StoreFailed = (fields: { callId: string; runId: string; tenant: string; subject: string; tool: string; version: string; ran: boolean; reason: string }) => void;
+
+/**
+ * What the caller is told when the store refused a write. The driver's words can name a host and port, a database, a
+ * user or a file path (as `/readyz`'s reason could, src/ops/store-health.ts): they go to the server's log, beside the
+ * call id the caller is given to quote.
+ */
+export const storeRefusedWrite = (callId: string): string => `the store did not take the write; the server's log has the reason (call ${callId})`;
+
 export const executeCall = async (deps: ExecuteDeps, c: ExecuteCall): Promise<Execution> => {
   const refusal = deps.storeRefusal?.() ?? null;
   if (refusal !== null) {
     deps.observe('store_unavailable', deps.now());
-    throw storeUnavailable(false, refusal);
+    // Logged in full when the probe found it (src/compose/serve.ts); the caller gets its fixed part.
+    throw storeUnavailable(false, publicReason(refusal));
   }
   const started = deps.now();
   const callId = randomUUID();
@@ -64,7 +78,8 @@ export const executeCall = async (deps: ExecuteDeps, c: ExecuteCall): Promise<Ex
       await traceStore('append', 'ToolCallStarted', () => deps.recorder.start(intent));
     } catch (e) {
       deps.observe('store_unavailable', started);
-      throw storeUnavailable(false, storeReason(e));
+      deps.storeFailed?.({ callId, runId: c.runId, tenant: principal.tenant, subject: subjectOf(principal), tool: v.name, version: v.version, ran: false, reason: storeReason(e) });
+      throw storeUnavailable(false, storeRefusedWrite(callId));
     }
   }
   const run = await c.executor.execute({

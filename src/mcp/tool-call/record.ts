@@ -9,7 +9,7 @@ import type { Principal } from '#domain/types';
 import type { CatalogueVersion } from '#projections/catalogue';
 import { storeUnavailable } from '../error-map.ts';
 import type { Repair } from './admit.ts';
-import { storeReason } from './execute.ts';
+import { storeReason, storeRefusedWrite, type StoreFailed } from './execute.ts';
 import { subjectOf } from '../subject-counts.ts';
 
 export interface CallFacts {
@@ -29,7 +29,7 @@ export interface CallFacts {
   finished: number;
 }
 
-export const recordCall = async (recorder: CallRecorder, f: CallFacts): Promise<void> => {
+export const recordCall = async (recorder: CallRecorder, f: CallFacts, storeFailed?: StoreFailed): Promise<void> => {
   try {
     const record = {
       runId: f.runId,
@@ -52,6 +52,7 @@ export const recordCall = async (recorder: CallRecorder, f: CallFacts): Promise<
     // The wait for the group commit (src/app/call-recorder.ts) that makes this record durable.
     await traceStore('append', 'ToolCalled', () => recorder.record(record));
   } catch (e) {
-    throw storeUnavailable(true, storeReason(e));
+    storeFailed?.({ callId: f.callId, runId: f.runId, tenant: f.principal.tenant, subject: subjectOf(f.principal), tool: f.v.name, version: f.v.version, ran: true, reason: storeReason(e) });
+    throw storeUnavailable(true, storeRefusedWrite(f.callId));
   }
 };

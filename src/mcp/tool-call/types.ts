@@ -11,6 +11,7 @@ import type { ClientAsk } from '../client-requests.ts';
 import type { CompiledSchemaCache } from '../compiled-schemas.ts';
 import type { InputRequiredResult } from '../input-required.ts';
 import type { JsonRpcNotification } from '../jsonrpc.ts';
+import type { StoreFailed } from './execute.ts';
 import type { ExecutorLookup } from './executor.ts';
 
 export interface ToolCallDeps {
@@ -29,6 +30,8 @@ export interface ToolCallDeps {
   now?: () => number;
   /** Why no call may run now (the store cannot write); null or absent: run them. */
   storeRefusal?: () => string | null;
+  /** Told the store's own words when it refused a call's intent or record (for the server's log). */
+  storeFailed?: StoreFailed;
   /** Told each finished call (metrics); `store_unavailable` when its intent or record could not be written. */
   observe?: (o: { tool: string; version: string; outcome: string; seconds: number }) => void;
 }
