@@ -213,10 +213,11 @@ export interface RefusedDrain {
 }
 
 /**
- * The one place every refusal sent before its request's body was read goes through: the listener's responses are of
+ * The one place every answer sent before its request's body was read goes through: the listener's responses are of
  * this class (`createServer({ ServerResponse })`), so every head written, routes' and the SDK's alike (and Node's own
- * implicit one, which calls `writeHead` too), passes here. A response of status 400 or above whose head is written
- * while the request's body is unread (a 401 for a missing token, a 403 for a Host, a 404, a 405, a 415...) carries
+ * implicit one, which calls `writeHead` too), passes here. A response whose head is written while the request's body
+ * is unread (a 401 for a missing token, a 403 for a Host, a 404, a 405, a 415, or a 200 from a route that takes no
+ * body: /healthz, /metrics, a console page) carries
  * `Connection: close`; the body still coming is read and thrown away up to `drainLimit` bytes and `timeoutMs`, the
  * answer ended when it has ended (so that closing does not reset the connection under an answer the client has not
  * read yet), and past either bound the connection is cut. Node otherwise reads a refused request's body to its end to
@@ -230,26 +231,28 @@ export const refusalBoundedResponse = (o: RefusedDrain = {}): typeof ServerRespo
   const timeoutMs = o.timeoutMs ?? REFUSED_DRAIN_MS;
   const cutGraceMs = o.cutGraceMs ?? CUT_GRACE_MS;
   class RefusalBoundedResponse extends ServerResponse {
-    /** Set once the head's status has been looked at; a promise while a refused body is being drained. */
+    /** Set once the head has been looked at; a promise while a refused body is being drained. */
     private refusal: boolean | Promise<boolean> = false;
 
-    private decide(status: number): void {
+    private decide(): void {
       if (this.refusal !== false) return;
       this.refusal = true;
       const req = this.req;
-      if (status < 400 || !announcesBody(req) || bodyRead(req)) return;
+      // Whatever the status: a 200 from a route that reads no body (/healthz, a console page) left Node reading an
+      // endless one to its end to keep the connection, up to the request timeout, as a refusal's did.
+      if (!announcesBody(req) || bodyRead(req)) return;
       this.setHeader('connection', 'close');
       if (!req.complete) this.refusal = drainBody(req, drainLimit, timeoutMs, cutGraceMs);
     }
   }
-  const proto = RefusalBoundedResponse.prototype as unknown as ServerResponse & { decide(status: number): void; refusal: boolean | Promise<boolean> };
+  const proto = RefusalBoundedResponse.prototype as unknown as ServerResponse & { decide(): void; refusal: boolean | Promise<boolean> };
   const { writeHead, end } = ServerResponse.prototype;
   proto.writeHead = function (this: typeof proto, ...args: unknown[]) {
-    this.decide(typeof args[0] === 'number' ? args[0] : this.statusCode);
+    this.decide();
     return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
   } as typeof proto.writeHead;
   proto.end = function (this: typeof proto, ...args: unknown[]) {
-    if (!this.headersSent) this.decide(this.statusCode);
+    if (!this.headersSent) this.decide();
     const drained = this.refusal;
     if (typeof drained === 'boolean') return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
     // The answer goes out now; its end (and with it the connection's) waits for the body's.

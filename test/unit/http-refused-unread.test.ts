@@ -111,6 +111,19 @@ describe('a refusal before the body is read closes the connection', () => {
     }
   });
 
+  it('a 200 from a route that reads no body (/healthz) goes the same way: an endless body is not swallowed', async () => {
+    // Before, only answers from 400 up were bounded: Node read this body to its end to keep the connection (until the
+    // request timeout, 66 s), at loopback speed.
+    const { port, read } = await serve((_req, res) => sendJson(res, 200, { status: 'ok' }), { drainLimit: 64 * KiB });
+    const out = await post(port, '/healthz', undefined, '');
+    expect(out.answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(out.answer.toLowerCase()).toContain('connection: close');
+    expect(out.closed).toBe(true);
+    expect(out.written).toBeLessThan(CAP);
+    await expect.poll(() => read.length).toBe(1);
+    expect(read[0]).toBeLessThan(MiB);
+  });
+
   it('a body that stops coming is given up at the time bound', { timeout: 10_000 }, async () => {
     const { port } = await serve(refuse401, { timeoutMs: 100 });
     const out = await new Promise<RawPostOutcome>((resolve) => {
