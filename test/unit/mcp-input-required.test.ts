@@ -182,7 +182,7 @@ describe('requestState integrity', () => {
   it('ESTATE_STATE_KEY lets replicas verify each other; without it each process has its own key', () => {
     const id = { tool: 'greet', version: '1.0.0', argsHash: 'h' };
     const state = sealState(id, { a: { action: 'cancel' } }, { principal, now: 1_000, key: resolveStateKey('shared-secret') });
-    expect(openState(state, id, { principal, now: 1_000, ttlMs: 60_000, key: resolveStateKey('shared-secret') })).toEqual({ a: { action: 'cancel' } });
+    expect(openState(state, id, { principal, now: 1_000, ttlMs: 60_000, key: resolveStateKey('shared-secret') })).toEqual({ answers: { a: { action: 'cancel' } }, firstIssuedAt: 1_000 });
     expect(() => openState(state, id, { principal, now: 1_000, ttlMs: 60_000, key: resolveStateKey() })).toThrow(/integrity/);
     expect(resolveStateKey().equals(resolveStateKey())).toBe(false);
   });
@@ -246,21 +246,28 @@ describe('requestState is bound to its caller and expires', () => {
     expect(await h.calls('ir-in-time')).toHaveLength(1);
   });
 
-  it('each round issues its state afresh: a multi-round call may take a TTL per question', async () => {
+  it("each round's state carries the first round's issue time: the TTL bounds the whole call, not each question", async () => {
     let t = 1_700_000_000_000;
+    const first = t;
     const { call } = await setup({ now: () => t, stateTtlMs: 60_000 });
     const r1 = resultOf(await call({ name: 'two.steps', arguments: {} }));
     t += 50_000;
     const r2 = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }));
     expect(r2.resultType).toBe(INPUT_REQUIRED);
-    t += 50_000;
+    t += 10_000;
+    // Exactly the TTL since the first question: still good.
     const r3 = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step2: accept({ color: 'blue' }) }, requestState: r2.requestState }));
     expect(textOf(r3)).toBe('Alice likes blue');
-    // The first round's state is past its TTL by now.
-    expect(errorOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }))).toMatchObject({
+    // A millisecond later the round-2 state, which carries step1's answer, is refused: re-stamped each round, a call of
+    // N questions kept its first answer for up to N TTLs.
+    t += 1;
+    const before = runs.twoSteps ?? 0;
+    expect(errorOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step2: accept({ color: 'blue' }) }, requestState: r2.requestState }))).toEqual({
       code: -32602,
       message: 'Invalid params: requestState has expired; call the tool again without it',
     });
+    expect(runs.twoSteps ?? 0).toBe(before);
+    expect(bodyOf(r2.requestState)).toMatchObject({ firstIssuedAt: first });
   });
 
   it('the state names its caller by a keyed hash (never the subject) and its issue time; altering either fails the integrity check', async () => {
@@ -268,7 +275,7 @@ describe('requestState is bound to its caller and expires', () => {
     const { call } = await setup({ now: () => t });
     const r1 = resultOf(await call(greet, { principal: alice }));
     const body = bodyOf(r1.requestState);
-    expect(body).toMatchObject({ v: 2, tool: 'greet', issuedAt: t });
+    expect(body).toMatchObject({ v: 3, tool: 'greet', firstIssuedAt: t });
     expect(typeof body.caller).toBe('string');
     expect(Buffer.from(String(r1.requestState).split('.')[0] ?? '', 'base64url').toString('utf8')).not.toMatch(/alice|bank/);
     const before = runs.greet ?? 0;
@@ -278,9 +285,10 @@ describe('requestState is bound to its caller and expires', () => {
     // Bob puts his own caller field into Alice's state, or makes an old state young again: the signature no longer fits.
     for (const [who, change] of [
       [bob, { caller: bobs.caller }],
-      [alice, { issuedAt: t + 3_600_000 }],
-      [alice, { issuedAt: undefined }],
+      [alice, { firstIssuedAt: t + 3_600_000 }],
+      [alice, { firstIssuedAt: undefined }],
       [alice, { v: 1 }],
+      [alice, { v: 2 }],
     ] as const) {
       expect(errorOf(await call(follow(reworked(r1.requestState, change)), { principal: who }))).toEqual({
         code: -32602,
@@ -291,12 +299,21 @@ describe('requestState is bound to its caller and expires', () => {
     expect(beforeBob - before).toBe(1);
   });
 
-  it('a version 1 state (no caller, no issue time), even correctly signed, fails the integrity check', () => {
+  it('a state of an earlier version, even correctly signed, fails the integrity check', () => {
     const key = resolveStateKey('shared-secret');
     const id = { tool: 'greet', version: '1.0.0', argsHash: 'h' };
-    const payload = Buffer.from(canonicalJson({ v: 1, ...id, answers: { a: { action: 'cancel' } } }), 'utf8').toString('base64url');
-    const v1 = `${payload}.${createHmac('sha256', key).update(payload).digest('base64url')}`;
-    expect(() => openState(v1, id, { principal, now: Date.now(), ttlMs: 60_000, key })).toThrow('Invalid params: requestState failed its integrity check');
+    const caller = createHmac('sha256', key).update(canonicalJson(['caller', principal.tenant, null])).digest('base64url');
+    const now = 1_700_000_000_000;
+    for (const body of [
+      // 1: no caller, no issue time.
+      { v: 1, ...id, answers: { a: { action: 'cancel' } } },
+      // 2: its issue time was each round's own, so its answers may be older than its stamp.
+      { v: 2, ...id, caller, issuedAt: now, answers: { a: { action: 'cancel' } } },
+    ]) {
+      const payload = Buffer.from(canonicalJson(body), 'utf8').toString('base64url');
+      const old = `${payload}.${createHmac('sha256', key).update(payload).digest('base64url')}`;
+      expect(() => openState(old, id, { principal, now, ttlMs: 60_000, key })).toThrow('Invalid params: requestState failed its integrity check');
+    }
   });
 });
 
