@@ -66,6 +66,15 @@ export interface CallIdentity {
  */
 const STATE_VERSION = 3;
 
+/**
+ * How far ahead of this server's clock a state's issue time may be. Replicas behind one endpoint share the key, so a
+ * state stamped in the future is not a forgery (whoever could forge one could stamp it with any time at all) but a
+ * replica whose clock runs ahead of this one's: within this skew it counts as issued now; further ahead it is refused
+ * (the client starts the call again), because taken as it is it would live the TTL plus however far that clock ran
+ * ahead. A minute covers clocks kept by NTP with room to spare, and gives a state at most that much beyond the TTL.
+ */
+export const MAX_STATE_CLOCK_SKEW_MS = 60_000;
+
 /** Who a state is sealed for and when; the key is the per-process default when absent. */
 export interface StateIssue {
   principal: Principal;
@@ -121,7 +130,7 @@ export interface OpenedState {
 /**
  * The answers a requestState carries and the call's first issue time, once its signature, its call identity, its
  * caller and its age check out; -32602 otherwise. A state issued in the future (a replica whose clock runs ahead)
- * counts as new.
+ * counts as issued now, up to MAX_STATE_CLOCK_SKEW_MS ahead; further ahead it is refused.
  */
 export const openState = (state: string, identity: CallIdentity, check: StateCheck): OpenedState => {
   const key = check.key ?? defaultKey();
@@ -144,9 +153,13 @@ export const openState = (state: string, identity: CallIdentity, check: StateChe
   }
   // Not a secret compared (the caller holds the state, and learns nothing of the key from its own tag): plain equality.
   if (body.caller !== callerTag(key, check.principal)) throw badState('belongs to another caller');
-  const firstIssuedAt = body.firstIssuedAt as number;
-  if (check.now - firstIssuedAt > check.ttlMs) throw badState('has expired; call the tool again without it');
-  return { answers: body.answers, firstIssuedAt };
+  const stamped = body.firstIssuedAt as number;
+  if (stamped - check.now > MAX_STATE_CLOCK_SKEW_MS) {
+    throw badState(`was issued in the future (more than ${MAX_STATE_CLOCK_SKEW_MS / 1000} s ahead of this server's clock); call the tool again without it`);
+  }
+  if (check.now - stamped > check.ttlMs) throw badState('has expired; call the tool again without it');
+  // Carried on as this clock reads it: a state a little ahead gains no life from the lead.
+  return { answers: body.answers, firstIssuedAt: Math.min(stamped, check.now) };
 };
 
 /** `inputResponses` as the request carries it: absent, or an object of objects; anything else is -32602. */

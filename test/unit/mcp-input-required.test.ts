@@ -10,7 +10,7 @@ import { canonicalJson } from '#domain/hash';
 import type { Principal } from '#domain/types';
 import type { HandlerMap } from '#handlers/types';
 import { ClientRequestError } from '#mcp/client-requests';
-import { INPUT_REQUIRED, openState, resolveStateKey, sealState } from '#mcp/input-required';
+import { INPUT_REQUIRED, MAX_STATE_CLOCK_SKEW_MS, openState, resolveStateKey, sealState } from '#mcp/input-required';
 import type { JsonRpcResponse } from '#mcp/jsonrpc';
 import { handleStateless, type StatelessOutcome } from '#mcp/stateless';
 import { RUN_ID_META } from '#mcp/tool-projection';
@@ -268,6 +268,31 @@ describe('requestState is bound to its caller and expires', () => {
     });
     expect(runs.twoSteps ?? 0).toBe(before);
     expect(bodyOf(r2.requestState)).toMatchObject({ firstIssuedAt: first });
+  });
+
+  it('a state from a clock at most MAX_STATE_CLOCK_SKEW_MS ahead counts as issued now; further ahead it is refused', async () => {
+    let t = 1_700_000_000_000;
+    const issued = t;
+    const { call } = await setup({ now: () => t, stateTtlMs: 60_000 });
+    // The replica that issued it ran ahead of this one: here, this one's clock is behind the state's issue time.
+    const r1 = resultOf(await call({ name: 'two.steps', arguments: {} }));
+    t = issued - MAX_STATE_CLOCK_SKEW_MS;
+    const r2 = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }));
+    expect(r2.resultType).toBe(INPUT_REQUIRED);
+    // Carried as this clock's now, not the time ahead: an answer lives no longer for the skew.
+    expect(bodyOf(r2.requestState)).toMatchObject({ firstIssuedAt: t });
+    t = issued - MAX_STATE_CLOCK_SKEW_MS - 1;
+    const before = runs.twoSteps ?? 0;
+    expect(errorOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }))).toEqual({
+      code: -32602,
+      message: `Invalid params: requestState was issued in the future (more than ${MAX_STATE_CLOCK_SKEW_MS / 1000} s ahead of this server's clock); call the tool again without it`,
+    });
+    expect(runs.twoSteps ?? 0).toBe(before);
+    // Far in the future (a clock a day ahead) too: a state from the future does not get a TTL on top of the lead.
+    const id = { tool: 'greet', version: '1.0.0', argsHash: 'h' };
+    const key = resolveStateKey('shared-secret');
+    const ahead = sealState(id, {}, { principal, now: issued + 86_400_000, key });
+    expect(() => openState(ahead, id, { principal, now: issued, ttlMs: 60_000, key })).toThrow('requestState was issued in the future');
   });
 
   it('the state names its caller by a keyed hash (never the subject) and its issue time; altering either fails the integrity check', async () => {
