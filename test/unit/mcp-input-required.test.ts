@@ -225,6 +225,9 @@ describe('requestState is bound to its caller and expires', () => {
     const r2 = resultOf(await call(greet, { principal: anon }));
     expect(textOf(resultOf(await call(follow(r2.requestState), { principal: anon })))).toBe('Hello, Alice!');
     expect(errorOf(await call(follow(r2.requestState), { principal: makePrincipal({ tenant: 'bank', subject: 'anonymous' }) }))).toMatchObject({ code: -32602 });
+    // And the other way round: a token whose `sub` is "anonymous" is not the subjectless caller.
+    const r3 = resultOf(await call(greet, { principal: makePrincipal({ tenant: 'bank', subject: 'anonymous' }) }));
+    expect(errorOf(await call(follow(r3.requestState), { principal: anon }))).toEqual({ code: -32602, message: 'Invalid params: requestState belongs to another caller' });
   });
 
   it('a state older than the TTL is refused with -32602 before the handler runs; one within it is accepted', async () => {
