@@ -24,9 +24,9 @@ export const DEFAULT_MAX_CALLS_PER_SUBJECT = 256;
 export const DEFAULT_MAX_UNTAKEN_BYTES_PER_SUBJECT = 64 * 1024 * 1024;
 /** Default of the bound on 2026-07-28 `subscriptions/listen` streams open at once for one subject (docs/security.md). */
 export const DEFAULT_MAX_LISTENS_PER_SUBJECT = 100;
-/** Default of how long a stateless 2026-07-28 requestState is accepted after it was issued (docs/security.md). */
+/** Default of how long a stateless 2026-07-28 call's requestStates are accepted after its first (docs/security.md). */
 export const DEFAULT_STATE_TTL_MS = 60 * 60 * 1000;
-/** Bounds of ESTATE_STATE_TTL_MS: time for a person to answer a question, and no longer than a day's replay window. */
+/** Bounds of ESTATE_STATE_TTL_MS: time for a person to answer a call's questions; at most a day's replay window. */
 const STATE_TTL_BOUNDS_MS = { min: 1000, max: 24 * 60 * 60 * 1000 } as const;
 const STATE_TTL_RULE = `ESTATE_STATE_TTL_MS must be a whole number of milliseconds from ${STATE_TTL_BOUNDS_MS.min} to ${STATE_TTL_BOUNDS_MS.max}`;
 /** Defaults of the 2025-03-26 batch bound (docs/security.md). */
@@ -65,7 +65,7 @@ const configSchema = z.object({
   maxBatchBytes: positiveInt('ESTATE_MAX_BATCH_BYTES').max(1024 * 1024, 'ESTATE_MAX_BATCH_BYTES must be at most 1048576 (the body limit)'),
   /** Signs 2026-07-28 requestStates; replicas behind one endpoint must share it. Absent: a random key per process. */
   stateKey: z.string().min(1).optional(),
-  /** How long a requestState is accepted after it was issued (src/mcp/input-required.ts): a person may take a while. */
+  /** How long a call's requestStates are accepted after its first (src/mcp/input-required.ts): people take a while. */
   stateTtlMs: z.coerce
     .number({ error: STATE_TTL_RULE })
     .int(STATE_TTL_RULE)

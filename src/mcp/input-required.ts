@@ -11,11 +11,13 @@
  * each question (docs/decisions.md).
  *
  * The state carries the answers used so far, bound to the call (tool name, version, arguments hash) and to its caller
- * (a keyed hash of tenant and subject), stamped with the time it was issued, and signed with HMAC-SHA256; it is not
- * encrypted (the client wrote those answers). A state is refused once older than its TTL (ESTATE_STATE_TTL_MS) and
- * when another caller sends it: an answer one principal's user gave (an approval) must not be replayed by another,
- * nor forever. The key is ESTATE_STATE_KEY when set (replicas behind one endpoint must share it), else random per
- * process (a restart then voids states in flight: the client gets -32602 and starts the call again).
+ * (a keyed hash of tenant and subject), stamped with the time the call's FIRST state was issued (each round's state
+ * carries it on), and signed with HMAC-SHA256; it is not encrypted (the client wrote those answers). A state is refused
+ * once that time is older than its TTL (ESTATE_STATE_TTL_MS), so no answer it carries outlives the TTL however many
+ * rounds the call takes, and when another caller sends it: an answer one principal's user gave (an approval) must not
+ * be replayed by another, nor forever. The key is ESTATE_STATE_KEY when set (replicas behind one endpoint must share
+ * it), else random per process (a restart then voids states in flight: the client gets -32602 and starts the call
+ * again).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { canonicalJson } from '#domain/hash';
@@ -57,14 +59,32 @@ export interface CallIdentity {
   argsHash: string;
 }
 
-/** 2: the caller and the issue time were added; a version 1 state is refused as failing the integrity check. */
-const STATE_VERSION = 2;
+/**
+ * 2: the caller and the issue time were added. 3: the issue time (`issuedAt`, each round's own) became the first
+ * round's (`firstIssuedAt`): a version 2 state carries answers older than its stamp. A state of an earlier version is
+ * refused as failing the integrity check (the client starts the call again).
+ */
+const STATE_VERSION = 3;
+
+/**
+ * How far ahead of this server's clock a state's issue time may be. Replicas behind one endpoint share the key, so a
+ * state stamped in the future is not a forgery (whoever could forge one could stamp it with any time at all) but a
+ * replica whose clock runs ahead of this one's: within this skew it counts as issued now; further ahead it is refused
+ * (the client starts the call again), because taken as it is it would live the TTL plus however far that clock ran
+ * ahead. A minute covers clocks kept by NTP with room to spare, and gives a state at most that much beyond the TTL.
+ */
+export const MAX_STATE_CLOCK_SKEW_MS = 60_000;
 
 /** Who a state is sealed for and when; the key is the per-process default when absent. */
 export interface StateIssue {
   principal: Principal;
   /** Milliseconds since the epoch, from the pipeline's clock. */
   now: number;
+  /**
+   * When the call's first state was issued: `firstIssuedAt` of the state this round was sent (openState). Absent on a
+   * round that was sent no state: `now`.
+   */
+  firstIssuedAt?: number;
   key?: Buffer;
 }
 
@@ -93,18 +113,26 @@ const callerTag = (key: Buffer, principal: Principal): string => mac(key, canoni
 
 export const sealState = (identity: CallIdentity, answers: Record<string, unknown>, issue: StateIssue): string => {
   const key = issue.key ?? defaultKey();
-  const body = { v: STATE_VERSION, ...identity, caller: callerTag(key, issue.principal), issuedAt: issue.now, answers };
+  const body = { v: STATE_VERSION, ...identity, caller: callerTag(key, issue.principal), firstIssuedAt: issue.firstIssuedAt ?? issue.now, answers };
   const payload = Buffer.from(canonicalJson(body), 'utf8').toString('base64url');
   return `${payload}.${mac(key, payload)}`;
 };
 
 const badState = (why: string) => invalidParams(`Invalid params: requestState ${why}`);
 
+/** What a verified requestState gives the round it was sent with. */
+export interface OpenedState {
+  answers: Record<string, unknown>;
+  /** When the call's first state was issued: the next round's state carries it on (StateIssue). */
+  firstIssuedAt: number;
+}
+
 /**
- * The answers a requestState carries, once its signature, its call identity, its caller and its age check out;
- * -32602 otherwise. A state issued in the future (a replica whose clock runs ahead) counts as new.
+ * The answers a requestState carries and the call's first issue time, once its signature, its call identity, its
+ * caller and its age check out; -32602 otherwise. A state issued in the future (a replica whose clock runs ahead)
+ * counts as issued now, up to MAX_STATE_CLOCK_SKEW_MS ahead; further ahead it is refused.
  */
-export const openState = (state: string, identity: CallIdentity, check: StateCheck): Record<string, unknown> => {
+export const openState = (state: string, identity: CallIdentity, check: StateCheck): OpenedState => {
   const key = check.key ?? defaultKey();
   const dot = state.indexOf('.');
   const payload = dot > 0 ? state.slice(0, dot) : '';
@@ -117,7 +145,7 @@ export const openState = (state: string, identity: CallIdentity, check: StateChe
   } catch {
     throw badState('failed its integrity check');
   }
-  if (!isPlainObject(body) || body.v !== STATE_VERSION || !isPlainObject(body.answers) || typeof body.caller !== 'string' || !Number.isSafeInteger(body.issuedAt)) {
+  if (!isPlainObject(body) || body.v !== STATE_VERSION || !isPlainObject(body.answers) || typeof body.caller !== 'string' || !Number.isSafeInteger(body.firstIssuedAt)) {
     throw badState('failed its integrity check');
   }
   if (body.tool !== identity.tool || body.version !== identity.version || body.argsHash !== identity.argsHash) {
@@ -125,8 +153,13 @@ export const openState = (state: string, identity: CallIdentity, check: StateChe
   }
   // Not a secret compared (the caller holds the state, and learns nothing of the key from its own tag): plain equality.
   if (body.caller !== callerTag(key, check.principal)) throw badState('belongs to another caller');
-  if (check.now - (body.issuedAt as number) > check.ttlMs) throw badState('has expired; call the tool again without it');
-  return body.answers;
+  const stamped = body.firstIssuedAt as number;
+  if (stamped - check.now > MAX_STATE_CLOCK_SKEW_MS) {
+    throw badState(`was issued in the future (more than ${MAX_STATE_CLOCK_SKEW_MS / 1000} s ahead of this server's clock); call the tool again without it`);
+  }
+  if (check.now - stamped > check.ttlMs) throw badState('has expired; call the tool again without it');
+  // Carried on as this clock reads it: a state a little ahead gains no life from the lead.
+  return { answers: body.answers, firstIssuedAt: Math.min(stamped, check.now) };
 };
 
 /** `inputResponses` as the request carries it: absent, or an object of objects; anything else is -32602. */
@@ -147,9 +180,14 @@ export class InputRound {
   private readonly used: Record<string, unknown> = {};
   private asked = 0;
 
+  /**
+   * `firstIssuedAt`: that of the state this round was sent (OpenedState), carried into the next round's state; absent
+   * when it was sent none (the next state is the call's first).
+   */
   constructor(
     private readonly answers: Readonly<Record<string, unknown>>,
     private readonly capabilities: Readonly<Record<string, unknown>>,
+    private readonly firstIssuedAt?: number,
   ) {}
 
   private async ask(method: ClientMethod, params: Record<string, unknown>, options: AskOptions | undefined): Promise<Record<string, unknown>> {
@@ -182,7 +220,7 @@ export class InputRound {
     return {
       resultType: INPUT_REQUIRED,
       inputRequests: Object.fromEntries(this.pending),
-      requestState: sealState(identity, this.used, issue),
+      requestState: sealState(identity, this.used, this.firstIssuedAt === undefined ? issue : { ...issue, firstIssuedAt: this.firstIssuedAt }),
     };
   }
 }

@@ -43,7 +43,10 @@ export interface ServerCoreOptions {
   listTtlMs: number;
   /** Signs and checks 2026-07-28 requestStates (input-required.ts); default: a random key per process. */
   stateKey?: Buffer;
-  /** How long a requestState is accepted after it was issued (ESTATE_STATE_TTL_MS); default DEFAULT_STATE_TTL_MS. */
+  /**
+   * How long a call's requestStates are accepted after its first was issued (ESTATE_STATE_TTL_MS); default
+   * DEFAULT_STATE_TTL_MS.
+   */
   stateTtlMs?: number;
   /** The tools/call pipeline's clock (call timings, requestState issue and expiry); default Date.now. */
   now?: () => number;

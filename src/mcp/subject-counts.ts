@@ -1,19 +1,23 @@
 /**
  * How many of something each subject holds now (open sessions, running tools/calls, open listen streams, bytes of
- * answers its clients have not taken), for the
- * per-subject bounds of docs/security.md. A subject is the token's `sub`, or without one (no authorization: the
- * flags' principal) `anonymous`; every bound keys callers the same way, by the subject within its tenant (boundKey).
+ * answers its clients have not taken), for the per-subject bounds of docs/security.md. A subject is the token's `sub`;
+ * a principal without one (no authorization: the flags' principal) is recorded and named `anonymous` (subjectOf), but
+ * counted apart from a token whose `sub` is that string. Every bound keys callers the same way (boundKey).
  */
 import type { Principal } from '#domain/types';
 
+/** The subject as call records and messages name it: without one, `anonymous`. Not what the bounds count by. */
 export const subjectOf = (principal: Principal): string => principal.subject ?? 'anonymous';
 
 /**
- * What the per-subject bounds count by: the subject within its tenant. An issuer whose `sub` is unique only within a
- * tenant (a user store per tenant) gave `alice` of one tenant the power to take every session and call slot of `alice`
- * of another, and told her how many the other held. Messages still name the subject alone.
+ * What the per-subject bounds count by: the subject within its tenant, no subject being `null`. Within its tenant: an
+ * issuer whose `sub` is unique only within a tenant (a user store per tenant) gave `alice` of one tenant the power to
+ * take every session and call slot of `alice` of another, and told her how many the other held. `null`, not
+ * `anonymous`: keyed by subjectOf, a token with the `sub` "anonymous" shared (and could exhaust) the bounds of every
+ * unauthenticated caller, and they its. JSON, so that no tenant or subject can reach across the separator (a NUL in
+ * either made `a`+`b\0c` and `a\0b`+`c` one caller). Messages still name the subject alone, by subjectOf.
  */
-export const boundKey = (principal: Principal): string => `${principal.tenant}\u0000${subjectOf(principal)}`;
+export const boundKey = (principal: Principal): string => JSON.stringify([principal.tenant, principal.subject ?? null]);
 
 export class SubjectCounts {
   /** Only subjects holding one or more. */

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
 import { TOO_MANY_CALLS } from '#mcp/jsonrpc';
+import { boundKey } from '#mcp/subject-counts';
 import { aDefinition } from '../fixtures/builders.ts';
 import { errorOf, makeHarness, resultOf, textOf, type Harness } from '../fixtures/handlers/harness.ts';
 import { serveMcpHttp, type McpHttpServer } from '../fixtures/mcp-http-server.ts';
@@ -128,6 +129,49 @@ describe('tools/calls running per subject', () => {
     await release('PMT-601');
     await release('PMT-602');
     await Promise.all(held);
+  });
+
+  it('counts a principal without a subject apart from one whose subject is `anonymous`, though both are recorded `anonymous`', async () => {
+    // No subject: no authorization, the flags' principal. A token whose `sub` is the string "anonymous" is someone else:
+    // it must not take the places of unauthenticated callers, nor they its.
+    const none = h.session(makePrincipal({ tenant: 'initech' }));
+    const named = h.session(makePrincipal({ tenant: 'initech', subject: 'anonymous' }));
+    await none.initialize();
+    await named.initialize();
+    const held = [none.request('tools/call', args('PMT-701', 'run-n1')), none.request('tools/call', args('PMT-702', 'run-n2'))];
+    await expect.poll(() => waiting.has('PMT-701') && waiting.has('PMT-702')).toBe(true);
+    expect(errorOf(await none.request('tools/call', args('PMT-703', 'run-n3'))).code).toBe(TOO_MANY_CALLS);
+    const other = named.request('tools/call', args('PMT-711', 'run-m1'));
+    await release('PMT-711');
+    expect(textOf(resultOf(await other))).toBe('payment PMT-711: settled');
+    // And the other way round: `anonymous` at its bound leaves the subjectless caller its places.
+    await release('PMT-701');
+    await release('PMT-702');
+    await Promise.all(held);
+    const heldNamed = [named.request('tools/call', args('PMT-721', 'run-m2')), named.request('tools/call', args('PMT-722', 'run-m3'))];
+    await expect.poll(() => waiting.has('PMT-721') && waiting.has('PMT-722')).toBe(true);
+    expect(errorOf(await named.request('tools/call', args('PMT-723', 'run-m4'))).code).toBe(TOO_MANY_CALLS);
+    const again = none.request('tools/call', args('PMT-731', 'run-n4'));
+    await release('PMT-731');
+    expect(textOf(resultOf(await again))).toBe('payment PMT-731: settled');
+    await release('PMT-721');
+    await release('PMT-722');
+    await Promise.all(heldNamed);
+    // What is recorded is unchanged: no subject is `anonymous` in the call record.
+    await h.recorder.flush();
+    expect((await h.calls('run-n1'))[0]).toMatchObject({ subject: 'anonymous', tenant: 'initech' });
+  });
+
+  it('boundKey: no subject, the subject `anonymous`, and a tenant or subject holding the separator are all told apart', () => {
+    const keys = [
+      makePrincipal({ tenant: 't' }),
+      makePrincipal({ tenant: 't', subject: 'anonymous' }),
+      makePrincipal({ tenant: 't', subject: 'null' }),
+      makePrincipal({ tenant: 'a\u0000b', subject: 'c' }),
+      makePrincipal({ tenant: 'a', subject: 'b\u0000c' }),
+    ].map(boundKey);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(boundKey(makePrincipal({ tenant: 't', subject: 'u', scopes: ['x'] }))).toBe(boundKey(makePrincipal({ tenant: 't', subject: 'u' })));
   });
 
   describe('on the 2026-07-28 stateless path', () => {

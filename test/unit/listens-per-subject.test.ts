@@ -19,7 +19,10 @@ beforeAll(async () => {
     maxListensPerSubject: 2,
     // As authorization would: the caller's subject from its token, here from a header.
     callerOf: (req) => {
-      const subject = String(req.headers['x-subject']);
+      const sent = req.headers['x-subject'];
+      // No header: a principal without a subject (as without authorization).
+      if (sent === undefined) return { principal: makePrincipal({}), owner: '' };
+      const subject = String(sent);
       return { principal: makePrincipal({ subject }), owner: subject };
     },
   });
@@ -34,13 +37,13 @@ const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.mode
 let id = 0;
 
 /** A listen request; its status, and for a stream the first event's data (the acknowledgement). */
-const listen = async (subject: string): Promise<{ status: number; first: string; abort: AbortController }> => {
+const listen = async (subject: string | undefined): Promise<{ status: number; first: string; abort: AbortController }> => {
   const abort = new AbortController();
   open.push(abort);
   const res = await fetch(http.url, {
     method: 'POST',
     signal: abort.signal,
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen', 'x-subject': subject },
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen', ...(subject !== undefined ? { 'x-subject': subject } : {}) },
     body: JSON.stringify({ jsonrpc: '2.0', id: `l${++id}`, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } }),
   });
   if (res.status !== 200 || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return { status: res.status, first: await res.text(), abort };
@@ -67,5 +70,15 @@ describe('subscriptions/listen streams per subject', () => {
 
     a1.abort.abort();
     await expect.poll(async () => (await listen('alice')).status, { timeout: 10_000 }).toBe(200);
+  });
+
+  it('counts a principal without a subject apart from one whose subject is `anonymous`', async () => {
+    const held = [await listen(undefined), await listen(undefined)];
+    for (const s of held) expect(s.first).toContain('notifications/subscriptions/acknowledged');
+    expect((await listen(undefined)).status).toBe(429);
+    const named = [await listen('anonymous'), await listen('anonymous')];
+    for (const s of named) expect(s.first).toContain('notifications/subscriptions/acknowledged');
+    expect((await listen('anonymous')).status).toBe(429);
+    for (const s of [...held, ...named]) s.abort.abort();
   });
 });

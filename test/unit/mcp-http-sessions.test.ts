@@ -32,4 +32,25 @@ describe('HTTP sessions', () => {
     }
     expect(sessions.size).toBe(0);
   });
+
+  it('count a principal without a subject apart from one whose subject is `anonymous` (ESTATE_MAX_SESSIONS_PER_SUBJECT)', async () => {
+    const h = await makeHarness([aDefinition()], { 'payments.lookup': () => ({ content: [] }) });
+    const none = makePrincipal({ tenant: 'initech' });
+    const named = makePrincipal({ tenant: 'initech', subject: 'anonymous' });
+    const sessions = new HttpSessions(h.core, none, SESSION_IDLE_MS, { perSubject: 1, total: 10 });
+    await loadSdkTransport();
+    try {
+      sessions.create(none);
+      expect(sessions.admit(none)).toMatchObject({ status: 429 });
+      expect(sessions.admit(named)).toBeUndefined();
+      const s = sessions.create(named);
+      expect(sessions.admit(named)).toMatchObject({ status: 429 });
+      // Given back to the one that held it, not to the other.
+      sessions.drop(s.id);
+      expect(sessions.admit(named)).toBeUndefined();
+      expect(sessions.admit(none)).toMatchObject({ status: 429 });
+    } finally {
+      sessions.close();
+    }
+  });
 });

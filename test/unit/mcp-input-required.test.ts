@@ -10,7 +10,7 @@ import { canonicalJson } from '#domain/hash';
 import type { Principal } from '#domain/types';
 import type { HandlerMap } from '#handlers/types';
 import { ClientRequestError } from '#mcp/client-requests';
-import { INPUT_REQUIRED, openState, resolveStateKey, sealState } from '#mcp/input-required';
+import { INPUT_REQUIRED, MAX_STATE_CLOCK_SKEW_MS, openState, resolveStateKey, sealState } from '#mcp/input-required';
 import type { JsonRpcResponse } from '#mcp/jsonrpc';
 import { handleStateless, type StatelessOutcome } from '#mcp/stateless';
 import { RUN_ID_META } from '#mcp/tool-projection';
@@ -182,7 +182,7 @@ describe('requestState integrity', () => {
   it('ESTATE_STATE_KEY lets replicas verify each other; without it each process has its own key', () => {
     const id = { tool: 'greet', version: '1.0.0', argsHash: 'h' };
     const state = sealState(id, { a: { action: 'cancel' } }, { principal, now: 1_000, key: resolveStateKey('shared-secret') });
-    expect(openState(state, id, { principal, now: 1_000, ttlMs: 60_000, key: resolveStateKey('shared-secret') })).toEqual({ a: { action: 'cancel' } });
+    expect(openState(state, id, { principal, now: 1_000, ttlMs: 60_000, key: resolveStateKey('shared-secret') })).toEqual({ answers: { a: { action: 'cancel' } }, firstIssuedAt: 1_000 });
     expect(() => openState(state, id, { principal, now: 1_000, ttlMs: 60_000, key: resolveStateKey() })).toThrow(/integrity/);
     expect(resolveStateKey().equals(resolveStateKey())).toBe(false);
   });
@@ -225,6 +225,9 @@ describe('requestState is bound to its caller and expires', () => {
     const r2 = resultOf(await call(greet, { principal: anon }));
     expect(textOf(resultOf(await call(follow(r2.requestState), { principal: anon })))).toBe('Hello, Alice!');
     expect(errorOf(await call(follow(r2.requestState), { principal: makePrincipal({ tenant: 'bank', subject: 'anonymous' }) }))).toMatchObject({ code: -32602 });
+    // And the other way round: a token whose `sub` is "anonymous" is not the subjectless caller.
+    const r3 = resultOf(await call(greet, { principal: makePrincipal({ tenant: 'bank', subject: 'anonymous' }) }));
+    expect(errorOf(await call(follow(r3.requestState), { principal: anon }))).toEqual({ code: -32602, message: 'Invalid params: requestState belongs to another caller' });
   });
 
   it('a state older than the TTL is refused with -32602 before the handler runs; one within it is accepted', async () => {
@@ -246,21 +249,53 @@ describe('requestState is bound to its caller and expires', () => {
     expect(await h.calls('ir-in-time')).toHaveLength(1);
   });
 
-  it('each round issues its state afresh: a multi-round call may take a TTL per question', async () => {
+  it("each round's state carries the first round's issue time: the TTL bounds the whole call, not each question", async () => {
     let t = 1_700_000_000_000;
+    const first = t;
     const { call } = await setup({ now: () => t, stateTtlMs: 60_000 });
     const r1 = resultOf(await call({ name: 'two.steps', arguments: {} }));
     t += 50_000;
     const r2 = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }));
     expect(r2.resultType).toBe(INPUT_REQUIRED);
-    t += 50_000;
+    t += 10_000;
+    // Exactly the TTL since the first question: still good.
     const r3 = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step2: accept({ color: 'blue' }) }, requestState: r2.requestState }));
     expect(textOf(r3)).toBe('Alice likes blue');
-    // The first round's state is past its TTL by now.
-    expect(errorOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }))).toMatchObject({
+    // A millisecond later the round-2 state, which carries step1's answer, is refused: re-stamped each round, a call of
+    // N questions kept its first answer for up to N TTLs.
+    t += 1;
+    const before = runs.twoSteps ?? 0;
+    expect(errorOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step2: accept({ color: 'blue' }) }, requestState: r2.requestState }))).toEqual({
       code: -32602,
       message: 'Invalid params: requestState has expired; call the tool again without it',
     });
+    expect(runs.twoSteps ?? 0).toBe(before);
+    expect(bodyOf(r2.requestState)).toMatchObject({ firstIssuedAt: first });
+  });
+
+  it('a state from a clock at most MAX_STATE_CLOCK_SKEW_MS ahead counts as issued now; further ahead it is refused', async () => {
+    let t = 1_700_000_000_000;
+    const issued = t;
+    const { call } = await setup({ now: () => t, stateTtlMs: 60_000 });
+    // The replica that issued it ran ahead of this one: here, this one's clock is behind the state's issue time.
+    const r1 = resultOf(await call({ name: 'two.steps', arguments: {} }));
+    t = issued - MAX_STATE_CLOCK_SKEW_MS;
+    const r2 = resultOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }));
+    expect(r2.resultType).toBe(INPUT_REQUIRED);
+    // Carried as this clock's now, not the time ahead: an answer lives no longer for the skew.
+    expect(bodyOf(r2.requestState)).toMatchObject({ firstIssuedAt: t });
+    t = issued - MAX_STATE_CLOCK_SKEW_MS - 1;
+    const before = runs.twoSteps ?? 0;
+    expect(errorOf(await call({ name: 'two.steps', arguments: {}, inputResponses: { step1: accept({ name: 'Alice' }) }, requestState: r1.requestState }))).toEqual({
+      code: -32602,
+      message: `Invalid params: requestState was issued in the future (more than ${MAX_STATE_CLOCK_SKEW_MS / 1000} s ahead of this server's clock); call the tool again without it`,
+    });
+    expect(runs.twoSteps ?? 0).toBe(before);
+    // Far in the future (a clock a day ahead) too: a state from the future does not get a TTL on top of the lead.
+    const id = { tool: 'greet', version: '1.0.0', argsHash: 'h' };
+    const key = resolveStateKey('shared-secret');
+    const ahead = sealState(id, {}, { principal, now: issued + 86_400_000, key });
+    expect(() => openState(ahead, id, { principal, now: issued, ttlMs: 60_000, key })).toThrow('requestState was issued in the future');
   });
 
   it('the state names its caller by a keyed hash (never the subject) and its issue time; altering either fails the integrity check', async () => {
@@ -268,7 +303,7 @@ describe('requestState is bound to its caller and expires', () => {
     const { call } = await setup({ now: () => t });
     const r1 = resultOf(await call(greet, { principal: alice }));
     const body = bodyOf(r1.requestState);
-    expect(body).toMatchObject({ v: 2, tool: 'greet', issuedAt: t });
+    expect(body).toMatchObject({ v: 3, tool: 'greet', firstIssuedAt: t });
     expect(typeof body.caller).toBe('string');
     expect(Buffer.from(String(r1.requestState).split('.')[0] ?? '', 'base64url').toString('utf8')).not.toMatch(/alice|bank/);
     const before = runs.greet ?? 0;
@@ -278,9 +313,10 @@ describe('requestState is bound to its caller and expires', () => {
     // Bob puts his own caller field into Alice's state, or makes an old state young again: the signature no longer fits.
     for (const [who, change] of [
       [bob, { caller: bobs.caller }],
-      [alice, { issuedAt: t + 3_600_000 }],
-      [alice, { issuedAt: undefined }],
+      [alice, { firstIssuedAt: t + 3_600_000 }],
+      [alice, { firstIssuedAt: undefined }],
       [alice, { v: 1 }],
+      [alice, { v: 2 }],
     ] as const) {
       expect(errorOf(await call(follow(reworked(r1.requestState, change)), { principal: who }))).toEqual({
         code: -32602,
@@ -291,12 +327,21 @@ describe('requestState is bound to its caller and expires', () => {
     expect(beforeBob - before).toBe(1);
   });
 
-  it('a version 1 state (no caller, no issue time), even correctly signed, fails the integrity check', () => {
+  it('a state of an earlier version, even correctly signed, fails the integrity check', () => {
     const key = resolveStateKey('shared-secret');
     const id = { tool: 'greet', version: '1.0.0', argsHash: 'h' };
-    const payload = Buffer.from(canonicalJson({ v: 1, ...id, answers: { a: { action: 'cancel' } } }), 'utf8').toString('base64url');
-    const v1 = `${payload}.${createHmac('sha256', key).update(payload).digest('base64url')}`;
-    expect(() => openState(v1, id, { principal, now: Date.now(), ttlMs: 60_000, key })).toThrow('Invalid params: requestState failed its integrity check');
+    const caller = createHmac('sha256', key).update(canonicalJson(['caller', principal.tenant, null])).digest('base64url');
+    const now = 1_700_000_000_000;
+    for (const body of [
+      // 1: no caller, no issue time.
+      { v: 1, ...id, answers: { a: { action: 'cancel' } } },
+      // 2: its issue time was each round's own, so its answers may be older than its stamp.
+      { v: 2, ...id, caller, issuedAt: now, answers: { a: { action: 'cancel' } } },
+    ]) {
+      const payload = Buffer.from(canonicalJson(body), 'utf8').toString('base64url');
+      const old = `${payload}.${createHmac('sha256', key).update(payload).digest('base64url')}`;
+      expect(() => openState(old, id, { principal, now, ttlMs: 60_000, key })).toThrow('Invalid params: requestState failed its integrity check');
+    }
   });
 });
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
 import { TOO_MANY_CALLS } from '#mcp/jsonrpc';
 import { aDefinition } from '../fixtures/builders.ts';
-import { makeHarness, type Harness } from '../fixtures/handlers/harness.ts';
+import { errorOf, makeHarness, resultOf, type Harness } from '../fixtures/handlers/harness.ts';
 import { serveMcpHttp, type McpHttpServer } from '../fixtures/mcp-http-server.ts';
 
 const ANSWER_TEXT = 'x'.repeat(16 * 1024 * 1024);
@@ -107,5 +107,30 @@ describe('answers left untaken, per subject', () => {
     // Erin reads what she left: each answer is taken whole, and she may call again.
     for (const s of unread) s.resume();
     await expect.poll(async () => (await call('erin', 300)).status, { timeout: 20_000, interval: 100 }).toBe(200);
+  });
+
+  it('charges a principal without a subject apart from one whose subject is `anonymous`', async () => {
+    // The account the HTTP front end charges (#http/unsent), held directly: what one leaves untaken is not the other's.
+    const none = makePrincipal({ tenant: 'initech' });
+    const named = makePrincipal({ tenant: 'initech', subject: 'anonymous' });
+    const session = async (p: typeof none) => {
+      const s = h.session(p);
+      await s.initialize();
+      return s;
+    };
+    const [noneSession, namedSession] = [await session(none), await session(named)];
+    const lookup = { name: 'payments.lookup', arguments: { reference: 'PMT-900' } };
+    for (const [holder, holderSession, otherSession] of [
+      [none, noneSession, namedSession],
+      [named, namedSession, noneSession],
+    ] as const) {
+      const giveBack = h.core.untakenAccount(holder).hold(MAX + 1);
+      try {
+        expect(errorOf(await holderSession.request('tools/call', lookup)).code).toBe(TOO_MANY_CALLS);
+        expect(resultOf(await otherSession.request('tools/call', lookup)).isError).toBeUndefined();
+      } finally {
+        giveBack();
+      }
+    }
   });
 });

@@ -72,10 +72,10 @@ export const openInputRounds = (
   if (!mayRunAgain(executor, v.sideEffect)) return { kind: 'once', askers: refusingAskers(p.input.capabilities) };
   const identity: CallIdentity = { tool: v.name, version: v.version, argsHash };
   const sent = p.input.state;
-  // Answers from the state win over a re-sent one: the run that follows must see what the earlier runs saw.
-  const answers = {
-    ...p.input.responses,
-    ...(sent !== undefined ? openState(sent, identity, { principal, now: state.now(), ttlMs: state.ttlMs, ...(state.key ? { key: state.key } : {}) }) : {}),
-  };
-  return { kind: 'rounds', round: new InputRound(answers, p.input.capabilities), identity };
+  if (sent === undefined) return { kind: 'rounds', round: new InputRound(p.input.responses, p.input.capabilities), identity };
+  const opened = openState(sent, identity, { principal, now: state.now(), ttlMs: state.ttlMs, ...(state.key ? { key: state.key } : {}) });
+  // Answers from the state win over a re-sent one: the run that follows must see what the earlier runs saw. Its first
+  // issue time goes on into the next state: the TTL bounds the whole call, and no answer outlives it.
+  const answers = { ...p.input.responses, ...opened.answers };
+  return { kind: 'rounds', round: new InputRound(answers, p.input.capabilities, opened.firstIssuedAt), identity };
 };

@@ -22,7 +22,7 @@ export interface ToolCallDeps {
   recorder: CallRecorder;
   /** The requestState key (input-required.ts); absent: the per-process default. */
   stateKey?: Buffer;
-  /** How long a requestState is good for after it was issued (ESTATE_STATE_TTL_MS), by `now`. */
+  /** How long a call's requestStates are good for after its first was issued (ESTATE_STATE_TTL_MS), by `now`. */
   stateTtlMs: number;
   isOffered: (v: CatalogueVersion) => boolean;
   /** A logger for handler code, bound to the call. */
