@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { createSqliteEventStore } from '#store/sqlite-event-store';
@@ -96,6 +97,31 @@ if (pgUrl) {
     expect(refused.code).toBe(3);
     expect(refused.stderr).toMatch(/^estate: refused: copy: the target store already holds events.*--resume/m);
     expect(await countIn(pgStore)).toBe(1);
+  }, 60_000);
+
+  it('names the side of a database that does not exist or holds no store, by its flag, its password hidden', async () => {
+    const empty = await freshDatabase();
+    const missing = new URL(pgUrl);
+    missing.pathname = `/estate_copy_missing_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    missing.password = 'secret';
+    const shown = missing.toString().replace(':secret@', ':***@');
+    const database = missing.pathname.slice(1);
+    // Before: "no store at ...: ... (... check --store or ESTATE_STORE)": a flag copy does not take, and not which side.
+    const to = await runCli(['copy', '--from', temp.store, '--to', missing.toString()]);
+    expect([to.code, to.stderr.trim()]).toEqual([
+      2,
+      `estate: error: copy: --to: no store at ${shown}: database "${database}" does not exist ` +
+        '(Estate creates its schema and tables, never a database: create it, or check --to)',
+    ]);
+    const from = await runCli(['copy', '--from', empty, '--to', `sqlite:${temp.dir}/never.db`]);
+    expect([from.code, from.stderr.trim()]).toEqual([
+      2,
+      `estate: error: copy: --from: no store at ${empty}: the schema "estate" holds no Estate event tables ` +
+        '(nothing was created; check --from, or publish something first)',
+    ]);
+    expect(existsSync(`${temp.dir}/never.db`)).toBe(false);
+    // Read-only: not even the schema was made in the empty database.
+    expect(await admin("SELECT to_regnamespace('estate') AS schema", empty)).toEqual([{ schema: null }]);
   }, 60_000);
 
   it('resumes a copy SIGKILLed in the middle of a commit: no duplicate, no gap, equal projections', async () => {

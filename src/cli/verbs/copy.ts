@@ -2,11 +2,12 @@
 import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { EventStore } from '#app/ports';
+import { ConcurrencyError, type EventStore } from '#app/ports';
 import { DomainError } from '#domain/errors';
 import { copyStore, type CopyProgress } from '#ops/store-copy';
 import { compareSummaries, summarizeStore, type StoreSummary } from '#ops/store-summary';
 import { openEventStore } from '#store/open-store';
+import { redactStoreUrl } from '#store/store-url';
 import { EXIT } from '../exit.ts';
 import { printJson } from '../output.ts';
 import { runVerb, type GlobalOptions } from '../run.ts';
@@ -41,6 +42,61 @@ const sqliteFile = (url: string): string | undefined => {
       return file;
     }
   }
+};
+
+type Flag = '--from' | '--to';
+
+/**
+ * A failure of one of the two stores, said with the flag that named it and its URL (any password hidden): "connect
+ * ECONNREFUSED 127.0.0.1:1" or a path alone did not say which side failed. The URL is said once: a message that
+ * already names it gets the flag alone. The error keeps its kind and code, so its exit code; a ConcurrencyError is the
+ * target refusing a batch, which copyStore answers itself.
+ */
+const onSide = (flag: Flag, url: string, e: unknown): unknown => {
+  if (e instanceof ConcurrencyError) return e;
+  const shown = redactStoreUrl(url);
+  const said = e instanceof Error ? e.message : String(e);
+  const reason = url === shown ? said : said.replaceAll(url, shown);
+  const message = `copy: ${flag}${reason.includes(shown) ? '' : ` ${shown}`}: ${reason}`;
+  return e instanceof DomainError ? new DomainError(e.kind, e.code, message, e.reasons) : new Error(message, { cause: e });
+};
+
+/**
+ * The store, every call of it failing with onSide's error (its snapshots' too): a store lost in the middle of the
+ * copy or of the comparison is named as well as one that cannot be opened.
+ */
+const sayingSide = <T extends object>(target: T, flag: Flag, url: string): T =>
+  new Proxy(target, {
+    get(t, key) {
+      const value: unknown = Reflect.get(t, key);
+      if (key === 'snapshots' && typeof value === 'object' && value !== null) return sayingSide(value, flag, url);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]): unknown => {
+        try {
+          const result: unknown = Reflect.apply(value, t, args);
+          return result instanceof Promise ? result.catch((e: unknown) => Promise.reject(onSide(flag, url, e))) : result;
+        } catch (e) {
+          throw onSide(flag, url, e);
+        }
+      };
+    },
+  });
+
+/** One side's store, opened and asked for its first event: a store that cannot be reached fails here, by its flag. */
+const reach = async (flag: Flag, url: string, access: 'read' | 'write'): Promise<EventStore> => {
+  let store: EventStore;
+  try {
+    store = sayingSide(await openEventStore(url, { access, flag }), flag, url);
+  } catch (e) {
+    throw onSide(flag, url, e);
+  }
+  try {
+    await store.readAll({ limit: 1 });
+  } catch (e) {
+    await store.close().catch(() => undefined);
+    throw e;
+  }
+  return store;
 };
 
 /**
@@ -120,8 +176,9 @@ const runCopy = async (flags: CopyFlags): Promise<number> => {
   let from: EventStore | undefined;
   let to: EventStore | undefined;
   try {
-    from = await openEventStore(flags.from, { access: 'read' });
-    to = await openEventStore(flags.to, { access: 'write' });
+    // The source first: one that cannot be reached must not leave a new target file behind.
+    from = await reach('--from', flags.from, 'read');
+    to = await reach('--to', flags.to, 'write');
     const progress = progressPrinter();
     const result = await copyStore(from, to, { resume: flags.resume === true, ...(batchSize !== undefined ? { batchSize } : {}), onProgress: progress.print, onChecked: progress.checked });
     progress.done(result);
