@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { seedHistory } from '../fixtures/estate-history.ts';
@@ -122,6 +123,50 @@ if (pgUrl) {
     expect(existsSync(`${temp.dir}/never.db`)).toBe(false);
     // Read-only: not even the schema was made in the empty database.
     expect(await admin("SELECT to_regnamespace('estate') AS schema", empty)).toEqual([{ schema: null }]);
+  }, 60_000);
+
+  it('refuses a NUL in a stream id by name before PostgreSQL sees its batch, keeps what came before, and resumes', async () => {
+    const file = `${temp.dir}/nul.db`;
+    const source = createSqliteEventStore({ path: file });
+    await source.append('a', [0, 1, 2, 3].map((i) => ({ type: 'Note', data: { i } })), { expectedRevision: 'no_stream' });
+    await source.append('b', [0, 1].map((i) => ({ type: 'Note', data: { i } })), { expectedRevision: 'no_stream' });
+    await source.close();
+    const raw = (sql: string): void => {
+      const db = new Database(file);
+      db.exec(sql);
+      db.close();
+    };
+    raw("UPDATE events SET stream_id = 'b' || char(0) WHERE stream_id = 'b'");
+    const pgStore = await freshDatabase();
+    // Before: exit 1, 'invalid byte sequence for encoding "UTF8": 0x00', PostgreSQL's words naming no event.
+    const refused = await runCli(['copy', '--from', `sqlite:${file}`, '--to', pgStore, '--batch-size', '2']);
+    expect([refused.code, refused.stderr.split('\n').at(-2)]).toEqual([
+      3,
+      'estate: refused: copy: the source\'s event "b\\u0000"@0 ("Note", source position 5) has a NUL character in its stream id, ' +
+        'which Estate never writes and PostgreSQL cannot store; nothing of this batch was written (correct the source, then --resume)',
+    ]);
+    expect(await countIn(pgStore)).toBe(4);
+    raw("UPDATE events SET stream_id = 'b' WHERE position > 4");
+    const resumed = await runCli(['copy', '--from', `sqlite:${file}`, '--to', pgStore, '--resume', '--json']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ result: 'copied', resumedAfter: 4, copied: 6, differences: [] });
+  }, 60_000);
+
+  it('copies a NUL inside event data to PostgreSQL and back unchanged (its json column keeps the escape)', async () => {
+    const file = `${temp.dir}/nul-data.db`;
+    const source = createSqliteEventStore({ path: file });
+    await source.append('a', [{ type: 'Note', data: { text: 'x\u0000y', ['k\u0000']: [1, '\u0000'] } }], { expectedRevision: 'no_stream' });
+    await source.close();
+    const pgStore = await freshDatabase();
+    const there = await runCli(['copy', '--from', `sqlite:${file}`, '--to', pgStore, '--json']);
+    expect(there.code, there.stderr).toBe(0);
+    const back = await runCli(['copy', '--from', pgStore, '--to', `sqlite:${temp.dir}/nul-data-back.db`, '--json']);
+    expect(back.code, back.stderr).toBe(0);
+    const [a, b] = [there, back].map((r) => JSON.parse(r.stdout) as CopyJson);
+    expect(b!.target.logDigest).toBe(a!.source.logDigest);
+    const copied = createSqliteEventStore({ path: `${temp.dir}/nul-data-back.db` });
+    expect((await copied.readAll()).map((e) => e.data)).toEqual([{ text: 'x\u0000y', ['k\u0000']: [1, '\u0000'] }]);
+    await copied.close();
   }, 60_000);
 
   it('resumes a copy SIGKILLed in the middle of a commit: no duplicate, no gap, equal projections', async () => {
