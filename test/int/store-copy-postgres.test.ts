@@ -1,7 +1,8 @@
 /**
  * `estate copy` against the real engines (SPEC §9): 10,000 events and call records from SQLite to PostgreSQL and
  * back with equal projections; a copy SIGKILLed in the middle of a commit and resumed, with no duplicate and no gap;
- * refusal of a non-empty target. Each test works in a database of its own.
+ * refusal of a non-empty target, of one database spelt two ways, of a NUL PostgreSQL cannot store; a missing store
+ * named by its flag. Each test works in a database of its own.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -9,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { samePostgresDatabase } from '#store/postgres-same-database';
 import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { seedHistory } from '../fixtures/estate-history.ts';
 import { ESTATE_BIN, makeTempStore, REPO_ROOT, runCli, type TempStore } from '../e2e/helpers.ts';
@@ -167,6 +169,50 @@ if (pgUrl) {
     const copied = createSqliteEventStore({ path: `${temp.dir}/nul-data-back.db` });
     expect((await copied.readAll()).map((e) => e.data)).toEqual([{ text: 'x\u0000y', ['k\u0000']: [1, '\u0000'] }]);
     await copied.close();
+  }, 60_000);
+
+  it('knows one PostgreSQL database by two spellings for the same store, and two databases of one server apart', async () => {
+    const file = `${temp.dir}/small.db`;
+    const source = createSqliteEventStore({ path: file });
+    await source.append('a', [0, 1, 2].map((i) => ({ type: 'Note', data: { i } })), { expectedRevision: 'no_stream' });
+    await source.close();
+    const one = await freshDatabase();
+    expect((await runCli(['copy', '--from', `sqlite:${file}`, '--to', one])).code).toBe(0);
+    const u = new URL(one);
+    const name = u.pathname.slice(1);
+    const spelt = [
+      `postgres://${u.username}@localhost${u.port === '5432' ? '' : `:${u.port}`}/${name}`,
+      `postgresql://${u.username}@${u.hostname}:${u.port || '5432'}/${name}?application_name=another`,
+    ];
+    // Before: "the target store already holds events" (exit 3), and with --resume "copied", exit 0: into itself.
+    for (const to of spelt) {
+      for (const extra of [[], ['--resume']]) {
+        const r = await runCli(['copy', '--from', one, '--to', to, ...extra]);
+        expect([r.code, r.stderr.trim()], `${to} ${extra.join(' ')}`).toEqual([2, `estate: error: copy: --from and --to name the same store (PostgreSQL database "${name}" on one server)`]);
+      }
+    }
+    expect(await countIn(one)).toBe(3);
+
+    // The question needs no privilege (a role that may only log in asks it too), and what cannot be told is no answer.
+    const role = `estate_copy_plain_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    await admin(`CREATE ROLE ${role} LOGIN`);
+    try {
+      const plain = new URL(one);
+      plain.username = role;
+      expect(await samePostgresDatabase(one, plain.toString())).toBe(name);
+    } finally {
+      await admin(`DROP ROLE ${role}`);
+    }
+    expect(await samePostgresDatabase(one, 'postgres://postgres@127.0.0.1:1/x')).toBeUndefined();
+    const locks = "SELECT * FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+    expect(await admin(locks, one)).toEqual([]);
+
+    // Another database of the same server, spelt the same other way: a copy like any other.
+    const other = new URL(await freshDatabase());
+    other.hostname = 'localhost';
+    const r = await runCli(['copy', '--from', one, '--to', other.toString(), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ result: 'copied', copied: 3 });
   }, 60_000);
 
   it('resumes a copy SIGKILLed in the middle of a commit: no duplicate, no gap, equal projections', async () => {

@@ -7,6 +7,7 @@ import { DomainError } from '#domain/errors';
 import { copyStore, type CopyProgress } from '#ops/store-copy';
 import { compareSummaries, summarizeStore, type StoreSummary } from '#ops/store-summary';
 import { openEventStore } from '#store/open-store';
+import { samePostgresDatabase } from '#store/postgres-same-database';
 import { redactStoreUrl } from '#store/store-url';
 import { EXIT } from '../exit.ts';
 import { printJson } from '../output.ts';
@@ -162,6 +163,11 @@ const describeSummary = (label: string, s: StoreSummary): string =>
   `${label}: ${s.events} events in ${s.streams} streams (tool ${s.byFamily.tool}, run ${s.byFamily.run}, upstream ${s.byFamily.upstream}); ` +
   `${s.sizes.tools} tools, ${s.sizes.runs} runs, ${s.sizes.upstreams} upstreams; log digest ${s.logDigest.slice(0, 16)}…`;
 
+const sameStore = (what: string | undefined): DomainError =>
+  new DomainError('usage', 'same-store', `copy: --from and --to name the same store${what === undefined ? '' : ` (${what})`}`);
+
+const isPostgres = (url: string): boolean => url.startsWith('postgres://') || url.startsWith('postgresql://');
+
 const runCopy = async (flags: CopyFlags): Promise<number> => {
   // --store is every other verb's store; here it would be silently ignored, and a user meaning --from or --to copies
   // something else than they think.
@@ -169,9 +175,7 @@ const runCopy = async (flags: CopyFlags): Promise<number> => {
   checkUrl('--from', flags.from);
   checkUrl('--to', flags.to);
   const file = sqliteFile(flags.from);
-  if (flags.from === flags.to || (file !== undefined && file === sqliteFile(flags.to))) {
-    throw new DomainError('usage', 'same-store', `copy: --from and --to name the same store${flags.from === flags.to ? '' : ` (${file})`}`);
-  }
+  if (flags.from === flags.to || (file !== undefined && file === sqliteFile(flags.to))) throw sameStore(flags.from === flags.to ? undefined : file);
   const batchSize = flags.batchSize === undefined ? undefined : parseBatchSize(flags.batchSize);
   let from: EventStore | undefined;
   let to: EventStore | undefined;
@@ -179,6 +183,12 @@ const runCopy = async (flags: CopyFlags): Promise<number> => {
     // The source first: one that cannot be reached must not leave a new target file behind.
     from = await reach('--from', flags.from, 'read');
     to = await reach('--to', flags.to, 'write');
+    // One database by two spellings (localhost or 127.0.0.1, the default port or not) is known only by asking: both
+    // are reached by now, and the target made nothing there (the source, read-only, had to hold a store already).
+    if (isPostgres(flags.from) && isPostgres(flags.to)) {
+      const database = await samePostgresDatabase(flags.from, flags.to);
+      if (database !== undefined) throw sameStore(`PostgreSQL database ${JSON.stringify(database)} on one server`);
+    }
     const progress = progressPrinter();
     const result = await copyStore(from, to, { resume: flags.resume === true, ...(batchSize !== undefined ? { batchSize } : {}), onProgress: progress.print, onChecked: progress.checked });
     progress.done(result);
