@@ -122,6 +122,25 @@ const timeOf = (e: StoredEvent): string => {
   return new Date(ms).toISOString();
 };
 
+/**
+ * A NUL character in a stream id or a type: Estate never writes one (stream ids are made of checked names and run ids,
+ * types are its own), and PostgreSQL's text cannot hold one, so a batch with it failed there with PostgreSQL's own
+ * "invalid byte sequence for encoding \"UTF8\": 0x00", naming no event. Refused on every target, so a source copies
+ * the same way wherever it goes. Data is not checked: it travels as JSON text, where a NUL is the escape `\u0000`,
+ * which PostgreSQL's `json` column keeps as it came (it is `jsonb` that refuses it).
+ */
+const refuseNul = (e: StoredEvent): void => {
+  const where = e.streamId.includes('\u0000') ? 'stream id' : e.type.includes('\u0000') ? 'type' : undefined;
+  if (where === undefined) return;
+  throw new DomainError(
+    'conflict',
+    'source-event-invalid',
+    `copy: the source's event ${JSON.stringify(e.streamId)}@${e.revision} (${JSON.stringify(e.type)}, source position ${e.position}) has a NUL ` +
+      `character in its ${where}, which Estate never writes and PostgreSQL cannot store; nothing of this batch was written (correct the source, ` +
+      'then --resume)',
+  );
+};
+
 /** A stream of the source that skips a revision: the target numbers its events itself, so it would renumber them. */
 const gapError = (e: StoredEvent, previous: number): DomainError =>
   new DomainError(
@@ -139,6 +158,7 @@ const toRequests = (page: readonly StoredEvent[]): AppendRequest[] => {
   const requests: AppendRequest[] = [];
   let previous: StoredEvent | undefined;
   for (const e of page) {
+    refuseNul(e);
     if (!Number.isSafeInteger(e.revision) || e.revision < 0) {
       throw new DomainError('conflict', 'source-event-invalid', `copy: the source's event ${named(e)} has a revision that is not a whole number from 0; nothing of this batch was written`);
     }

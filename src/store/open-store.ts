@@ -8,10 +8,11 @@ import type { EventStore } from '#app/ports';
 import { DomainError } from '#domain/errors';
 import { createMemoryEventStore } from './memory-event-store.ts';
 import { createSqliteEventStore } from './sqlite-event-store.ts';
+import { redactStoreUrl } from './store-url.ts';
 
 /** The shape open-store needs from the network adapters' modules, declared here so they can evolve on their own. */
 interface NetworkStoreModules {
-  postgres: { createPostgresEventStore(options: { connectionString: string; readOnly?: boolean }): EventStore | Promise<EventStore> };
+  postgres: { createPostgresEventStore(options: { connectionString: string; readOnly?: boolean; flag?: string }): EventStore | Promise<EventStore> };
   kurrentdb: { createKurrentDbEventStore(options: { connectionString: string }): EventStore | Promise<EventStore> };
 }
 
@@ -26,6 +27,11 @@ export interface OpenStoreOptions {
    * the default `.estate/` (a typo in `--store` must not leave a directory tree behind).
    */
   access?: 'read' | 'write';
+  /**
+   * Where the user gave this URL, for the hints of an error that the store is not there (`check --from`): copy opens
+   * two stores, from --from and --to. Default: `--store or ESTATE_STORE`, every other verb's.
+   */
+  flag?: string;
 }
 
 /** The default store's file, relative to the working directory: the one place whose directory Estate creates. */
@@ -36,9 +42,9 @@ export async function openEventStore(url: string, options: OpenStoreOptions = {}
 
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
-    if (path === '') throw unknownStore(url);
+    if (path === '') throw unknownStore(url, options.flag);
     const file = isAbsolute(path) ? path : resolve(process.cwd(), path);
-    checkSqlitePath(url, file, options.access ?? 'write');
+    checkSqlitePath(url, file, options.access ?? 'write', options.flag);
     try {
       return createSqliteEventStore({ path: file });
     } catch (e) {
@@ -53,7 +59,7 @@ export async function openEventStore(url: string, options: OpenStoreOptions = {}
 
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const module = (await import(POSTGRES_MODULE)) as NetworkStoreModules['postgres'];
-    return module.createPostgresEventStore({ connectionString: url, readOnly: options.access === 'read' });
+    return module.createPostgresEventStore({ connectionString: url, readOnly: options.access === 'read', ...(options.flag !== undefined ? { flag: options.flag } : {}) });
   }
 
   if (url.startsWith('kurrentdb://') || url.startsWith('esdb://')) {
@@ -61,16 +67,16 @@ export async function openEventStore(url: string, options: OpenStoreOptions = {}
     return module.createKurrentDbEventStore({ connectionString: url });
   }
 
-  throw unknownStore(url);
+  throw unknownStore(url, options.flag);
 }
 
-const checkSqlitePath = (url: string, file: string, access: 'read' | 'write'): void => {
+const checkSqlitePath = (url: string, file: string, access: 'read' | 'write', flag = '--store or ESTATE_STORE'): void => {
   if (access === 'read') {
     if (!existsSync(file)) {
       throw new DomainError(
         'usage',
         'no-store',
-        `no store at ${url}: ${file} does not exist (nothing was created; check --store or ESTATE_STORE, or publish something first)`,
+        `no store at ${url}: ${file} does not exist (nothing was created; check ${flag}, or publish something first)`,
       );
     }
     if (statSync(file).isDirectory()) throw new DomainError('usage', 'not-a-store', `no store at ${url}: ${file} is a directory`);
@@ -88,10 +94,11 @@ const checkSqlitePath = (url: string, file: string, access: 'read' | 'write'): v
 /** A bare file path (`./e.db`, `/var/estate.db`) is the usual slip: the error then names the URL meant. */
 const looksLikePath = (url: string): boolean => /^(\.{0,2}\/|~\/)/.test(url) || (!url.includes(':') && /\.(db|sqlite3?)$/i.test(url));
 
-const unknownStore = (url: string): DomainError =>
+/** Said with any password hidden: `postgress://estate:secret@db/x` is a typo, not a reason to print the secret. */
+const unknownStore = (url: string, flag = '--store'): DomainError =>
   new DomainError(
     'usage',
     'unknown-store',
-    `unknown store URL '${url}': use sqlite:<path>, memory:, postgres://..., kurrentdb://...` +
-      (looksLikePath(url) ? ` (a SQLite file: --store sqlite:${url})` : ''),
+    `unknown store URL '${redactStoreUrl(url)}': use sqlite:<path>, memory:, postgres://..., kurrentdb://...` +
+      (looksLikePath(url) ? ` (a SQLite file: ${flag} sqlite:${url})` : ''),
   );

@@ -46,6 +46,8 @@ export interface PostgresEventStoreOptions {
    * index, and a schema without the event tables is an error (usage, `no-store`) when the store is opened.
    */
   readOnly?: boolean;
+  /** Where the user gave the URL, for the hints of a `no-store` error (`check --to`). Default `--store or ESTATE_STORE`. */
+  flag?: string;
   /** Pool size. Default 10. */
   maxConnections?: number;
   /**
@@ -58,6 +60,7 @@ export interface PostgresEventStoreOptions {
 export async function createPostgresEventStore(opts: PostgresEventStoreOptions): Promise<EventStore> {
   const schemaName = opts.schema ?? 'estate';
   const s = quoteSchema(schemaName);
+  const flag = opts.flag ?? '--store or ESTATE_STORE';
   const listen = opts.listen ?? true;
   const pollIntervalMs = opts.pollIntervalMs ?? (listen ? 1000 : 50);
   // One channel per schema; a quoted identifier (the schema name is a plain one) of at most 63 bytes.
@@ -92,12 +95,12 @@ export async function createPostgresEventStore(opts: PostgresEventStoreOptions):
       ? () =>
         noStore(
           opts.connectionString,
-          `the schema "${schemaName}" holds no Estate event tables (nothing was created; check --store or ESTATE_STORE, ` +
+          `the schema "${schemaName}" holds no Estate event tables (nothing was created; check ${flag}, ` +
             'or publish something first)',
         )
       : undefined,
     (e) =>
-      noStore(opts.connectionString, `${e.message} (Estate creates its schema and tables, never a database: create it, or check --store or ESTATE_STORE)`),
+      noStore(opts.connectionString, `${e.message} (Estate creates its schema and tables, never a database: create it, or check ${flag})`),
   );
   const appends: PostgresAppendContext = { pool, s, schemaName, channel, beforeCommit: opts.beforeCommit };
   const reads: PostgresReadContext = { pool, s, ensureReady };

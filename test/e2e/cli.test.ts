@@ -122,6 +122,36 @@ describe('bad input: a specific one-line error, a non-zero exit, nothing changed
       expect(existsSync(`${t.dir}/copy-target.db`), size).toBe(false);
     }
   });
+  it('copy: a store that cannot be opened or reached is named by its flag, its password hidden, with its exit code', async () => {
+    const source = `${t.dir}/copy-named-source.db`;
+    const store = createSqliteEventStore({ path: source });
+    await store.append('tool-a.b', [{ type: 'Note', data: {} }], { expectedRevision: 'no_stream' });
+    await store.close();
+    const notAStore = t.file('copy-not-a-store.db', 'not a database, not by a long way');
+    const missing = `${t.dir}/copy-missing.db`;
+    const noDir = `${t.dir}/copy-no-dir/x.db`;
+    const refused = 'postgres://postgres:secret@127.0.0.1:1/x';
+    const cases: [string[], number, string][] = [
+      // Before: "no store at sqlite:...: ... (...; check --store or ESTATE_STORE, ...)": neither which side nor its flag.
+      [['--from', `sqlite:${missing}`, '--to', `sqlite:${t.dir}/copy-t1.db`], 2, `copy: --from: no store at sqlite:${missing}: ${missing} does not exist (nothing was created; check --from, or publish something first)`],
+      [['--from', `sqlite:${notAStore}`, '--to', `sqlite:${t.dir}/copy-t2.db`], 2, `copy: --from: no store at sqlite:${notAStore}: ${notAStore} is not an Estate store (SQLite: file is not a database)`],
+      [['--from', `sqlite:${source}`, '--to', `sqlite:${notAStore}`], 2, `copy: --to: no store at sqlite:${notAStore}: ${notAStore} is not an Estate store (SQLite: file is not a database)`],
+      [['--from', `sqlite:${source}`, '--to', `sqlite:${noDir}`], 2, `copy: --to: no directory for the store sqlite:${noDir}: ${t.dir}/copy-no-dir does not exist (Estate creates the store file, not its directories; create it first)`],
+      // Before: "connect ECONNREFUSED 127.0.0.1:1", the same words for either side.
+      [['--from', refused, '--to', `sqlite:${t.dir}/copy-t3.db`], 1, 'copy: --from postgres://postgres:***@127.0.0.1:1/x: connect ECONNREFUSED 127.0.0.1:1'],
+      [['--from', `sqlite:${source}`, '--to', refused], 1, 'copy: --to postgres://postgres:***@127.0.0.1:1/x: connect ECONNREFUSED 127.0.0.1:1'],
+      // Before: the URL as typed, password and all, and a hint at --store.
+      [['--from', `sqlite:${source}`, '--to', 'postgress://postgres:secret@h/x'], 2, "copy: --to: unknown store URL 'postgress://postgres:***@h/x': use sqlite:<path>, memory:, postgres://..., kurrentdb://..."],
+      [['--from', `sqlite:${source}`, '--to', './copy-t4.db'], 2, "copy: --to: unknown store URL './copy-t4.db': use sqlite:<path>, memory:, postgres://..., kurrentdb://... (a SQLite file: --to sqlite:./copy-t4.db)"],
+    ];
+    for (const [args, code, message] of cases) {
+      const r = await runCli(['copy', ...args]);
+      expect([r.code, r.stderr.trim()], args.join(' ')).toEqual([code, `estate: error: ${message}`]);
+      const json = await runCli(['copy', ...args, '--json']);
+      expect(JSON.parse(json.stdout), args.join(' ')).toMatchObject({ error: { message } });
+    }
+    for (const target of ['copy-t1.db', 'copy-t2.db', 'copy-t3.db', 'copy-no-dir']) expect(existsSync(`${t.dir}/${target}`), target).toBe(false);
+  });
   it('an unknown store URL is a usage error', async () => {
     const r = await runCli(['list', '--store', 'mongodb://x']);
     expect(r.code).toBe(2);

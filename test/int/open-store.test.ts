@@ -52,6 +52,14 @@ describe('openEventStore', () => {
     });
   });
 
+  it('says an unknown URL without its password', async () => {
+    // A typo in the scheme printed the password as typed.
+    await expect(openEventStore('postgress://estate:secret@db/x')).rejects.toMatchObject({
+      code: 'unknown-store',
+      message: "unknown store URL 'postgress://estate:***@db/x': use sqlite:<path>, memory:, postgres://..., kurrentdb://...",
+    });
+  });
+
   it.each(['/tmp/e.db', './estate.db', '../x/estate.sqlite', 'estate.db'])('a bare path %j is refused with the URL meant', async (url) => {
     await expect(openEventStore(url)).rejects.toMatchObject({ kind: 'usage', code: 'unknown-store', message: expect.stringContaining(`(a SQLite file: --store sqlite:${url})`) });
   });

@@ -1,12 +1,16 @@
 /**
  * `estate copy` against the real engines (SPEC §9): 10,000 events and call records from SQLite to PostgreSQL and
  * back with equal projections; a copy SIGKILLed in the middle of a commit and resumed, with no duplicate and no gap;
- * refusal of a non-empty target. Each test works in a database of its own.
+ * refusal of a non-empty target, of one database spelt two ways, of a NUL PostgreSQL cannot store; a missing store
+ * named by its flag. Each test works in a database of its own.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import Database from 'better-sqlite3';
 import pg from 'pg';
+import { samePostgresDatabase } from '#store/postgres-same-database';
 import { createSqliteEventStore } from '#store/sqlite-event-store';
 import { seedHistory } from '../fixtures/estate-history.ts';
 import { ESTATE_BIN, makeTempStore, REPO_ROOT, runCli, type TempStore } from '../e2e/helpers.ts';
@@ -96,6 +100,119 @@ if (pgUrl) {
     expect(refused.code).toBe(3);
     expect(refused.stderr).toMatch(/^estate: refused: copy: the target store already holds events.*--resume/m);
     expect(await countIn(pgStore)).toBe(1);
+  }, 60_000);
+
+  it('names the side of a database that does not exist or holds no store, by its flag, its password hidden', async () => {
+    const empty = await freshDatabase();
+    const missing = new URL(pgUrl);
+    missing.pathname = `/estate_copy_missing_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    missing.password = 'secret';
+    const shown = missing.toString().replace(':secret@', ':***@');
+    const database = missing.pathname.slice(1);
+    // Before: "no store at ...: ... (... check --store or ESTATE_STORE)": a flag copy does not take, and not which side.
+    const to = await runCli(['copy', '--from', temp.store, '--to', missing.toString()]);
+    expect([to.code, to.stderr.trim()]).toEqual([
+      2,
+      `estate: error: copy: --to: no store at ${shown}: database "${database}" does not exist ` +
+        '(Estate creates its schema and tables, never a database: create it, or check --to)',
+    ]);
+    const from = await runCli(['copy', '--from', empty, '--to', `sqlite:${temp.dir}/never.db`]);
+    expect([from.code, from.stderr.trim()]).toEqual([
+      2,
+      `estate: error: copy: --from: no store at ${empty}: the schema "estate" holds no Estate event tables ` +
+        '(nothing was created; check --from, or publish something first)',
+    ]);
+    expect(existsSync(`${temp.dir}/never.db`)).toBe(false);
+    // Read-only: not even the schema was made in the empty database.
+    expect(await admin("SELECT to_regnamespace('estate') AS schema", empty)).toEqual([{ schema: null }]);
+  }, 60_000);
+
+  it('refuses a NUL in a stream id by name before PostgreSQL sees its batch, keeps what came before, and resumes', async () => {
+    const file = `${temp.dir}/nul.db`;
+    const source = createSqliteEventStore({ path: file });
+    await source.append('a', [0, 1, 2, 3].map((i) => ({ type: 'Note', data: { i } })), { expectedRevision: 'no_stream' });
+    await source.append('b', [0, 1].map((i) => ({ type: 'Note', data: { i } })), { expectedRevision: 'no_stream' });
+    await source.close();
+    const raw = (sql: string): void => {
+      const db = new Database(file);
+      db.exec(sql);
+      db.close();
+    };
+    raw("UPDATE events SET stream_id = 'b' || char(0) WHERE stream_id = 'b'");
+    const pgStore = await freshDatabase();
+    // Before: exit 1, 'invalid byte sequence for encoding "UTF8": 0x00', PostgreSQL's words naming no event.
+    const refused = await runCli(['copy', '--from', `sqlite:${file}`, '--to', pgStore, '--batch-size', '2']);
+    expect([refused.code, refused.stderr.split('\n').at(-2)]).toEqual([
+      3,
+      'estate: refused: copy: the source\'s event "b\\u0000"@0 ("Note", source position 5) has a NUL character in its stream id, ' +
+        'which Estate never writes and PostgreSQL cannot store; nothing of this batch was written (correct the source, then --resume)',
+    ]);
+    expect(await countIn(pgStore)).toBe(4);
+    raw("UPDATE events SET stream_id = 'b' WHERE position > 4");
+    const resumed = await runCli(['copy', '--from', `sqlite:${file}`, '--to', pgStore, '--resume', '--json']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ result: 'copied', resumedAfter: 4, copied: 6, differences: [] });
+  }, 60_000);
+
+  it('copies a NUL inside event data to PostgreSQL and back unchanged (its json column keeps the escape)', async () => {
+    const file = `${temp.dir}/nul-data.db`;
+    const source = createSqliteEventStore({ path: file });
+    await source.append('a', [{ type: 'Note', data: { text: 'x\u0000y', ['k\u0000']: [1, '\u0000'] } }], { expectedRevision: 'no_stream' });
+    await source.close();
+    const pgStore = await freshDatabase();
+    const there = await runCli(['copy', '--from', `sqlite:${file}`, '--to', pgStore, '--json']);
+    expect(there.code, there.stderr).toBe(0);
+    const back = await runCli(['copy', '--from', pgStore, '--to', `sqlite:${temp.dir}/nul-data-back.db`, '--json']);
+    expect(back.code, back.stderr).toBe(0);
+    const [a, b] = [there, back].map((r) => JSON.parse(r.stdout) as CopyJson);
+    expect(b!.target.logDigest).toBe(a!.source.logDigest);
+    const copied = createSqliteEventStore({ path: `${temp.dir}/nul-data-back.db` });
+    expect((await copied.readAll()).map((e) => e.data)).toEqual([{ text: 'x\u0000y', ['k\u0000']: [1, '\u0000'] }]);
+    await copied.close();
+  }, 60_000);
+
+  it('knows one PostgreSQL database by two spellings for the same store, and two databases of one server apart', async () => {
+    const file = `${temp.dir}/small.db`;
+    const source = createSqliteEventStore({ path: file });
+    await source.append('a', [0, 1, 2].map((i) => ({ type: 'Note', data: { i } })), { expectedRevision: 'no_stream' });
+    await source.close();
+    const one = await freshDatabase();
+    expect((await runCli(['copy', '--from', `sqlite:${file}`, '--to', one])).code).toBe(0);
+    const u = new URL(one);
+    const name = u.pathname.slice(1);
+    const spelt = [
+      `postgres://${u.username}@localhost${u.port === '5432' ? '' : `:${u.port}`}/${name}`,
+      `postgresql://${u.username}@${u.hostname}:${u.port || '5432'}/${name}?application_name=another`,
+    ];
+    // Before: "the target store already holds events" (exit 3), and with --resume "copied", exit 0: into itself.
+    for (const to of spelt) {
+      for (const extra of [[], ['--resume']]) {
+        const r = await runCli(['copy', '--from', one, '--to', to, ...extra]);
+        expect([r.code, r.stderr.trim()], `${to} ${extra.join(' ')}`).toEqual([2, `estate: error: copy: --from and --to name the same store (PostgreSQL database "${name}" on one server)`]);
+      }
+    }
+    expect(await countIn(one)).toBe(3);
+
+    // The question needs no privilege (a role that may only log in asks it too), and what cannot be told is no answer.
+    const role = `estate_copy_plain_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    await admin(`CREATE ROLE ${role} LOGIN`);
+    try {
+      const plain = new URL(one);
+      plain.username = role;
+      expect(await samePostgresDatabase(one, plain.toString())).toBe(name);
+    } finally {
+      await admin(`DROP ROLE ${role}`);
+    }
+    expect(await samePostgresDatabase(one, 'postgres://postgres@127.0.0.1:1/x')).toBeUndefined();
+    const locks = "SELECT * FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+    expect(await admin(locks, one)).toEqual([]);
+
+    // Another database of the same server, spelt the same other way: a copy like any other.
+    const other = new URL(await freshDatabase());
+    other.hostname = 'localhost';
+    const r = await runCli(['copy', '--from', one, '--to', other.toString(), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ result: 'copied', copied: 3 });
   }, 60_000);
 
   it('resumes a copy SIGKILLed in the middle of a commit: no duplicate, no gap, equal projections', async () => {

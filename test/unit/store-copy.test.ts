@@ -217,6 +217,43 @@ describe('copyStore', () => {
     expect(shape(await everything(to))).toEqual(shape((await everything(from)).slice(0, 6)));
   });
 
+  it('refuses a NUL in a source stream id or type by name, before its batch, and resumes once the source is fixed', async () => {
+    // PostgreSQL's text holds no NUL: the batch failed there with 'invalid byte sequence for encoding "UTF8": 0x00',
+    // naming no event. Estate never writes one (stream ids are made of checked names and run ids; types are its own).
+    const { from, file } = await twoStreams();
+    rawSql(file, "UPDATE events SET stream_id = 'b' || char(0) || 'x' WHERE stream_id = 'b'");
+    const to = sqlite();
+    const e = await rejection(copyStore(from, to, { batchSize: 3 }));
+    expect([e.kind, e.code, e.message]).toEqual([
+      'conflict',
+      'source-event-invalid',
+      'copy: the source\'s event "b\\u0000x"@0 ("Note", source position 7) has a NUL character in its stream id, which Estate ' +
+        'never writes and PostgreSQL cannot store; nothing of this batch was written (correct the source, then --resume)',
+    ]);
+    expect(shape(await everything(to))).toEqual(shape((await everything(from)).slice(0, 6)));
+
+    rawSql(file, "UPDATE events SET stream_id = 'b' WHERE position > 6; UPDATE events SET type = 'No' || char(0) || 'te' WHERE position = 8");
+    const e2 = await rejection(copyStore(from, to, { batchSize: 3, resume: true }));
+    expect([e2.code, e2.message]).toEqual([
+      'source-event-invalid',
+      'copy: the source\'s event "b"@1 ("No\\u0000te", source position 8) has a NUL character in its type, which Estate ' +
+        'never writes and PostgreSQL cannot store; nothing of this batch was written (correct the source, then --resume)',
+    ]);
+    expect((await everything(to)).length).toBe(6);
+
+    rawSql(file, "UPDATE events SET type = 'Note' WHERE position = 8");
+    expect(await copyStore(from, to, { batchSize: 3, resume: true })).toMatchObject({ resumedAfter: 6, appended: 4, copied: 10 });
+    expect(shape(await everything(to))).toEqual(shape(await everything(from)));
+  });
+
+  it('does not refuse a NUL inside event data (JSON text carries it as an escape; PostgreSQL\'s json column keeps it)', async () => {
+    const { store: from } = sqliteAt();
+    await from.append('a', [{ type: 'Note', data: { text: 'x\u0000y', ['k\u0000']: 1 } }], { expectedRevision: 'no_stream' });
+    const to = sqlite();
+    await copyStore(from, to);
+    expect(shape(await everything(to))).toEqual(shape(await everything(from)));
+  });
+
   it('refuses a batch size out of range', async () => {
     for (const batchSize of [0, -1, 1.5, 10_001, Number.NaN]) {
       expect((await rejection(copyStore(memory(), memory(), { batchSize }))).code).toBe('bad-batch-size');

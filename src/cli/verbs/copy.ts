@@ -2,11 +2,13 @@
 import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { EventStore } from '#app/ports';
+import { ConcurrencyError, type EventStore } from '#app/ports';
 import { DomainError } from '#domain/errors';
 import { copyStore, type CopyProgress } from '#ops/store-copy';
 import { compareSummaries, summarizeStore, type StoreSummary } from '#ops/store-summary';
 import { openEventStore } from '#store/open-store';
+import { samePostgresDatabase } from '#store/postgres-same-database';
+import { redactStoreUrl } from '#store/store-url';
 import { EXIT } from '../exit.ts';
 import { printJson } from '../output.ts';
 import { runVerb, type GlobalOptions } from '../run.ts';
@@ -41,6 +43,61 @@ const sqliteFile = (url: string): string | undefined => {
       return file;
     }
   }
+};
+
+type Flag = '--from' | '--to';
+
+/**
+ * A failure of one of the two stores, said with the flag that named it and its URL (any password hidden): "connect
+ * ECONNREFUSED 127.0.0.1:1" or a path alone did not say which side failed. The URL is said once: a message that
+ * already names it gets the flag alone. The error keeps its kind and code, so its exit code; a ConcurrencyError is the
+ * target refusing a batch, which copyStore answers itself.
+ */
+const onSide = (flag: Flag, url: string, e: unknown): unknown => {
+  if (e instanceof ConcurrencyError) return e;
+  const shown = redactStoreUrl(url);
+  const said = e instanceof Error ? e.message : String(e);
+  const reason = url === shown ? said : said.replaceAll(url, shown);
+  const message = `copy: ${flag}${reason.includes(shown) ? '' : ` ${shown}`}: ${reason}`;
+  return e instanceof DomainError ? new DomainError(e.kind, e.code, message, e.reasons) : new Error(message, { cause: e });
+};
+
+/**
+ * The store, every call of it failing with onSide's error (its snapshots' too): a store lost in the middle of the
+ * copy or of the comparison is named as well as one that cannot be opened.
+ */
+const sayingSide = <T extends object>(target: T, flag: Flag, url: string): T =>
+  new Proxy(target, {
+    get(t, key) {
+      const value: unknown = Reflect.get(t, key);
+      if (key === 'snapshots' && typeof value === 'object' && value !== null) return sayingSide(value, flag, url);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]): unknown => {
+        try {
+          const result: unknown = Reflect.apply(value, t, args);
+          return result instanceof Promise ? result.catch((e: unknown) => Promise.reject(onSide(flag, url, e))) : result;
+        } catch (e) {
+          throw onSide(flag, url, e);
+        }
+      };
+    },
+  });
+
+/** One side's store, opened and asked for its first event: a store that cannot be reached fails here, by its flag. */
+const reach = async (flag: Flag, url: string, access: 'read' | 'write'): Promise<EventStore> => {
+  let store: EventStore;
+  try {
+    store = sayingSide(await openEventStore(url, { access, flag }), flag, url);
+  } catch (e) {
+    throw onSide(flag, url, e);
+  }
+  try {
+    await store.readAll({ limit: 1 });
+  } catch (e) {
+    await store.close().catch(() => undefined);
+    throw e;
+  }
+  return store;
 };
 
 /**
@@ -106,6 +163,11 @@ const describeSummary = (label: string, s: StoreSummary): string =>
   `${label}: ${s.events} events in ${s.streams} streams (tool ${s.byFamily.tool}, run ${s.byFamily.run}, upstream ${s.byFamily.upstream}); ` +
   `${s.sizes.tools} tools, ${s.sizes.runs} runs, ${s.sizes.upstreams} upstreams; log digest ${s.logDigest.slice(0, 16)}…`;
 
+const sameStore = (what: string | undefined): DomainError =>
+  new DomainError('usage', 'same-store', `copy: --from and --to name the same store${what === undefined ? '' : ` (${what})`}`);
+
+const isPostgres = (url: string): boolean => url.startsWith('postgres://') || url.startsWith('postgresql://');
+
 const runCopy = async (flags: CopyFlags): Promise<number> => {
   // --store is every other verb's store; here it would be silently ignored, and a user meaning --from or --to copies
   // something else than they think.
@@ -113,15 +175,20 @@ const runCopy = async (flags: CopyFlags): Promise<number> => {
   checkUrl('--from', flags.from);
   checkUrl('--to', flags.to);
   const file = sqliteFile(flags.from);
-  if (flags.from === flags.to || (file !== undefined && file === sqliteFile(flags.to))) {
-    throw new DomainError('usage', 'same-store', `copy: --from and --to name the same store${flags.from === flags.to ? '' : ` (${file})`}`);
-  }
+  if (flags.from === flags.to || (file !== undefined && file === sqliteFile(flags.to))) throw sameStore(flags.from === flags.to ? undefined : file);
   const batchSize = flags.batchSize === undefined ? undefined : parseBatchSize(flags.batchSize);
   let from: EventStore | undefined;
   let to: EventStore | undefined;
   try {
-    from = await openEventStore(flags.from, { access: 'read' });
-    to = await openEventStore(flags.to, { access: 'write' });
+    // The source first: one that cannot be reached must not leave a new target file behind.
+    from = await reach('--from', flags.from, 'read');
+    to = await reach('--to', flags.to, 'write');
+    // One database by two spellings (localhost or 127.0.0.1, the default port or not) is known only by asking: both
+    // are reached by now, and the target made nothing there (the source, read-only, had to hold a store already).
+    if (isPostgres(flags.from) && isPostgres(flags.to)) {
+      const database = await samePostgresDatabase(flags.from, flags.to);
+      if (database !== undefined) throw sameStore(`PostgreSQL database ${JSON.stringify(database)} on one server`);
+    }
     const progress = progressPrinter();
     const result = await copyStore(from, to, { resume: flags.resume === true, ...(batchSize !== undefined ? { batchSize } : {}), onProgress: progress.print, onChecked: progress.checked });
     progress.done(result);
