@@ -9,10 +9,17 @@ import type { IncomingMessage } from 'node:http';
 import { LIFECYCLE_SCOPE, mayReadConsole, READ_SCOPE } from '#auth/api-scopes';
 import type { Authenticator } from '#auth/authenticator';
 import type { IssuerMetadata } from '#auth/issuer-metadata';
+import { boundKey } from '#mcp/subject-counts';
 
 export interface ConsoleViewer {
   /** Recorded as `by` on what the viewer does: the operator's name, or the token's subject. */
   by: string;
+  /**
+   * Who the per-viewer bounds count (the console's change streams): the token's subject within its tenant, as every
+   * per-subject bound of the MCP side counts (boundKey); `by` alone made `alice` of one tenant share, and could take,
+   * the streams of `alice` of another.
+   */
+  key: string;
   /** Publishing-API scopes held: actions need `estate:lifecycle[:<namespace>]` (src/auth/api-scopes.ts). */
   scopes: readonly string[];
   /** The token's `exp` (seconds since the epoch); absent for the local operator. */
@@ -43,7 +50,7 @@ export interface ConsoleAccess {
 
 /** No authorization: every request is the local operator, who may read and act, as on the command line. */
 export const operatorAccess = (by: string): ConsoleAccess => {
-  const viewer: ConsoleViewer = { by, scopes: [READ_SCOPE, LIFECYCLE_SCOPE], signedIn: false };
+  const viewer: ConsoleViewer = { by, key: 'local', scopes: [READ_SCOPE, LIFECYCLE_SCOPE], signedIn: false };
   return { admit: () => Promise.resolve({ kind: 'viewer', viewer }) };
 };
 
@@ -62,6 +69,6 @@ export const tokenAccess = (authenticator: Authenticator, signIn: SignInSettings
         headers: {},
       };
     }
-    return { kind: 'viewer', viewer: { by: p.subject, scopes: p.scopes, expiresAt: out.caller.expiresAt, signedIn: true } };
+    return { kind: 'viewer', viewer: { by: p.subject, key: boundKey(p), scopes: p.scopes, expiresAt: out.caller.expiresAt, signedIn: true } };
   },
 });

@@ -154,7 +154,7 @@ export const createConsole = (o: ConsoleOptions): ConsoleRoutes => {
       return;
     }
     const admission = await o.access.admit(req);
-    if (path === '/console/events') return admission.kind === 'viewer' ? live.open(req, res, admission.viewer.expiresAt, admission.viewer.by) : refusedJson(res, admission);
+    if (path === '/console/events') return admission.kind === 'viewer' ? live.open(req, res, admission.viewer.expiresAt, admission.viewer.key) : refusedJson(res, admission);
     if (admission.kind === 'signed-out') return shell(res);
     if (admission.kind === 'refused') {
       const title = admission.status === 401 ? 'Signed out' : admission.status === 403 ? 'Not allowed' : 'Cannot check the token';

@@ -11,7 +11,7 @@ import { overUnsentBound } from '#http/unsent';
 export interface LiveStreams {
   /**
    * Open a stream for a viewer whose credential expires at `expiresAt` (seconds since the epoch), if ever; `viewer`
-   * names who it is (a token's subject, or the local operator) for the bound on one viewer's streams.
+   * keys who it is (a token's subject within its tenant, or the local operator) for the bound on one viewer's streams.
    */
   open(req: IncomingMessage, res: ServerResponse, expiresAt?: number, viewer?: string): void;
   close(): void;

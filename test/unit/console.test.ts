@@ -7,7 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CatalogueReader } from '#app/catalogue-reader';
 import { CommandHandler } from '#app/command-handler';
-import type { ConsoleAccess, ConsoleViewer } from '#console/access';
+import type { Authenticator } from '#auth/authenticator';
+import { tokenAccess, type ConsoleAccess, type ConsoleViewer, type SignInSettings } from '#console/access';
+import { streamsPerViewer } from '#console/live';
 import { createConsole } from '#console/console';
 import type { UpstreamConsoleSource } from '#console/upstreams';
 import { esc, html } from '#console/html';
@@ -158,8 +160,8 @@ describe('console lifecycle action and its scope', () => {
     reject: (_ns, tool) => (decided.push(`reject ${tool}`), Promise.reject(new DomainError('conflict', 'drift-changed', 'not in this test'))),
   };
 
-  const serve = async (viewer: Omit<ConsoleViewer, 'signedIn'>, maxStreams?: number) => {
-    const access: ConsoleAccess = { admit: () => Promise.resolve({ kind: 'viewer', viewer: { ...viewer, signedIn: true } }) };
+  const serve = async (viewer: Omit<ConsoleViewer, 'signedIn' | 'key'> | ConsoleAccess, maxStreams?: number) => {
+    const access: ConsoleAccess = 'admit' in viewer ? viewer : { admit: () => Promise.resolve({ kind: 'viewer', viewer: { ...viewer, key: viewer.by, signedIn: true } }) };
     const store = createMemoryEventStore();
     const commands = new CommandHandler({ store });
     await commands.publish(aDefinition(), 'alice');
@@ -179,9 +181,9 @@ describe('console lifecycle action and its scope', () => {
         req.on('error', reject);
         req.end(JSON.stringify(body));
       });
-    const events = (): Promise<number> =>
+    const events = (headers: Record<string, string> = {}): Promise<number> =>
       new Promise((resolve, reject) => {
-        const req = request(`http://127.0.0.1:${port}/console/events`, (res) => {
+        const req = request(`http://127.0.0.1:${port}/console/events`, { headers }, (res) => {
           resolve(res.statusCode ?? 0);
           if (res.statusCode !== 200) res.resume();
         });
@@ -223,6 +225,22 @@ describe('console lifecycle action and its scope', () => {
     expect(await events()).toBe(200);
     expect(await events()).toBe(200);
     expect(await events()).toBe(503);
+  });
+
+  it("bounds one viewer's change streams by subject within its tenant: alice of one tenant cannot take another's", async () => {
+    // The signed-in path: a token's principal (here told by a header) through tokenAccess, as the server admits it.
+    const authenticator: Authenticator = {
+      resourceMetadataUrl: 'http://127.0.0.1/.well-known/oauth-protected-resource',
+      authenticate: (req) => Promise.resolve({ ok: true, caller: { principal: { tenant: String(req.headers['x-tenant']), subject: 'alice', scopes: ['estate:read'], clearance: 'public' }, expiresAt: Math.floor(Date.now() / 1000) + 3600 } }),
+    };
+    const signIn = { clientId: 'console', scope: 'estate:read', resource: 'http://127.0.0.1/mcp', issuer: {} as SignInSettings['issuer'] };
+    const { events } = await serve(tokenAccess(authenticator, signIn), 32);
+    const as = (tenant: string) => ({ authorization: 'Bearer x', 'x-tenant': tenant });
+    const perViewer = streamsPerViewer(32);
+    for (let i = 0; i < perViewer; i++) expect(await events(as('acme'))).toBe(200);
+    expect(await events(as('acme'))).toBe(429);
+    // Before, keyed by the subject alone: 429 here too.
+    expect(await events(as('globex'))).toBe(200);
   });
 
   it('lets an actor with the namespace scope deprecate, recorded as that actor', async () => {
