@@ -113,6 +113,13 @@ export function validateRequest(request: AppendRequest): void {
   if (typeof request.streamId !== 'string' || request.streamId.length === 0) {
     throw new TypeError('stream id must be a non-empty string');
   }
+  // PostgreSQL's text takes no NUL and refuses it with an error that names nothing; say which stream and event.
+  if (request.streamId.includes('\u0000')) throw new TypeError(`stream ${JSON.stringify(request.streamId)}: a stream id may not contain a NUL character`);
+  for (const event of request.events) {
+    if (typeof event.type === 'string' && event.type.includes('\u0000')) {
+      throw new TypeError(`stream ${JSON.stringify(request.streamId)}: event type ${JSON.stringify(event.type)} may not contain a NUL character`);
+    }
+  }
 }
 
 /**

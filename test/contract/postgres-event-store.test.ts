@@ -124,6 +124,19 @@ if (url !== null) {
       }
     });
 
+    it('refuses a NUL in a stream id or an event type by name, and appends nothing of that request', async () => {
+      // PostgreSQL's text takes no NUL: its own error named neither the stream nor the event (a library writer's append).
+      const store = await track(open());
+      const p = prefix();
+      await expect(store.append(`${p}a\u0000b`, [{ type: 'Happened', data: {} }], { expectedRevision: 'any' })).rejects.toThrow(
+        `stream ${JSON.stringify(`${p}a\u0000b`)}: a stream id may not contain a NUL character`,
+      );
+      await expect(store.append(`${p}ok`, [{ type: 'Happened', data: {} }, { type: 'Bad\u0000', data: {} }], { expectedRevision: 'any' })).rejects.toThrow(
+        'event type "Bad\\u0000" may not contain a NUL character',
+      );
+      expect(await store.readStream(`${p}ok`)).toEqual([]);
+    });
+
     it('two stores (two pools) racing on one stream: exactly one wins, the other gets a ConcurrencyError', async () => {
       const id = `${prefix()}race`;
       const [a, b] = [await track(open()), await track(open())];
