@@ -9,7 +9,7 @@ import { makePrincipal } from '#domain/access';
 import { TOO_MANY_CALLS } from '#mcp/jsonrpc';
 import { boundKey } from '#mcp/subject-counts';
 import { aDefinition } from '../fixtures/builders.ts';
-import { errorOf, makeHarness, resultOf, textOf, type Harness } from '../fixtures/handlers/harness.ts';
+import { errorOf, makeHarness, resultOf, textOf, type Harness, type TestSession } from '../fixtures/handlers/harness.ts';
 import { serveMcpHttp, type McpHttpServer } from '../fixtures/mcp-http-server.ts';
 
 const MAX = 2;
@@ -115,20 +115,28 @@ describe('tools/calls running per subject', () => {
     expect(textOf(resultOf(await second))).toBe('payment PMT-502: settled');
   });
 
+  /**
+   * `full` takes both its places (calls `<prefix>01`, `<prefix>02` held) and is refused a third; `other` is still
+   * served meanwhile (`<prefix>11`); then `full`'s calls are let go.
+   */
+  const placesApart = async (full: TestSession, other: TestSession, prefix: string, runs: string): Promise<void> => {
+    const held = [full.request('tools/call', args(`${prefix}01`, `${runs}1`)), full.request('tools/call', args(`${prefix}02`, `${runs}2`))];
+    await expect.poll(() => waiting.has(`${prefix}01`) && waiting.has(`${prefix}02`)).toBe(true);
+    expect(errorOf(await full.request('tools/call', args(`${prefix}03`, `${runs}3`))).code).toBe(TOO_MANY_CALLS);
+    const served = other.request('tools/call', args(`${prefix}11`, `${runs}4`));
+    await release(`${prefix}11`);
+    expect(textOf(resultOf(await served))).toBe(`payment ${prefix}11: settled`);
+    await release(`${prefix}01`);
+    await release(`${prefix}02`);
+    await Promise.all(held);
+  };
+
   it('counts a subject within its tenant: the same sub in another tenant has places of its own', async () => {
     const inAcme = h.session(makePrincipal({ subject: 'frank', tenant: 'acme' }));
     const inGlobex = h.session(makePrincipal({ subject: 'frank', tenant: 'globex' }));
     await inAcme.initialize();
     await inGlobex.initialize();
-    const held = [inAcme.request('tools/call', args('PMT-601', 'run-f1')), inAcme.request('tools/call', args('PMT-602', 'run-f2'))];
-    await expect.poll(() => waiting.has('PMT-601') && waiting.has('PMT-602')).toBe(true);
-    expect(errorOf(await inAcme.request('tools/call', args('PMT-603', 'run-f3'))).code).toBe(TOO_MANY_CALLS);
-    const other = inGlobex.request('tools/call', args('PMT-611', 'run-g1'));
-    await release('PMT-611');
-    expect(textOf(resultOf(await other))).toBe('payment PMT-611: settled');
-    await release('PMT-601');
-    await release('PMT-602');
-    await Promise.all(held);
+    await placesApart(inAcme, inGlobex, 'PMT-6', 'run-f');
   });
 
   it('counts a principal without a subject apart from one whose subject is `anonymous`, though both are recorded `anonymous`', async () => {
@@ -138,28 +146,13 @@ describe('tools/calls running per subject', () => {
     const named = h.session(makePrincipal({ tenant: 'initech', subject: 'anonymous' }));
     await none.initialize();
     await named.initialize();
-    const held = [none.request('tools/call', args('PMT-701', 'run-n1')), none.request('tools/call', args('PMT-702', 'run-n2'))];
-    await expect.poll(() => waiting.has('PMT-701') && waiting.has('PMT-702')).toBe(true);
-    expect(errorOf(await none.request('tools/call', args('PMT-703', 'run-n3'))).code).toBe(TOO_MANY_CALLS);
-    const other = named.request('tools/call', args('PMT-711', 'run-m1'));
-    await release('PMT-711');
-    expect(textOf(resultOf(await other))).toBe('payment PMT-711: settled');
+    await placesApart(none, named, 'PMT-7', 'run-n');
     // And the other way round: `anonymous` at its bound leaves the subjectless caller its places.
-    await release('PMT-701');
-    await release('PMT-702');
-    await Promise.all(held);
-    const heldNamed = [named.request('tools/call', args('PMT-721', 'run-m2')), named.request('tools/call', args('PMT-722', 'run-m3'))];
-    await expect.poll(() => waiting.has('PMT-721') && waiting.has('PMT-722')).toBe(true);
-    expect(errorOf(await named.request('tools/call', args('PMT-723', 'run-m4'))).code).toBe(TOO_MANY_CALLS);
-    const again = none.request('tools/call', args('PMT-731', 'run-n4'));
-    await release('PMT-731');
-    expect(textOf(resultOf(await again))).toBe('payment PMT-731: settled');
-    await release('PMT-721');
-    await release('PMT-722');
-    await Promise.all(heldNamed);
+    await placesApart(named, none, 'PMT-8', 'run-m');
     // What is recorded is unchanged: no subject is `anonymous` in the call record.
     await h.recorder.flush();
     expect((await h.calls('run-n1'))[0]).toMatchObject({ subject: 'anonymous', tenant: 'initech' });
+    expect((await h.calls('run-m1'))[0]).toMatchObject({ subject: 'anonymous', tenant: 'initech' });
   });
 
   it('boundKey: no subject, the subject `anonymous`, and a tenant or subject holding the separator are all told apart', () => {
