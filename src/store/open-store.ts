@@ -8,7 +8,7 @@ import type { EventStore } from '#app/ports';
 import { DomainError } from '#domain/errors';
 import { createMemoryEventStore } from './memory-event-store.ts';
 import { createSqliteEventStore } from './sqlite-event-store.ts';
-import { redactStoreUrl } from './store-url.ts';
+import { redactStoreUrl, STORE_URL_SOURCE } from './store-url.ts';
 
 /** The shape open-store needs from the network adapters' modules, declared here so they can evolve on their own. */
 interface NetworkStoreModules {
@@ -70,7 +70,7 @@ export async function openEventStore(url: string, options: OpenStoreOptions = {}
   throw unknownStore(url, options.flag);
 }
 
-const checkSqlitePath = (url: string, file: string, access: 'read' | 'write', flag = '--store or ESTATE_STORE'): void => {
+const checkSqlitePath = (url: string, file: string, access: 'read' | 'write', flag = STORE_URL_SOURCE): void => {
   if (access === 'read') {
     if (!existsSync(file)) {
       throw new DomainError(

@@ -25,7 +25,7 @@ import { heldBack, readStream, scan, scanToEnd, streamIds, type PostgresReadCont
 import { DEFAULT_LIMIT, START, later, parsePosition, quoteSchema, validateRequest } from './postgres-rows.ts';
 import { createSchemaMigration } from './postgres-schema.ts';
 import { createPostgresSnapshots } from './postgres-snapshots.ts';
-import { redactStoreUrl } from './store-url.ts';
+import { redactStoreUrl, STORE_URL_SOURCE } from './store-url.ts';
 import { OpenSubscriptions, tailSubscription } from './tail-subscription.ts';
 
 export interface PostgresEventStoreOptions {
@@ -60,7 +60,7 @@ export interface PostgresEventStoreOptions {
 export async function createPostgresEventStore(opts: PostgresEventStoreOptions): Promise<EventStore> {
   const schemaName = opts.schema ?? 'estate';
   const s = quoteSchema(schemaName);
-  const flag = opts.flag ?? '--store or ESTATE_STORE';
+  const flag = opts.flag ?? STORE_URL_SOURCE;
   const listen = opts.listen ?? true;
   const pollIntervalMs = opts.pollIntervalMs ?? (listen ? 1000 : 50);
   // One channel per schema; a quoted identifier (the schema name is a plain one) of at most 63 bytes.

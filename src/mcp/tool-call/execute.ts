@@ -9,11 +9,11 @@ import { traceStore } from '#app/tracing';
 import type { Principal } from '#domain/types';
 import type { HandlerContext } from '#handlers/types';
 import type { CatalogueVersion } from '#projections/catalogue';
+import { publicReason } from '#ops/store-health';
 import { storeUnavailable } from '../error-map.ts';
 import type { Cancel } from '../cancellation.ts';
 import type { HandlerRun, RunOptions } from '../run-handler.ts';
 import type { ToolExecutor } from './executor.ts';
-import { publicReason } from '#ops/store-health';
 import { subjectOf } from '../subject-counts.ts';
 
 export interface Execution {
@@ -55,6 +55,18 @@ export const storeReason = (e: unknown): string => {
 /** A call the store refused, as the server logs it: who, what, and the driver's words. */
 export type StoreFailed = (fields: { callId: string; runId: string; tenant: string; subject: string; tool: string; version: string; ran: boolean; reason: string }) => void;
 
+/** StoreFailed's fields for a call (its intent: `ran` false; its record: true) and the store's error. */
+export const storeFailure = (call: { callId: string; runId: string; principal: Principal; v: CatalogueVersion }, ran: boolean, e: unknown): Parameters<StoreFailed>[0] => ({
+  callId: call.callId,
+  runId: call.runId,
+  tenant: call.principal.tenant,
+  subject: subjectOf(call.principal),
+  tool: call.v.name,
+  version: call.v.version,
+  ran,
+  reason: storeReason(e),
+});
+
 /**
  * What the caller is told when the store refused a write. The driver's words can name a host and port, a database, a
  * user or a file path (as `/readyz`'s reason could, src/ops/store-health.ts): they go to the server's log, beside the
@@ -78,7 +90,7 @@ export const executeCall = async (deps: ExecuteDeps, c: ExecuteCall): Promise<Ex
       await traceStore('append', 'ToolCallStarted', () => deps.recorder.start(intent));
     } catch (e) {
       deps.observe('store_unavailable', started);
-      deps.storeFailed?.({ callId, runId: c.runId, tenant: principal.tenant, subject: subjectOf(principal), tool: v.name, version: v.version, ran: false, reason: storeReason(e) });
+      deps.storeFailed?.(storeFailure({ callId, runId: c.runId, principal, v }, false, e));
       throw storeUnavailable(false, storeRefusedWrite(callId));
     }
   }

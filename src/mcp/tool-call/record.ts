@@ -9,7 +9,7 @@ import type { Principal } from '#domain/types';
 import type { CatalogueVersion } from '#projections/catalogue';
 import { storeUnavailable } from '../error-map.ts';
 import type { Repair } from './admit.ts';
-import { storeReason, storeRefusedWrite, type StoreFailed } from './execute.ts';
+import { storeFailure, storeRefusedWrite, type StoreFailed } from './execute.ts';
 import { subjectOf } from '../subject-counts.ts';
 
 export interface CallFacts {
@@ -52,7 +52,7 @@ export const recordCall = async (recorder: CallRecorder, f: CallFacts, storeFail
     // The wait for the group commit (src/app/call-recorder.ts) that makes this record durable.
     await traceStore('append', 'ToolCalled', () => recorder.record(record));
   } catch (e) {
-    storeFailed?.({ callId: f.callId, runId: f.runId, tenant: f.principal.tenant, subject: subjectOf(f.principal), tool: f.v.name, version: f.v.version, ran: true, reason: storeReason(e) });
+    storeFailed?.(storeFailure(f, true, e));
     throw storeUnavailable(true, storeRefusedWrite(f.callId));
   }
 };
