@@ -14,7 +14,7 @@ import { readStoredSnapshot } from './snapshot-read.ts';
 export const CATALOGUE_SNAPSHOT = 'catalogue';
 
 /** How records are laid out in a chunk (catalogue-snapshot-records.ts); bumped with any change there. */
-const LAYOUT = 5;
+const LAYOUT = 6;
 
 /** The tag a snapshot must carry to be loaded: the projection's version and the layout's. */
 export const CATALOGUE_SNAPSHOT_VERSION = `catalogue-${CATALOGUE_PROJECTION_VERSION}/layout-${LAYOUT}`;

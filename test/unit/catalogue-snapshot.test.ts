@@ -19,6 +19,8 @@ import { appendLog, fullReplay, logWithCut, stateOf, type LogEntry } from '../fi
 import { ManualTimer } from '../fixtures/manual-timer.ts';
 
 const now = (): string => '2026-12-01T00:00:00.000Z';
+/** A chunk of the stored layout (src/app/catalogue-snapshot-records.ts), every column empty unless given. */
+const chunk = (columns: Record<string, unknown>): string => JSON.stringify({ s: [], a: [], k: [], i: [], d: [], c: [], v: [], r: [], m: [], ...columns });
 
 /** A log that records what was said at each level. */
 const recordingLog = () => {
@@ -104,7 +106,7 @@ describe('catalogue snapshots (memory store)', () => {
     if (!stored) throw new Error('no snapshot written');
     stored.head.version = 'catalogue-1/layout-1';
     // Content that would differ from the log if it were loaded: a projection version change must not be trusted.
-    stored.chunks[0] = '{"s":[],"a":[],"t":[]}';
+    stored.chunks[0] = chunk({});
     const log = recordingLog();
     const reader = new CatalogueReader(store);
     expect((await restoreCatalogue(reader, snapshots, log)).kind).toBe('stale');
@@ -120,7 +122,11 @@ describe('catalogue snapshots (memory store)', () => {
     ['bad JSON', (s) => void (s.chunks[0] = `${s.chunks[0]?.slice(0, -5)}`), /^chunk 0 is not JSON/],
     ['a checksum mismatch', (s) => void (s.chunks[0] = (s.chunks[0] as string).replaceAll('"t.tool1"', '"t.tool9"')), /^checksum mismatch$/],
     ['a truncated snapshot', (s) => void s.chunks.pop(), /^truncated: 1 of 2 chunks$/],
-    ['a record of the wrong shape', (s) => void (s.chunks[0] = '{"s":[],"a":[],"t":[["t.tool0",null,"d",[["1.0.0"]]]]}'), /^snapshot record: a version of t\.tool0 is not a record$/],
+    ['a record of the wrong shape', (s) => void (s.chunks[0] = chunk({ k: ['t.tool0'], i: [null], d: ['d'], c: [1], v: ['1.0.0'], r: [0] })), /^snapshot record: the version numbers are not 6 per version$/],
+    ['a status out of its table', (s) => void (s.chunks[0] = chunk({ s: ['h'], a: [['public', [], []]], k: ['t.tool0'], i: [null], d: ['d'], c: [1], v: ['1.0.0'], r: [7, 0, 0, 0, 1000, 0] })), /^snapshot record: the status of t\.tool0 is not in its table$/],
+    ['a version count past the versions', (s) => void (s.chunks[0] = chunk({ k: ['t.tool0'], i: [null], d: ['d'], c: [2], v: ['1.0.0'], r: [0, 0, 0, 0, 1000, 0] })), /^snapshot record: the version count of t\.tool0 is past the versions$/],
+    ['a mark naming no version', (s) => void (s.chunks[0] = chunk({ s: ['h'], a: [['public', [], []]], k: ['t.tool0'], i: [null], d: ['d'], c: [1], v: ['1.0.0'], r: [1, 0, 0, 0, 1000, 0], m: [3, 0, 'r', 'at', 'by'] })), /^snapshot record: a lifecycle mark names no version in order$/],
+    ['two deprecations of one version', (s) => void (s.chunks[0] = chunk({ s: ['h'], a: [['public', [], []]], k: ['t.tool0'], i: [null], d: ['d'], c: [1], v: ['1.0.0'], r: [1, 0, 0, 0, 1000, 0], m: [0, 0, 'r', 'at', 'by', 0, 0, 'r', 'at', 'by'] })), /^snapshot record: a lifecycle mark of t\.tool0 is neither one deprecation nor one retirement$/],
   ];
 
   it.each(corruptions)('ignores %s with a warning and rebuilds from the events', async (_what, damage, reason) => {
@@ -131,7 +137,7 @@ describe('catalogue snapshots (memory store)', () => {
     if (!stored) throw new Error('no snapshot written');
     expect(stored.head.version).toBe(CATALOGUE_SNAPSHOT_VERSION);
     // Two chunks, so truncation can drop one: the second holds an empty chunk, valid on its own.
-    stored.chunks.push('{"s":[],"a":[],"t":[]}');
+    stored.chunks.push(chunk({}));
     stored.head.chunkCount = 2;
     stored.head.checksum = (await import('node:crypto')).createHash('sha256').update(stored.chunks.join('')).digest('hex');
     damage(stored);
