@@ -3,9 +3,21 @@
  * (OpenID Connect Discovery, else RFC 8414) by the server, so the console's page can be told them and the page's
  * Content-Security-Policy can name the one other origin it talks to. The document is bounded in size and time, must
  * name the configured issuer (RFC 8414 §3.3: a document for another issuer is refused), and must offer PKCE with S256
- * (OAuth 2.1). A good answer is kept; a failure is retried at most once per cooldown, so a down issuer is not hammered.
+ * (OAuth 2.1). A good answer is kept; a failure is retried at most once per cooldown, so a down issuer is not hammered,
+ * and failures in a row grow the cooldown (#app/backoff: after n of them `cooldownMs`·2^(n-1), capped at
+ * `maxCooldownMs`), so a failing issuer is asked less and less often instead of every 5 s forever.
  */
+import { exponentialBackoff } from '#app/backoff';
 import { readBounded } from './read-bounded.ts';
+
+/** The wait after a failed lookup before the next one. */
+export const DEFAULT_ISSUER_METADATA_COOLDOWN_MS = 5_000;
+/**
+ * 5 minutes: the longest the wait grows to while lookups keep failing. It is how late a server may notice that the
+ * issuer is back (the console's sign-in stays unavailable up to that long), against sparing a failing issuer: 12
+ * lookups an hour per server process at the cap instead of 720.
+ */
+export const DEFAULT_ISSUER_METADATA_MAX_COOLDOWN_MS = 5 * 60_000;
 
 export interface IssuerEndpoints {
   issuer: string;
@@ -21,9 +33,14 @@ export interface IssuerMetadata {
 
 export interface IssuerMetadataOptions {
   timeoutMs?: number;
+  /** The wait after a failed lookup before the next one; it doubles with each failure in a row, up to `maxCooldownMs`. */
   cooldownMs?: number;
+  /** The longest the wait after failures grows to; at least `cooldownMs`. */
+  maxCooldownMs?: number;
   maxBytes?: number;
   fetch?: typeof fetch;
+  /** The clock, in ms since the epoch (tests drive it). */
+  now?: () => number;
 }
 
 /** OpenID Connect Discovery appends to the issuer; RFC 8414 inserts the well-known segment before the issuer's path. */
@@ -59,8 +76,12 @@ export const readIssuerMetadata = (issuer: string, doc: unknown): IssuerLookup =
 export const createIssuerMetadata = (issuer: string, o: IssuerMetadataOptions = {}): IssuerMetadata => {
   const doFetch = o.fetch ?? fetch;
   const maxBytes = o.maxBytes ?? 64 * 1024;
+  const now = o.now ?? Date.now;
+  const cooldownMs = o.cooldownMs ?? DEFAULT_ISSUER_METADATA_COOLDOWN_MS;
+  const waitAfter = exponentialBackoff({ initialMs: cooldownMs, maxMs: Math.max(cooldownMs, o.maxCooldownMs ?? DEFAULT_ISSUER_METADATA_MAX_COOLDOWN_MS) });
   let found: IssuerLookup | undefined;
-  let failed: { at: number; lookup: IssuerLookup } | undefined;
+  /** The last lookup's failure, and how many lookups have failed in a row (a success is kept: none follows it). */
+  let failed: { at: number; lookup: IssuerLookup; inARow: number } | undefined;
   let running: Promise<IssuerLookup> | undefined;
 
   const fetchOne = async (url: string): Promise<IssuerLookup> => {
@@ -97,11 +118,11 @@ export const createIssuerMetadata = (issuer: string, o: IssuerMetadataOptions = 
   return {
     get() {
       if (found) return Promise.resolve(found);
-      if (failed && Date.now() - failed.at < (o.cooldownMs ?? 5_000)) return Promise.resolve(failed.lookup);
+      if (failed && now() - failed.at < waitAfter(failed.inARow)) return Promise.resolve(failed.lookup);
       running ??= lookup().then((r) => {
         running = undefined;
         if (r.ok) found = r;
-        else failed = { at: Date.now(), lookup: r };
+        else failed = { at: now(), lookup: r, inARow: (failed?.inARow ?? 0) + 1 };
         return r;
       });
       return running;

@@ -11,17 +11,28 @@
  * - Every fetch, whatever its outcome, starts the cooldown: no fetch starts within `cooldownMs` of the end of the last
  *   one. A token whose `kid` is not held makes a fetch only outside the cooldown (or joins the one in flight); within
  *   it, or when that fetch fails, it is an unknown key (401) as long as a key set is held, and 503 only with none.
+ * - Failed fetches in a row grow the cooldown (#app/backoff: after n of them it is `cooldownMs`·2^(n-1), capped at
+ *   `maxCooldownMs`), so a failing issuer is asked less and less often by every replica instead of every 5 s forever;
+ *   one fetch that succeeds brings it back to `cooldownMs`. The rules above hold with the grown cooldown in place of
+ *   the plain one.
  * - A response is read as a stream and dropped past `maxBytes`, or with more than `maxKeys` keys, within `timeoutMs`
  *   for the whole of it: nothing from a refused response is held.
  *
  * Key selection and import stay jose's (`createLocalJWKSet`): algorithms, `use`, `key_ops`, curves.
  */
 import { createLocalJWKSet, errors, type CryptoKey, type FlattenedJWSInput, type JWSHeaderParameters } from 'jose';
+import { exponentialBackoff } from '#app/backoff';
 import { silentLog, type Log } from '#app/log';
 import { readBounded } from './read-bounded.ts';
 
 /** Short, so a key the issuer has just rotated in is picked up within seconds; long enough to spare the issuer. */
 export const DEFAULT_JWKS_COOLDOWN_MS = 5_000;
+/**
+ * 5 minutes: the longest the cooldown grows to while fetches keep failing. It is how late a replica may notice that
+ * the issuer is back (a key rotated in meanwhile is unknown, or with no keys held tokens get 503, for up to that
+ * long), against sparing a failing issuer: 12 fetches an hour per replica at the cap instead of 720.
+ */
+export const DEFAULT_JWKS_MAX_COOLDOWN_MS = 5 * 60_000;
 export const DEFAULT_JWKS_MAX_AGE_MS = 10 * 60_000;
 /** A day: the longest token lifetime accepted by default; see the module comment for what it bounds. */
 export const DEFAULT_JWKS_MAX_STALE_MS = 24 * 60 * 60_000;
@@ -34,8 +45,13 @@ export const JWKS_WARN_INTERVAL_MS = 60_000;
 
 export interface JwksKeySetOptions {
   url: string;
-  /** Minimum time between the end of one fetch and the start of the next, whatever the first one's outcome. */
+  /**
+   * Minimum time between the end of one fetch and the start of the next, whatever the first one's outcome; it grows
+   * after failed fetches in a row, up to `maxCooldownMs`.
+   */
   cooldownMs?: number;
+  /** The longest the cooldown grows to after failed fetches in a row (it doubles with each); at least `cooldownMs`. */
+  maxCooldownMs?: number;
   /** Age after which the held key set is refreshed (in the background, while it keeps verifying). */
   maxAgeMs?: number;
   /** Age after which the held key set is no longer used, when no refresh has succeeded since. */
@@ -115,6 +131,7 @@ const localSetOf = (doc: unknown, maxKeys: number): LocalSet => {
 
 export const createJwksKeySet = (o: JwksKeySetOptions): JwksKeySet => {
   const cooldownMs = o.cooldownMs ?? DEFAULT_JWKS_COOLDOWN_MS;
+  const cooldownAfter = exponentialBackoff({ initialMs: cooldownMs, maxMs: Math.max(cooldownMs, o.maxCooldownMs ?? DEFAULT_JWKS_MAX_COOLDOWN_MS) });
   const maxAgeMs = o.maxAgeMs ?? DEFAULT_JWKS_MAX_AGE_MS;
   const maxStaleMs = o.maxStaleMs ?? DEFAULT_JWKS_MAX_STALE_MS;
   const timeoutMs = o.timeoutMs ?? DEFAULT_JWKS_TIMEOUT_MS;
@@ -127,16 +144,18 @@ export const createJwksKeySet = (o: JwksKeySetOptions): JwksKeySet => {
   let inFlight: Promise<void> | undefined;
   let lastAttemptEndedAt = Number.NEGATIVE_INFINITY;
   let lastError: string | undefined;
-  let failing = false;
+  /** Failed fetches since the last that succeeded: what the cooldown has grown by. */
+  let failedInARow = 0;
   let failedSinceWarning = 0;
   let warnedAt = Number.NEGATIVE_INFINITY;
 
   const usable = (): Held | undefined => (held !== undefined && now() - held.fetchedAt <= maxStaleMs ? held : undefined);
-  const mayFetch = (): boolean => inFlight === undefined && now() - lastAttemptEndedAt >= cooldownMs;
+  const cooldownNow = (): number => (failedInARow === 0 ? cooldownMs : cooldownAfter(failedInARow));
+  const mayFetch = (): boolean => inFlight === undefined && now() - lastAttemptEndedAt >= cooldownNow();
 
   const failed = (reason: string): void => {
     lastError = reason;
-    failing = true;
+    failedInARow++;
     failedSinceWarning++;
     if (now() - warnedAt < JWKS_WARN_INTERVAL_MS) return;
     const h = usable();
@@ -156,8 +175,8 @@ export const createJwksKeySet = (o: JwksKeySetOptions): JwksKeySet => {
         const local = localSetOf(await fetchKeySet(o.url, timeoutMs, maxBytes), maxKeys);
         held = { local, fetchedAt: now() };
         lastError = undefined;
-        if (failing) log.info({ jwksUrl: o.url }, 'the issuer\'s key set was fetched again');
-        failing = false;
+        if (failedInARow > 0) log.info({ jwksUrl: o.url }, 'the issuer\'s key set was fetched again');
+        failedInARow = 0;
         failedSinceWarning = 0;
         warnedAt = Number.NEGATIVE_INFINITY;
       } catch (e) {

@@ -3,8 +3,8 @@
  * an audience naming this server (RFC 8707), so a token minted for another resource is refused. Only asymmetric
  * algorithms are accepted (`alg: none` and HMAC never). The key set is held by ./jwks-cache.ts: refreshed in the
  * background, kept through an issuer outage up to a bound; a token whose `kid` is not held makes one refetch (at most
- * one per cooldown, whatever the last fetch's outcome, so a stream of made-up kids cannot hammer the issuer), and is
- * refused if the key is still unknown.
+ * one per cooldown, whatever the last fetch's outcome, so a stream of made-up kids cannot hammer the issuer; the
+ * cooldown grows while fetches keep failing), and is refused if the key is still unknown.
  */
 import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Log } from '#app/log';
@@ -22,6 +22,8 @@ export interface JwtVerifierOptions {
   maxTokenLifetimeSec?: number;
   /** Minimum time between two fetches of the key set (from the end of one, whatever its outcome, to the next). */
   jwksCooldownMs?: number;
+  /** The longest that cooldown grows to after failed fetches in a row (it doubles with each); default 5 minutes. */
+  jwksMaxCooldownMs?: number;
   /** How long a fetched key set is used before it is refreshed (in the background) anyway. */
   jwksMaxAgeMs?: number;
   /** How long a key set is still used while no refresh succeeds (stale-if-error); default a day. */
@@ -92,6 +94,7 @@ export const createJwtVerifier = (o: JwtVerifierOptions): JwtVerifier => {
   const keySet = o.keySet ?? createJwksKeySet({
     url: new URL(o.jwksUrl).href,
     cooldownMs: o.jwksCooldownMs,
+    maxCooldownMs: o.jwksMaxCooldownMs,
     maxAgeMs: o.jwksMaxAgeMs,
     maxStaleMs: o.jwksMaxStaleMs,
     timeoutMs: o.jwksTimeoutMs,

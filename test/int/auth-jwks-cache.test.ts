@@ -2,8 +2,8 @@
  * The issuer's key set as Estate holds it (src/auth/jwks-cache.ts), against a JWKS served on loopback that can fail,
  * hang or grow, with the clock driven by the test: an outage past the max age keeps the held keys verifying with no
  * fetch per request (and is bounded), a refresh is one fetch at a time in the background, every fetch (failed ones
- * too) starts the cooldown, unknown keys are 401 while keys are held and 503 only with none, an oversized key set is
- * refused and nothing of it is held.
+ * too) starts the cooldown, failures in a row grow it (capped) and a success resets it, unknown keys are 401 while
+ * keys are held and 503 only with none, an oversized key set is refused and nothing of it is held.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Log } from '#app/log';
@@ -68,7 +68,7 @@ describe('the issuer\'s key set through an outage', () => {
     expect(r.warnings).toHaveLength(1);
     expect(r.warnings[0]).toMatchObject({ reason: 'the issuer answered HTTP 500', failed: 1, keySetAgeSec: 600 });
 
-    // One more attempt per cooldown, told at most once a minute.
+    // One more attempt per cooldown (doubling with each failure in a row), told at most once a minute.
     r.clock.t += COOLDOWN;
     expect((await r.verifier.verify(await r.token())).ok).toBe(true);
     await r.keySet.idle();
@@ -81,9 +81,10 @@ describe('the issuer\'s key set through an outage', () => {
     expect(r.warnings).toHaveLength(2);
     expect(r.warnings[1]).toMatchObject({ failed: 2 });
 
-    // The issuer back: the next refresh takes, and the key set is fresh again (no fetch within the max age).
+    // The issuer back: the next refresh (three failures in a row: the cooldown is 4×) takes, and the key set is fresh
+    // again (no fetch within the max age).
     r.idp.setDown(false);
-    r.clock.t += COOLDOWN;
+    r.clock.t += 4 * COOLDOWN;
     expect((await r.verifier.verify(await r.token())).ok).toBe(true);
     await r.keySet.idle();
     expect(r.idp.fetches).toBe(5);
@@ -128,7 +129,7 @@ describe('the issuer\'s key set through an outage', () => {
     for (const out of await Promise.all((await times(10, () => r.token())).map((t) => r.verifier.verify(t)))) expect(out).toMatchObject({ ok: false, kind: 'unavailable' });
     expect(r.idp.fetches).toBe(fetches + 1);
     r.idp.setDown(false);
-    r.clock.t += COOLDOWN;
+    r.clock.t += 2 * COOLDOWN; // two failures in a row: the cooldown has doubled
     expect((await r.verifier.verify(await r.token())).ok).toBe(true);
     expect(r.idp.fetches).toBe(fetches + 2);
   });
@@ -187,6 +188,115 @@ describe('unknown keys and the cooldown', () => {
     r.idp.hold();
     expect(await r.verifier.verify(await r.token())).toEqual({ ok: false, kind: 'unavailable', reason: 'the issuer\'s key set could not be fetched: no complete answer within 50 ms' });
     r.idp.release();
+  });
+});
+
+describe('a failing issuer: the cooldown grows', () => {
+  const HOUR = 3_600_000;
+  /** The gaps, in s, between the fetches a held key set makes while the issuer fails for an hour, probed each second. */
+  const failingHour = async (r: Rig): Promise<number[]> => {
+    const start = r.clock.t;
+    // One token for the hour (a 2 h lifetime is within the 24 h accepted), so each second costs a verify, not a mint.
+    const token = await r.idp.mint({ claims: { iat: Math.floor(start / 1000), exp: Math.floor(start / 1000) + 7_200 } });
+    const at: number[] = [];
+    for (let s = 0; s <= HOUR / 1000; s++) {
+      r.clock.t = start + s * 1000;
+      const before = r.idp.fetches;
+      expect((await r.verifier.verify(token)).ok).toBe(true);
+      await r.keySet.idle();
+      if (r.idp.fetches > before) at.push(s);
+    }
+    return at.slice(1).map((s, i) => s - at[i]!);
+  };
+
+  it('failed fetches in a row double the cooldown up to the 5-minute cap: 17 fetches in a failing hour, not 720', async () => {
+    const r = await rig();
+    expect((await r.verifier.verify(await r.token())).ok).toBe(true);
+    r.idp.setDown(true);
+    r.clock.t += MAX_AGE; // due for a refresh: the first one fails at once
+    const gaps = await failingHour(r);
+    expect(gaps.slice(0, 7)).toEqual([5, 10, 20, 40, 80, 160, 300]);
+    expect(gaps.slice(7).every((g) => g === 300)).toBe(true);
+    expect(r.idp.fetches - 1).toBe(17); // 1 + 6 growing + 10 at the cap
+    // The held keys verified throughout; the log still counts every failed fetch, at most one line a minute.
+    expect(r.warnings.reduce((n, w) => n + (w.failed as number), 0)).toBe(17);
+  });
+
+  it('the cap is an option', async () => {
+    const r = await rig({ maxCooldownMs: 30_000 });
+    expect((await r.verifier.verify(await r.token())).ok).toBe(true);
+    r.idp.setDown(true);
+    r.clock.t += MAX_AGE;
+    const gaps = await failingHour(r);
+    expect(gaps.slice(0, 4)).toEqual([5, 10, 20, 30]);
+    expect(gaps.slice(4).every((g) => g === 30)).toBe(true);
+  });
+
+  /** A token with a kid not held: a fetch if one may start. The number of fetches after it. */
+  const probe = async (r: Rig, expected: object = UNKNOWN): Promise<number> => {
+    expect(await r.verifier.verify(await r.token({ key: 'unpublished' }))).toMatchObject(expected);
+    await r.keySet.idle();
+    return r.idp.fetches;
+  };
+
+  it('one fetch that succeeds brings the cooldown back to the plain one', async () => {
+    const r = await rig();
+    expect((await r.verifier.verify(await r.token())).ok).toBe(true);
+    r.idp.setDown(true);
+    for (const [i, wait] of [COOLDOWN, COOLDOWN, 2 * COOLDOWN, 4 * COOLDOWN].entries()) {
+      r.clock.t += wait;
+      expect(await probe(r)).toBe(i + 2);
+    }
+    // Four failed in a row: the cooldown is now 8×.
+    r.idp.setDown(false);
+    r.clock.t += 8 * COOLDOWN - 1;
+    expect(await probe(r)).toBe(5);
+    r.clock.t += 1;
+    expect(await probe(r)).toBe(6); // it succeeded (the kid is still unknown)
+    // Failing again, the cooldown starts over at the plain one.
+    r.idp.setDown(true);
+    r.clock.t += COOLDOWN;
+    expect(await probe(r)).toBe(7);
+    r.clock.t += COOLDOWN;
+    expect(await probe(r)).toBe(8);
+  });
+
+  it('unknown kids within the grown cooldown make no fetch: 401 while keys are held', async () => {
+    const r = await rig();
+    expect((await r.verifier.verify(await r.token())).ok).toBe(true);
+    r.idp.setDown(true);
+    for (const [i, wait] of [COOLDOWN, COOLDOWN, 2 * COOLDOWN].entries()) {
+      r.clock.t += wait;
+      expect(await probe(r)).toBe(i + 2);
+    }
+    // Three failed in a row: the cooldown is now 4×.
+    r.clock.t += 4 * COOLDOWN - 1;
+    const flood = await Promise.all((await times(50, () => r.token({ key: 'unpublished' }))).map((t) => r.verifier.verify(t)));
+    for (const out of flood) expect(out).toEqual(UNKNOWN);
+    await r.keySet.idle();
+    expect(r.idp.fetches).toBe(4);
+    r.clock.t += 1;
+    expect(await probe(r)).toBe(5);
+  });
+
+  it('with no key set held, requests within the grown cooldown make no fetch: 503', async () => {
+    const r = await rig();
+    r.idp.setDown(true);
+    const unavailable = { ok: false, kind: 'unavailable' };
+    expect(await probe(r, unavailable)).toBe(1);
+    for (const [i, wait] of [COOLDOWN, 2 * COOLDOWN].entries()) {
+      r.clock.t += wait;
+      expect(await probe(r, unavailable)).toBe(i + 2);
+    }
+    // Three failed in a row: the cooldown is now 4×.
+    r.idp.setDown(false);
+    r.clock.t += 4 * COOLDOWN - 1;
+    const tokens = [...(await times(10, () => r.token())), ...(await times(10, () => r.token({ key: 'unpublished' })))];
+    for (const out of await Promise.all(tokens.map((t) => r.verifier.verify(t)))) expect(out).toMatchObject(unavailable);
+    expect(r.idp.fetches).toBe(3);
+    r.clock.t += 1;
+    expect((await r.verifier.verify(await r.token())).ok).toBe(true);
+    expect(r.idp.fetches).toBe(4);
   });
 });
 

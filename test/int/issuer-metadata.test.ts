@@ -2,7 +2,7 @@
  * The issuer's metadata as the console's sign-in reads it (src/auth/issuer-metadata.ts), from a loopback server that
  * can answer anything: the OpenID form first, RFC 8414's as the fallback; a document for another issuer, without
  * PKCE S256, with an endpoint an eavesdropper could read, or too large is refused; a good answer is kept and a
- * failure is not retried before the cooldown.
+ * failure is not retried before the cooldown, which doubles with each failure in a row up to its cap.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -70,6 +70,51 @@ describe('fetching an issuer metadata document', () => {
     expect(r).toMatchObject({ ok: false, reason: expect.stringContaining('larger than 65536 bytes') });
     await m.get();
     expect(hits).toHaveLength(2); // both forms once, then the cooldown
+  });
+
+  /** An issuer failing (500) until `up` is set; `get()` asked each second, by a clock the test drives. */
+  const failingIssuer = async () => {
+    const state = { up: false };
+    const { issuer, hits } = await issuerAnswering((_p, iss) => (state.up ? { status: 200, body: JSON.stringify(good(iss)) } : { status: 500, body: '{}' }));
+    const clock = { t: Date.now() };
+    return { issuer, hits, state, clock, lookups: () => hits.filter((h) => h === '/.well-known/openid-configuration').length };
+  };
+
+  it('failed lookups in a row double the wait up to the 5-minute cap: 17 lookups in a failing hour, not 720', async () => {
+    const f = await failingIssuer();
+    const m = createIssuerMetadata(f.issuer, { now: () => f.clock.t });
+    const start = f.clock.t;
+    const at: number[] = [];
+    for (let s = 0; s <= 3_600; s++) {
+      f.clock.t = start + s * 1000;
+      const before = f.lookups();
+      expect(await m.get()).toMatchObject({ ok: false });
+      if (f.lookups() > before) at.push(s);
+    }
+    const gaps = at.slice(1).map((s, i) => s - at[i]!);
+    expect(gaps.slice(0, 7)).toEqual([5, 10, 20, 40, 80, 160, 300]);
+    expect(gaps.slice(7).every((g) => g === 300)).toBe(true);
+    expect(at).toHaveLength(17);
+    expect(f.hits).toHaveLength(34); // both forms each time
+  });
+
+  it('the issuer back: found at the first lookup the grown wait allows, then kept', async () => {
+    const f = await failingIssuer();
+    const m = createIssuerMetadata(f.issuer, { now: () => f.clock.t, cooldownMs: 1_000, maxCooldownMs: 4_000 });
+    for (const wait of [0, 1_000, 2_000, 4_000, 4_000]) {
+      f.clock.t += wait;
+      expect(await m.get()).toMatchObject({ ok: false });
+    }
+    expect(f.lookups()).toBe(5);
+    f.state.up = true;
+    f.clock.t += 3_999; // capped at 4 s, not 16 s
+    expect(await m.get()).toMatchObject({ ok: false });
+    expect(f.lookups()).toBe(5);
+    f.clock.t += 1;
+    expect(await m.get()).toMatchObject({ ok: true });
+    f.clock.t += 3_600_000;
+    expect(await m.get()).toMatchObject({ ok: true });
+    expect(f.lookups()).toBe(6);
   });
 
   it('says why when the issuer cannot be reached', async () => {
