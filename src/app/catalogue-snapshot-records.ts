@@ -177,7 +177,9 @@ export const decodeChunk = (text: string, catalogue: CatalogueProjection): { too
       }
       records[i] = record;
     }
-    catalogue.restoreTool({ name, versions: records, ...(title !== undefined ? { title } : {}), description: descriptions[t] as string });
+    const tool: CatalogueTool = { name, versions: records, description: descriptions[t] as string };
+    if (title !== undefined) tool.title = title;
+    catalogue.restoreTool(tool);
   }
   if (at !== versions.length) return fail('the versions are more than the tools\' counts');
   // Marks are in version order: one left over names a version that is not there, or is out of order.
