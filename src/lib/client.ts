@@ -30,6 +30,8 @@ import type { CallToolResult, Client, ListToolsResult, RequestOptions, Tool } fr
 import { compareVersions, isStrictSemver } from '#domain/semver';
 import type { CatalogueChange, ChangeFeed } from './changes.ts';
 
+export { boundedFetch, DEFAULT_MAX_MESSAGE_BYTES, MessageTooLargeError, type BoundedFetchOptions, type FetchLike, type MessageBound } from './bounded-fetch.ts';
+
 export type InvalidationSource = 'ttl' | 'list_changed' | 'listen' | 'change_feed' | 'manual';
 
 export interface ToolsCacheOptions {
