@@ -29,6 +29,7 @@
 import type { CallToolResult, Client, ListToolsResult, RequestOptions, Tool } from '@modelcontextprotocol/client';
 import { compareVersions, isStrictSemver } from '#domain/semver';
 import type { CatalogueChange, ChangeFeed } from './changes.ts';
+import { MessageTooLargeError } from './bounded-fetch.ts';
 
 export { boundedFetch, DEFAULT_MAX_MESSAGE_BYTES, MessageTooLargeError, type BoundedFetchOptions, type FetchLike, type MessageBound } from './bounded-fetch.ts';
 
@@ -128,11 +129,13 @@ const plural = (n: number, one: string): string => `${n} ${one}${n === 1 ? '' : 
 
 /**
  * A tools list that passed one of the cache's bounds. `figure` is the figure that passed `limit`: the tools listed
- * (`maxTools`), the pages the server would have had read (`maxPages`), the ms the fetch took (`listTimeoutMs`).
+ * (`maxTools`), the pages the server would have had read (`maxPages`), the ms the fetch took (`listTimeoutMs`), the
+ * bytes of a page read when it was cut or its declared Content-Length (`maxMessageBytes`: the transport's bound, set
+ * with `boundedFetch`; `cause` is the MessageTooLargeError).
  */
 export class ToolsListBoundError extends ToolsListError {
   constructor(
-    readonly bound: 'maxTools' | 'maxPages' | 'listTimeoutMs',
+    readonly bound: 'maxTools' | 'maxPages' | 'listTimeoutMs' | 'maxMessageBytes',
     readonly limit: number,
     readonly figure: number,
     /** What had been read when the list was given up. */
@@ -140,12 +143,17 @@ export class ToolsListBoundError extends ToolsListError {
     options?: ErrorOptions,
   ) {
     const got = `${plural(read.tools, 'tool')} read in ${plural(read.pages, 'page')}`;
+    const cut = MessageTooLargeError.from(options?.cause);
     super(
       bound === 'maxTools'
         ? `tools/list refused: more than maxTools (${limit}) tools: ${got}, no further page asked for`
         : bound === 'maxPages'
           ? `tools/list refused: more than maxPages (${limit}) pages: ${got}, the next page not asked for`
-          : `tools/list refused: not complete within listTimeoutMs (${limit} ms): ${got} in ${figure} ms, the request abandoned`,
+          : bound === 'maxMessageBytes'
+            ? `tools/list refused: a page of more than maxMessageBytes (${limit}) bytes${cut ? ` from ${cut.url}` : ''} (${
+                cut?.where === 'content-length' ? `Content-Length ${figure}` : `cut after ${figure} bytes`
+              }): ${got} before it, the rest not read`
+            : `tools/list refused: not complete within listTimeoutMs (${limit} ms): ${got} in ${figure} ms, the request abandoned`,
       options,
     );
     this.name = 'ToolsListBoundError';
@@ -330,7 +338,7 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
    * and the walk stops at the page that passes `maxTools`, and so one deadline bounds the whole walk. As the SDK's walk
    * does: a page that repeats the page before it, cursor and tools, ends the walk; `ttlMs` is the first page's.
    */
-  const walk = async (signal: AbortSignal, remainingMs: () => number, progress: { tools: number; pages: number }): Promise<{ tools: Tool[]; ttlMs: unknown }> => {
+  const walkPages = async (signal: AbortSignal, remainingMs: () => number, progress: { tools: number; pages: number }): Promise<{ tools: Tool[]; ttlMs: unknown }> => {
     // As the SDK's listTools does: a server that does not offer tools lists none (or, under enforceStrictCapabilities,
     // the SDK refuses to ask).
     if (!client.getServerCapabilities()?.tools) return { tools: (await client.listTools(undefined, { cacheMode: 'refresh', signal })).tools, ttlMs: undefined };
@@ -366,6 +374,13 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
     }
     return { tools, ttlMs: (first as Record<string, unknown>).ttlMs };
   };
+
+  /** The pages walked; a page the transport cut (`boundedFetch`) is a ToolsListBoundError of `maxMessageBytes`. */
+  const walk = (signal: AbortSignal, remainingMs: () => number, progress: { tools: number; pages: number }): Promise<{ tools: Tool[]; ttlMs: unknown }> =>
+    walkPages(signal, remainingMs, progress).catch((e: unknown) => {
+      const cut = MessageTooLargeError.from(e);
+      throw cut ? new ToolsListBoundError('maxMessageBytes', cut.limit, cut.size, { ...progress }, { cause: cut }) : e;
+    });
 
   const fetchList = async (abandon: AbortSignal): Promise<Tool[]> => {
     const started = performance.now();
