@@ -22,9 +22,13 @@
  * A list is read from a server that may be broken or hostile, so its reading is bounded: at most `maxTools` tools
  * (the walk stops at the page that passes it), at most `maxPages` pages, and `listTimeoutMs` for the whole fetch (every
  * page, and the fetches again after a change message). A list past a bound, or one that lists a name twice, is refused
- * with a ToolsListError and nothing of it is held. The bytes of one page are not bounded here: the SDK reads and parses
- * a whole message before the cache sees a tool of it (only the transport could bound that). After a failed fetch,
- * `list()`, `versionOf()` and `call()` agree: nothing is held (the default), or the last good list is (`staleIfError`).
+ * with a ToolsListError and nothing of it is held. The bytes of one page can only be bounded at the transport, since
+ * the SDK reads and parses a whole message before the cache sees a tool of it: `boundedFetch` (./bounded-fetch.ts),
+ * given to the SDK's StreamableHTTPClientTransport as its `fetch`, cuts a message past `maxMessageBytes`, and the page
+ * is then refused here as past a bound of the cache's own (ToolsListBoundError, `maxMessageBytes`). Over stdio the
+ * SDK bounds a line itself (StdioClientTransport's `maxBufferSize`, 10 MiB: past it the connection is closed). After a
+ * failed fetch, `list()`, `versionOf()` and `call()` agree: nothing is held (the default), or the last good list is
+ * (`staleIfError`).
  */
 import type { CallToolResult, Client, ListToolsResult, RequestOptions, Tool } from '@modelcontextprotocol/client';
 import { compareVersions, isStrictSemver } from '#domain/semver';
