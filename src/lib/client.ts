@@ -22,13 +22,20 @@
  * A list is read from a server that may be broken or hostile, so its reading is bounded: at most `maxTools` tools
  * (the walk stops at the page that passes it), at most `maxPages` pages, and `listTimeoutMs` for the whole fetch (every
  * page, and the fetches again after a change message). A list past a bound, or one that lists a name twice, is refused
- * with a ToolsListError and nothing of it is held. The bytes of one page are not bounded here: the SDK reads and parses
- * a whole message before the cache sees a tool of it (only the transport could bound that). After a failed fetch,
- * `list()`, `versionOf()` and `call()` agree: nothing is held (the default), or the last good list is (`staleIfError`).
+ * with a ToolsListError and nothing of it is held. The bytes of one page can only be bounded at the transport, since
+ * the SDK reads and parses a whole message before the cache sees a tool of it: `boundedFetch` (./bounded-fetch.ts),
+ * given to the SDK's StreamableHTTPClientTransport as its `fetch`, cuts a message past `maxMessageBytes`, and the page
+ * is then refused here as past a bound of the cache's own (ToolsListBoundError, `maxMessageBytes`). Over stdio the
+ * SDK bounds a line itself (StdioClientTransport's `maxBufferSize`, 10 MiB: past it the connection is closed). After a
+ * failed fetch, `list()`, `versionOf()` and `call()` agree: nothing is held (the default), or the last good list is
+ * (`staleIfError`).
  */
 import type { CallToolResult, Client, ListToolsResult, RequestOptions, Tool } from '@modelcontextprotocol/client';
 import { compareVersions, isStrictSemver } from '#domain/semver';
 import type { CatalogueChange, ChangeFeed } from './changes.ts';
+import { MessageTooLargeError } from './bounded-fetch.ts';
+
+export { boundedFetch, DEFAULT_MAX_MESSAGE_BYTES, MessageTooLargeError, type BoundedFetchOptions, type FetchLike, type MessageBound } from './bounded-fetch.ts';
 
 export type InvalidationSource = 'ttl' | 'list_changed' | 'listen' | 'change_feed' | 'manual';
 
@@ -126,11 +133,13 @@ const plural = (n: number, one: string): string => `${n} ${one}${n === 1 ? '' : 
 
 /**
  * A tools list that passed one of the cache's bounds. `figure` is the figure that passed `limit`: the tools listed
- * (`maxTools`), the pages the server would have had read (`maxPages`), the ms the fetch took (`listTimeoutMs`).
+ * (`maxTools`), the pages the server would have had read (`maxPages`), the ms the fetch took (`listTimeoutMs`), the
+ * bytes of a page read when it was cut or its declared Content-Length (`maxMessageBytes`: the transport's bound, set
+ * with `boundedFetch`; `cause` is the MessageTooLargeError).
  */
 export class ToolsListBoundError extends ToolsListError {
   constructor(
-    readonly bound: 'maxTools' | 'maxPages' | 'listTimeoutMs',
+    readonly bound: 'maxTools' | 'maxPages' | 'listTimeoutMs' | 'maxMessageBytes',
     readonly limit: number,
     readonly figure: number,
     /** What had been read when the list was given up. */
@@ -138,12 +147,17 @@ export class ToolsListBoundError extends ToolsListError {
     options?: ErrorOptions,
   ) {
     const got = `${plural(read.tools, 'tool')} read in ${plural(read.pages, 'page')}`;
+    const cut = MessageTooLargeError.from(options?.cause);
     super(
       bound === 'maxTools'
         ? `tools/list refused: more than maxTools (${limit}) tools: ${got}, no further page asked for`
         : bound === 'maxPages'
           ? `tools/list refused: more than maxPages (${limit}) pages: ${got}, the next page not asked for`
-          : `tools/list refused: not complete within listTimeoutMs (${limit} ms): ${got} in ${figure} ms, the request abandoned`,
+          : bound === 'maxMessageBytes'
+            ? `tools/list refused: a page of more than maxMessageBytes (${limit}) bytes${cut ? ` from ${cut.url}` : ''} (${
+                cut?.where === 'content-length' ? `Content-Length ${figure}` : `cut after ${figure} bytes`
+              }): ${got} before it, the rest not read`
+            : `tools/list refused: not complete within listTimeoutMs (${limit} ms): ${got} in ${figure} ms, the request abandoned`,
       options,
     );
     this.name = 'ToolsListBoundError';
@@ -328,7 +342,7 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
    * and the walk stops at the page that passes `maxTools`, and so one deadline bounds the whole walk. As the SDK's walk
    * does: a page that repeats the page before it, cursor and tools, ends the walk; `ttlMs` is the first page's.
    */
-  const walk = async (signal: AbortSignal, remainingMs: () => number, progress: { tools: number; pages: number }): Promise<{ tools: Tool[]; ttlMs: unknown }> => {
+  const walkPages = async (signal: AbortSignal, remainingMs: () => number, progress: { tools: number; pages: number }): Promise<{ tools: Tool[]; ttlMs: unknown }> => {
     // As the SDK's listTools does: a server that does not offer tools lists none (or, under enforceStrictCapabilities,
     // the SDK refuses to ask).
     if (!client.getServerCapabilities()?.tools) return { tools: (await client.listTools(undefined, { cacheMode: 'refresh', signal })).tools, ttlMs: undefined };
@@ -364,6 +378,13 @@ export const createToolsCache = (client: Client, options: ToolsCacheOptions = {}
     }
     return { tools, ttlMs: (first as Record<string, unknown>).ttlMs };
   };
+
+  /** The pages walked; a page the transport cut (`boundedFetch`) is a ToolsListBoundError of `maxMessageBytes`. */
+  const walk = (signal: AbortSignal, remainingMs: () => number, progress: { tools: number; pages: number }): Promise<{ tools: Tool[]; ttlMs: unknown }> =>
+    walkPages(signal, remainingMs, progress).catch((e: unknown) => {
+      const cut = MessageTooLargeError.from(e);
+      throw cut ? new ToolsListBoundError('maxMessageBytes', cut.limit, cut.size, { ...progress }, { cause: cut }) : e;
+    });
 
   const fetchList = async (abandon: AbortSignal): Promise<Tool[]> => {
     const started = performance.now();

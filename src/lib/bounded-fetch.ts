@@ -1,0 +1,289 @@
+/**
+ * `boundedFetch`: a `fetch` for the official SDK's `StreamableHTTPClientTransport` (its `fetch` option) that bounds the
+ * bytes of one message a server sends. The SDK reads a message whole before anything above it sees a byte of it (a
+ * JSON body with `response.json()`, an event of an event stream in its parser), so a page of a tools list can only be
+ * bounded in bytes here, at the transport, not by the tools cache (`maxTools` counts tools once a page is parsed).
+ *
+ * - A body read whole (every type but `text/event-stream`: a JSON answer, an error page, a redirect's body) may hold
+ *   `maxMessageBytes`. A declared Content-Length past it is refused before a byte of the body is read (when the body
+ *   is not content-encoded: then the decoded bytes are what is counted); a body that passes it is cut where it does.
+ * - An event stream (a POST's answer, the standalone GET stream, a `subscriptions/listen` stream) is bounded per event,
+ *   not in all (a GET stream stays open as long as the session): one event (its lines up to the empty line that ends
+ *   it, comment lines too) may hold `maxMessageBytes`. Its bytes pass unchanged, each event once it has ended (the
+ *   SDK's parser does nothing with an event before), so what an event holds is held here rather than in the parser.
+ *
+ * Past a bound the response is cut: nothing more of it is read, and its connection is closed. A body read whole then
+ * fails with a MessageTooLargeError, and so does the request it answered. An event stream that answers requests ends
+ * instead with a JSON-RPC error made here for each of them (the SDK leaves a request whose stream failed waiting for its
+ * timeout): code -32603, the MessageTooLargeError's message, `data["io.estate/messageTooLarge"]`;
+ * `MessageTooLargeError.from(error)` turns it back into one. Any other stream (the standalone GET stream) fails with the
+ * MessageTooLargeError: the SDK reports it to the transport's `onerror` and opens the stream again.
+ */
+import { randomUUID } from 'node:crypto';
+
+/** The fetch the SDK's transports take (`FetchLike`). */
+export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
+
+export interface BoundedFetchOptions {
+  /**
+   * At most this many bytes in one message: a body read whole, or one event of an event stream (default
+   * DEFAULT_MAX_MESSAGE_BYTES, 16 MiB).
+   */
+  maxMessageBytes?: number;
+  /** The fetch to bound (default: the global `fetch`): e.g. one with middleware of its own. */
+  fetch?: FetchLike;
+}
+
+/** 16 MiB: a page of some ten thousand tools with sizeable schemas. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/** Where a message passed the bound: its declared Content-Length, a body read whole, one event of an event stream. */
+export type MessageBound = 'content-length' | 'body' | 'event';
+
+const DATA_KEY = 'io.estate/messageTooLarge';
+/**
+ * Marks the JSON-RPC errors this process made, so `MessageTooLargeError.from` knows them from a server's look-alike:
+ * the server never sees it.
+ */
+const ORIGIN = randomUUID();
+const INTERNAL_ERROR = -32603;
+
+/** A response cut (or refused) by `boundedFetch`: its message passed `maxMessageBytes`. */
+export class MessageTooLargeError extends Error {
+  constructor(
+    /** `maxMessageBytes`. */
+    readonly limit: number,
+    /** The declared Content-Length, or the bytes of the body or the event read when it was cut. */
+    readonly size: number,
+    /** The request: its method, origin and path (no query: it may hold a secret). */
+    readonly url: string,
+    readonly where: MessageBound,
+  ) {
+    super(
+      where === 'content-length'
+        ? `response refused: Content-Length ${size} is more than maxMessageBytes (${limit}) bytes (${url}); nothing of it read, the connection closed`
+        : where === 'body'
+          ? `response refused: a body of more than maxMessageBytes (${limit}) bytes (${url}): cut after ${size} bytes, the connection closed`
+          : `response refused: an event of more than maxMessageBytes (${limit}) bytes on the event stream of ${url}: cut after ${size} bytes of it, the connection closed`,
+    );
+    this.name = 'MessageTooLargeError';
+  }
+
+  /**
+   * `error` as a MessageTooLargeError, if it is one: the error itself (or its `cause`), or the JSON-RPC error (the
+   * SDK's ProtocolError) that `boundedFetch` made for a request whose event stream it cut.
+   */
+  static from(error: unknown): MessageTooLargeError | undefined {
+    for (let e = error, depth = 0; typeof e === 'object' && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth += 1) {
+      if (e instanceof MessageTooLargeError) return e;
+      const d = (e as { data?: Record<string, unknown> }).data?.[DATA_KEY] as Record<string, unknown> | undefined;
+      if (d?.origin === ORIGIN && typeof d.limit === 'number' && typeof d.size === 'number' && typeof d.url === 'string') {
+        return new MessageTooLargeError(d.limit, d.size, d.url, d.where === 'content-length' || d.where === 'body' ? d.where : 'event');
+      }
+    }
+    return undefined;
+  }
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/** A request's method, origin and path, for an error. */
+const requestName = (url: string | URL, init: RequestInit | undefined): string => {
+  const method = (init?.method ?? 'GET').toUpperCase();
+  try {
+    const u = new URL(url);
+    return `${method} ${u.origin}${u.pathname}`;
+  } catch {
+    return `${method} (an unreadable URL)`;
+  }
+};
+
+/** The ids of the requests in a JSON-RPC body (one message or a batch): the requests an event stream answers. */
+const requestIds = (body: RequestInit['body']): Array<string | number> => {
+  if (typeof body !== 'string') return [];
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    return (Array.isArray(parsed) ? parsed : [parsed]).flatMap((m: unknown) => {
+      const { method, id } = (typeof m === 'object' && m !== null ? m : {}) as { method?: unknown; id?: unknown };
+      return typeof method === 'string' && (typeof id === 'string' || typeof id === 'number') ? [id] : [];
+    });
+  } catch {
+    return [];
+  }
+};
+
+/** Bytes read as they come, the body failing with `refuse(bytes read)` (the rest not read) once they pass `limit`. */
+const boundedBody = (body: ReadableStream<Uint8Array>, limit: number, refuse: (size: number) => MessageTooLargeError): ReadableStream<Uint8Array> => {
+  const reader = body.getReader();
+  let read = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        if (done) return controller.close();
+        read += value.byteLength;
+        if (read > limit) {
+          const error = refuse(read);
+          controller.error(error);
+          // Cancelling a fetch's body aborts its request: the connection is closed, not drained.
+          await reader.cancel(error).catch(() => undefined);
+          return;
+        }
+        controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+};
+
+/**
+ * An event stream whose events may hold `limit` bytes each. An event is held until it ends (an empty line: CRLF, LF or
+ * CR ended), then passed on as it came. Past the bound, the event is dropped and the stream ends with `end(bytes of the
+ * event read)`: the events it returns (then the stream closes), or an error (then the stream fails).
+ */
+const boundedEvents = (body: ReadableStream<Uint8Array>, limit: number, end: (size: number) => Uint8Array | MessageTooLargeError): ReadableStream<Uint8Array> => {
+  const reader = body.getReader();
+  /** The bytes of the event not ended yet. */
+  let held: Uint8Array[] = [];
+  let heldBytes = 0;
+  /** Whether the next byte starts a line (so a line end there ends an event), and whether the last was a CR. */
+  let lineStart = true;
+  let afterCR = false;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) {
+            // An event not ended is dropped by the parser anyway; it is passed on as it came.
+            for (const h of held) controller.enqueue(h);
+            held = [];
+            return controller.close();
+          }
+          const n = value.byteLength;
+          /** Where the event under way began in this chunk, and its bytes before that (held from earlier chunks). */
+          let start = 0;
+          let before = heldBytes;
+          /** The size of an event past the bound, if one is. */
+          let past = 0;
+          let nextLF = value.indexOf(LF);
+          let nextCR = value.indexOf(CR);
+          for (let i = 0; i < n; ) {
+            const j = nextLF < 0 ? nextCR : nextCR < 0 ? nextLF : Math.min(nextLF, nextCR);
+            if (j < 0) {
+              lineStart = false;
+              afterCR = false;
+              break;
+            }
+            if (j > i) {
+              lineStart = false;
+              afterCR = false;
+            }
+            const b = value[j];
+            if (b === LF && afterCR) {
+              // The LF of a CRLF: the line ended at its CR.
+              afterCR = false;
+            } else {
+              if (lineStart) {
+                // An empty line: the event ends here.
+                if (before + j + 1 - start > limit) {
+                  past = before + j + 1 - start;
+                  break;
+                }
+                start = j + 1;
+                before = 0;
+              }
+              lineStart = true;
+              afterCR = b === CR;
+            }
+            i = j + 1;
+            if (b === LF) nextLF = value.indexOf(LF, i);
+            else nextCR = value.indexOf(CR, i);
+          }
+          if (past === 0 && before + n - start > limit) past = before + n - start;
+          if (past > 0) {
+            // The events that ended before this one are passed on; this one is dropped, and the stream ends.
+            if (start > 0) {
+              for (const h of held) controller.enqueue(h);
+              controller.enqueue(value.subarray(0, start));
+            }
+            held = [];
+            const last = end(past);
+            if (last instanceof MessageTooLargeError) controller.error(last);
+            else {
+              controller.enqueue(last);
+              controller.close();
+            }
+            // Cancelling a fetch's body aborts its request: the connection is closed, not drained.
+            await reader.cancel(last instanceof MessageTooLargeError ? last : new Error('an event past maxMessageBytes')).catch(() => undefined);
+            return;
+          }
+          if (start === 0) {
+            // No event ended in this chunk: nothing to pass on yet; read on.
+            held.push(value);
+            heldBytes += n;
+            continue;
+          }
+          for (const h of held) controller.enqueue(h);
+          controller.enqueue(value.subarray(0, start));
+          held = start < n ? [value.subarray(start)] : [];
+          heldBytes = n - start;
+          return;
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+};
+
+/** The statuses whose response has no body (`new Response` refuses one). */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+/** `response` with `body` instead of its own; what the SDK reads of a response besides (url, type) kept. */
+const withBody = (response: Response, body: ReadableStream<Uint8Array>): Response => {
+  const replaced = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  for (const key of ['url', 'redirected', 'type'] as const) Object.defineProperty(replaced, key, { value: response[key] });
+  return replaced;
+};
+
+/**
+ * A fetch for `new StreamableHTTPClientTransport(url, { fetch: boundedFetch() })` that bounds the bytes of one
+ * message the server sends (see the module comment): a body read whole, or one event of an event stream, at most
+ * `maxMessageBytes`.
+ */
+export const boundedFetch = (options: BoundedFetchOptions = {}): FetchLike => {
+  const limit = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  if (!(Number.isSafeInteger(limit) && limit >= 1)) throw new RangeError(`maxMessageBytes must be an integer >= 1, got ${String(options.maxMessageBytes)}`);
+  const inner = options.fetch ?? ((url, init) => fetch(url, init));
+  return async (url, init) => {
+    const response = await inner(url, init);
+    if (response.body === null || NULL_BODY.has(response.status)) return response;
+    const what = requestName(url, init);
+    const type = response.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
+    if (type === 'text/event-stream') {
+      const ids = requestIds(init?.body);
+      const encoder = new TextEncoder();
+      return withBody(
+        response,
+        boundedEvents(response.body, limit, (size) => {
+          const error = new MessageTooLargeError(limit, size, what, 'event');
+          if (ids.length === 0) return error;
+          const data = { [DATA_KEY]: { limit, size, url: what, where: 'event', origin: ORIGIN } };
+          const events = ids.map((id) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: error.message, data } })}\n\n`);
+          return encoder.encode(events.join(''));
+        }),
+      );
+    }
+    const encoding = response.headers.get('content-encoding')?.trim().toLowerCase();
+    const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+    if ((encoding === undefined || encoding === '' || encoding === 'identity') && declared > limit) {
+      const error = new MessageTooLargeError(limit, declared, what, 'content-length');
+      await response.body.cancel(error).catch(() => undefined);
+      throw error;
+    }
+    return withBody(response, boundedBody(response.body, limit, (size) => new MessageTooLargeError(limit, size, what, 'body')));
+  };
+};

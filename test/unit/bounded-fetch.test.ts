@@ -1,0 +1,287 @@
+/**
+ * `boundedFetch` (estate/client) against a real local node:http server: the global fetch, bounded. A body read whole
+ * is cut past maxMessageBytes (or refused on its Content-Length before a byte is read), one under it passes byte for
+ * byte; an event stream is bounded per event, not in all, and passes byte for byte (whatever its line ends); one event
+ * past the bound cuts the stream, which fails, or (a POST's stream) ends with a JSON-RPC error for its request. Where a
+ * response is cut, the server sees its connection close long before it has written what it meant to.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { afterEach, describe, expect, it } from 'vitest';
+import { boundedFetch, DEFAULT_MAX_MESSAGE_BYTES, MessageTooLargeError } from '#lib/client';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const LIMIT = 64 * KiB;
+/** What a hostile response means to send: far past anything read here. */
+const PLANNED = 256 * MiB;
+/** What a cut response may have had written at most: the bound, and what the sockets' buffers take on loopback. */
+const SAFE = 32 * MiB;
+
+const servers: Server[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    s.close();
+  }
+});
+
+/** How a response went: bytes written, and whether its connection closed before it ended. */
+interface Written {
+  bytes: number;
+  /** Resolves when the response closed: `cut` if its connection went before it ended. */
+  closed: Promise<{ cut: boolean; bytes: number }>;
+}
+
+/**
+ * Writes `head`, then `unit` again and again (as fast as the socket takes them, never faster) until `planned` bytes,
+ * then `tail`; stops when the connection goes.
+ */
+const pour = (res: ServerResponse, head: Buffer | string, unit: Buffer | string, planned: number, tail: Buffer | string = ''): Written => {
+  const w: Written = { bytes: 0, closed: Promise.resolve({ cut: false, bytes: 0 }) };
+  w.closed = new Promise((resolve) => res.on('close', () => resolve({ cut: !res.writableFinished, bytes: w.bytes })));
+  const size = (b: Buffer | string) => (typeof b === 'string' ? Buffer.byteLength(b) : b.length);
+  w.bytes += size(head);
+  res.write(head);
+  const more = (): void => {
+    while (w.bytes < planned && !res.destroyed) {
+      w.bytes += size(unit);
+      if (!res.write(unit)) return void res.once('drain', more);
+    }
+    if (!res.destroyed) res.end(tail);
+  };
+  more();
+  return w;
+};
+
+/** A server whose one route answers every request; what it wrote, per request, in `responses`. */
+const serve = async (route: (req: IncomingMessage, res: ServerResponse, body: string) => Written | void) => {
+  const responses: Written[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const w = route(req, res, Buffer.concat(chunks).toString('utf8'));
+      if (w) responses.push(w);
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, responses };
+};
+
+/** Every byte of a response's body, or what it failed with (and the bytes before). */
+const drain = async (r: Response): Promise<{ bytes: Buffer; error?: unknown }> => {
+  const chunks: Uint8Array[] = [];
+  const reader = r.body!.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { bytes: Buffer.concat(chunks) };
+      chunks.push(value);
+    }
+  } catch (error) {
+    return { bytes: Buffer.concat(chunks), error };
+  }
+};
+
+const rejection = async (promise: Promise<unknown>): Promise<unknown> => {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a rejection');
+};
+
+/** Bytes that are not all alike (a compressing layer, or a slip by one, would show). */
+const noise = (n: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => 0x21 + ((i * 7919) % 90)));
+
+describe('boundedFetch: a body read whole', () => {
+  it('a JSON body past maxMessageBytes is cut: the body fails with a MessageTooLargeError naming the bound and the URL, and the connection goes', async () => {
+    const { url, responses } = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return pour(res, '{"jsonrpc":"2.0","id":1,"result":{"tools":[', '{"name":"t","inputSchema":{"type":"object"}},'.repeat(100), PLANNED, ']}}');
+    });
+    const r = await boundedFetch({ maxMessageBytes: LIMIT })(`${url}?token=secret`, { method: 'POST', body: '{}' });
+    expect(r.status).toBe(200);
+    const error = await rejection(r.json());
+    expect(error).toBeInstanceOf(MessageTooLargeError);
+    expect(error).toMatchObject({ limit: LIMIT, where: 'body', url: `POST ${url}` });
+    expect((error as MessageTooLargeError).size).toBeGreaterThan(LIMIT);
+    expect((error as Error).message).toMatch(
+      new RegExp(`^response refused: a body of more than maxMessageBytes \\(65536\\) bytes \\(POST ${url.replace(/[.]/g, '\\.')}\\): cut after \\d+ bytes, the connection closed$`),
+    );
+    expect((error as Error).message).not.toContain('secret');
+    const sent = await responses[0]!.closed;
+    expect(sent.cut).toBe(true);
+    expect(sent.bytes).toBeLessThan(SAFE);
+  });
+
+  it('a body of exactly maxMessageBytes, and one under it, pass byte for byte', async () => {
+    const bodies = [noise(LIMIT), noise(LIMIT - 1), Buffer.alloc(0)];
+    let n = 0;
+    const { url } = await serve((_req, res) => {
+      const body = bodies[n++]!;
+      // The first with its Content-Length, the others chunked.
+      res.writeHead(200, { 'content-type': 'application/json', ...(n === 1 ? { 'content-length': String(body.length) } : {}) });
+      res.end(body);
+    });
+    const fetch = boundedFetch({ maxMessageBytes: LIMIT });
+    for (const body of bodies) {
+      const r = await fetch(url, { method: 'POST', body: '{}' });
+      expect(Buffer.from(await r.arrayBuffer()).equals(body)).toBe(true);
+    }
+  });
+
+  it('a Content-Length past maxMessageBytes is refused before a byte of the body is read: fetch itself fails, the connection goes', async () => {
+    // The head only: the body is never sent, so a fetch that waited for it would never end.
+    const { url, responses } = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(LIMIT + 1) });
+      res.flushHeaders();
+      return { bytes: 0, closed: new Promise((resolve) => res.on('close', () => resolve({ cut: !res.writableFinished, bytes: 0 }))) };
+    });
+    const error = await rejection(boundedFetch({ maxMessageBytes: LIMIT })(url, { method: 'POST', body: '{}' }));
+    expect(error).toBeInstanceOf(MessageTooLargeError);
+    expect(error).toMatchObject({ limit: LIMIT, size: LIMIT + 1, where: 'content-length' });
+    expect((error as Error).message).toBe(`response refused: Content-Length ${LIMIT + 1} is more than maxMessageBytes (${LIMIT}) bytes (POST ${url}); nothing of it read, the connection closed`);
+    expect(await responses[0]!.closed).toMatchObject({ cut: true });
+  });
+
+  it('an encoded body is bounded by its decoded bytes: a small gzip body that decodes past the bound is cut', async () => {
+    const bomb = gzipSync(Buffer.alloc(64 * MiB));
+    expect(bomb.length).toBeLessThan(LIMIT);
+    const { url } = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(bomb.length) });
+      res.end(bomb);
+    });
+    const error = await rejection(boundedFetch({ maxMessageBytes: LIMIT })(url).then((r) => r.arrayBuffer()));
+    expect(error).toMatchObject({ name: 'MessageTooLargeError', where: 'body', url: `GET ${url}` });
+  });
+
+  it('an error page is bounded too', async () => {
+    const { url, responses } = await serve((_req, res) => {
+      res.writeHead(500, { 'content-type': 'text/html' });
+      return pour(res, '<html>', 'x'.repeat(16 * KiB), PLANNED);
+    });
+    const r = await boundedFetch({ maxMessageBytes: LIMIT })(url, { method: 'POST', body: '{}' });
+    expect(r.status).toBe(500);
+    expect(await rejection(r.text())).toBeInstanceOf(MessageTooLargeError);
+    expect((await responses[0]!.closed).bytes).toBeLessThan(SAFE);
+  });
+
+  it('refuses a bound that is not a positive integer; the default is 16 MiB', () => {
+    expect(DEFAULT_MAX_MESSAGE_BYTES).toBe(16 * MiB);
+    for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => boundedFetch({ maxMessageBytes: bad })).toThrow(`maxMessageBytes must be an integer >= 1, got ${String(bad)}`);
+    }
+  });
+});
+
+describe('boundedFetch: an event stream, per event', () => {
+  const sse = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
+
+  it('events each under the bound pass byte for byte, however many (far past the bound in all), whatever their line ends', async () => {
+    // Events of just under the bound, with every line end SSE allows, comments and ids, and one of exactly the bound.
+    const event = (i: number): string => {
+      const ends = ['\n', '\r\n', '\r'] as const;
+      const eol = ends[i % 3]!;
+      const head = `id: ${i}${eol}: a comment${eol}data: `;
+      const fill = (n: number) => 'x'.repeat(n);
+      // The event: head, data, the line's end, the empty line's end.
+      // (A CRLF's LF after an empty line is counted in the next event: each is at most the bound even so.)
+      const size = i === 6 ? LIMIT : LIMIT - 1 - (i % 5) * 100;
+      return `${head}${fill(size - head.length - 2 * eol.length)}${eol}${eol}`;
+    };
+    const events = Array.from({ length: 200 }, (_, i) => event(i));
+    expect(events[6]!.length).toBe(LIMIT);
+    const all = Buffer.from(events.join(''));
+    expect(all.length).toBeGreaterThan(150 * LIMIT);
+    const { url } = await serve((_req, res) => {
+      res.writeHead(200, sse);
+      // At once: the socket splits it where it will, across events, line ends and CRLFs.
+      res.end(all);
+    });
+    const r = await boundedFetch({ maxMessageBytes: LIMIT })(url);
+    const got = await drain(r);
+    expect(got.error).toBeUndefined();
+    expect(got.bytes.equals(all)).toBe(true);
+  });
+
+  it('a stream written in small pieces, events split anywhere, passes byte for byte', async () => {
+    const all = Buffer.from(Array.from({ length: 300 }, (_, i) => `event: message\r\ndata: {"n":${i}}\r\n\r\n: keepalive\n\n`).join(''));
+    const { url } = await serve((_req, res) => {
+      res.writeHead(200, sse);
+      let at = 0;
+      const next = (): void => {
+        if (at >= all.length) return void res.end();
+        const n = 1 + (at % 13);
+        res.write(all.subarray(at, at + n));
+        at += n;
+        setImmediate(next);
+      };
+      next();
+    });
+    const got = await drain(await boundedFetch({ maxMessageBytes: 64 })(url));
+    expect(got.error).toBeUndefined();
+    expect(got.bytes.equals(all)).toBe(true);
+  });
+
+  it('one event past the bound cuts the GET stream: the events before it pass, then the stream fails, the connection goes', async () => {
+    const before = 'id: 1\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n';
+    const { url, responses } = await serve((_req, res) => {
+      res.writeHead(200, sse);
+      return pour(res, `${before}data: {"jsonrpc":"2.0","method":"x","params":{"p":"`, 'y'.repeat(16 * KiB), PLANNED, '"}}\n\n');
+    });
+    const got = await drain(await boundedFetch({ maxMessageBytes: LIMIT })(url));
+    expect(got.bytes.toString('utf8')).toBe(before);
+    expect(got.error).toBeInstanceOf(MessageTooLargeError);
+    expect(got.error).toMatchObject({ limit: LIMIT, where: 'event', url: `GET ${url}` });
+    expect((got.error as Error).message).toMatch(
+      new RegExp(`^response refused: an event of more than maxMessageBytes \\(65536\\) bytes on the event stream of GET ${url.replace(/[.]/g, '\\.')}: cut after \\d+ bytes of it, the connection closed$`),
+    );
+    const sent = await responses[0]!.closed;
+    expect(sent.cut).toBe(true);
+    expect(sent.bytes).toBeLessThan(SAFE);
+  });
+
+  it("one event past the bound cuts a POST's stream, which ends with a JSON-RPC error for its request", async () => {
+    const before = 'id: p1\ndata: \n\n';
+    const { url, responses } = await serve((_req, res) => {
+      res.writeHead(200, sse);
+      return pour(res, `${before}data: {"jsonrpc":"2.0","id":7,"result":{"tools":[`, '{"name":"t","inputSchema":{"type":"object"}},'.repeat(100), PLANNED, ']}}\n\n');
+    });
+    const r = await boundedFetch({ maxMessageBytes: LIMIT })(url, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }) });
+    const got = await drain(r);
+    expect(got.error).toBeUndefined();
+    const text = got.bytes.toString('utf8');
+    expect(text.startsWith(before)).toBe(true);
+    const last = text.slice(before.length);
+    expect(last).toMatch(/^data: \{.*\}\n\n$/);
+    const answer = JSON.parse(last.slice('data: '.length)) as { id: number; error: { code: number; message: string; data: unknown } };
+    expect(answer).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32603 } });
+    expect(answer.error.message).toMatch(/^response refused: an event of more than maxMessageBytes \(65536\) bytes on the event stream of POST /);
+    // The error the SDK makes of it (a ProtocolError with the same data) is known for what it is ...
+    const made = MessageTooLargeError.from({ code: answer.error.code, message: answer.error.message, data: answer.error.data });
+    expect(made).toMatchObject({ limit: LIMIT, where: 'event', url: `POST ${url}` });
+    // ... and a server's look-alike is not.
+    const data = structuredClone(answer.error.data) as Record<string, Record<string, unknown>>;
+    data['io.estate/messageTooLarge']!.origin = 'a guess';
+    expect(MessageTooLargeError.from({ data })).toBeUndefined();
+    const sent = await responses[0]!.closed;
+    expect(sent.cut).toBe(true);
+    expect(sent.bytes).toBeLessThan(SAFE);
+  });
+
+  it('an event stream is not judged by its Content-Length (the bound is per event)', async () => {
+    const all = Buffer.from('data: {"a":1}\n\n'.repeat(2 * LIMIT / 16));
+    const { url } = await serve((_req, res) => {
+      res.writeHead(200, { ...sse, 'content-length': String(all.length) });
+      res.end(all);
+    });
+    const got = await drain(await boundedFetch({ maxMessageBytes: LIMIT })(url));
+    expect(got.error).toBeUndefined();
+    expect(got.bytes.equals(all)).toBe(true);
+  });
+});
