@@ -3,9 +3,10 @@
 //   node --import tsx examples/agent.ts http://127.0.0.1:8080/mcp [2026-07-28|2025-11-25]
 //
 // The loop lists before every step, as an agent does; the cache answers from memory until the list is invalid (ttlMs,
-// a subscriptions/listen event or list_changed), and each call runs exactly the version the agent was shown.
+// a subscriptions/listen event or list_changed), and each call runs exactly the version the agent was shown. The
+// transport's fetch is bounded: one message the server sends (a tools/list page, an event) may hold 16 MiB.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createToolsCache } from 'estate/client';
+import { boundedFetch, createToolsCache } from 'estate/client';
 
 const [url, revision = '2026-07-28'] = process.argv.slice(2);
 if (!url) {
@@ -14,7 +15,7 @@ if (!url) {
 }
 
 const client = new Client({ name: 'example-agent', version: '1.0.0' }, revision === '2026-07-28' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {});
-await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: boundedFetch() }));
 const cache = createToolsCache(client);
 try {
   for (const [amount, from, to] of [[100, 'EUR', 'USD'], [250, 'AED', 'EUR'], [40, 'USD', 'EUR']] as const) {
