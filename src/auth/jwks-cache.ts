@@ -160,7 +160,7 @@ export const createJwksKeySet = (o: JwksKeySetOptions): JwksKeySet => {
     if (now() - warnedAt < JWKS_WARN_INTERVAL_MS) return;
     const h = usable();
     log.warn(
-      { jwksUrl: o.url, reason, failed: failedSinceWarning, keySetAgeSec: h ? Math.round((now() - h.fetchedAt) / 1000) : null, maxStaleSec: Math.round(maxStaleMs / 1000) },
+      { jwksUrl: o.url, reason, failed: failedSinceWarning, keySetAgeSec: h ? Math.round((now() - h.fetchedAt) / 1000) : null, maxStaleSec: Math.round(maxStaleMs / 1000), nextFetchAfterSec: Math.round(cooldownNow() / 1000) },
       h ? 'the issuer\'s key set could not be refreshed: the key set held is still used' : 'the issuer\'s key set could not be fetched: tokens cannot be checked',
     );
     warnedAt = now();

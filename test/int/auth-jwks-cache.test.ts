@@ -220,6 +220,9 @@ describe('a failing issuer: the cooldown grows', () => {
     expect(r.idp.fetches - 1).toBe(17); // 1 + 6 growing + 10 at the cap
     // The held keys verified throughout; the log still counts every failed fetch, at most one line a minute.
     expect(r.warnings.reduce((n, w) => n + (w.failed as number), 0)).toBe(17);
+    // Each line says how long the wait before the next fetch has grown to: the first 5 s, the last at the cap.
+    expect(r.warnings[0]).toMatchObject({ nextFetchAfterSec: 5 });
+    expect(r.warnings.at(-1)).toMatchObject({ nextFetchAfterSec: 300 });
   });
 
   it('the cap is an option', async () => {
