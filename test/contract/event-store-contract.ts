@@ -17,6 +17,7 @@ import {
   type Subscription,
 } from '#app/ports';
 import { readPages, readStreamPages } from '#app/read-pages';
+import { rejection } from '../fixtures/rejection.ts';
 
 export interface EventStoreFixture {
   store: EventStore;
@@ -38,15 +39,6 @@ const ev = (type: string, data: unknown = {}): { type: string; data: unknown } =
 
 function numbered(count: number, type = 'Numbered'): { type: string; data: unknown }[] {
   return Array.from({ length: count }, (_, i) => ev(type, { i }));
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the promise to reject, but it resolved');
 }
 
 async function expectConflict(

@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { boundedFetch, createToolsCache, MessageTooLargeError, ToolsListBoundError, ToolsListError, type ToolsCache } from '#lib/client';
+import { rejection } from '../fixtures/rejection.ts';
 
 const MiB = 1024 * 1024;
 const LIMIT = MiB;
@@ -111,15 +112,6 @@ const connect = async (url: string, staleIfError = false) => {
   const cache = createToolsCache(client, { listen: false, listTimeoutMs: 600_000, staleIfError });
   caches.push(cache);
   return cache;
-};
-
-const rejection = async (promise: Promise<unknown>): Promise<unknown> => {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
 };
 
 describe('the tools cache refuses a page past maxMessageBytes (boundedFetch)', () => {

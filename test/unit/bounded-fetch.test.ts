@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { boundedFetch, DEFAULT_MAX_MESSAGE_BYTES, MessageTooLargeError } from '#lib/client';
+import { rejection } from '../fixtures/rejection.ts';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -84,15 +85,6 @@ const drain = async (r: Response): Promise<{ bytes: Buffer; error?: unknown }> =
   } catch (error) {
     return { bytes: Buffer.concat(chunks), error };
   }
-};
-
-const rejection = async (promise: Promise<unknown>): Promise<unknown> => {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
 };
 
 /** Bytes that are not all alike (a compressing layer, or a slip by one, would show). */

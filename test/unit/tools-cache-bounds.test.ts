@@ -6,6 +6,7 @@
 import { Client, InMemoryTransport, type JSONRPCMessage } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DuplicateToolNameError, ToolsListBoundError, ToolsListError, createToolsCache, type ToolsCacheOptions } from '#lib/client';
+import { rejection } from '../fixtures/rejection.ts';
 
 type Revision = '2025-11-25' | '2026-07-28';
 type Tool = { name: string; inputSchema: Record<string, unknown>; _meta: Record<string, unknown> };
@@ -101,15 +102,6 @@ const serve = async (revision: Revision, answer: (n: number, cursor: string | un
 
 /** The cache under test: no listen stream (the hand-written server has none), and the given bounds. */
 const cacheOf = (server: Server, options: ToolsCacheOptions = {}) => createToolsCache(server.client, { listen: false, ...options });
-
-const rejection = async (promise: Promise<unknown>): Promise<unknown> => {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
-};
 
 describe.each(['2025-11-25', '2026-07-28'] as const)('the tools cache bounds a list at %s', (revision) => {
   it('a list past maxTools is refused, naming the bound and the figure; no page after the one that passed it is asked for', async () => {
