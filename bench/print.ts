@@ -1,7 +1,8 @@
 /** Prints bench rows as an aligned table (Estate beside its peer or floor, with the ratio), then as JSON. */
 import type { BenchRow } from './lib.ts';
 
-const fmt = (n: number | undefined): string => {
+/** A figure as the tables show it: whole numbers with separators from 100, else three significant digits or so. */
+export const fmt = (n: number | undefined): string => {
   if (n === undefined || Number.isNaN(n)) return '';
   if (Math.abs(n) >= 100) return Math.round(n).toLocaleString('en-US');
   return n.toFixed(Math.abs(n) >= 10 ? 1 : 2);
