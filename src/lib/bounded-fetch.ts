@@ -8,8 +8,8 @@
  *   `maxMessageBytes`. A declared Content-Length past it is refused before a byte of the body is read (when the body
  *   is not content-encoded: then the decoded bytes are what is counted); a body that passes it is cut where it does.
  * - An event stream (a POST's answer, the standalone GET stream, a `subscriptions/listen` stream) is bounded per event,
- *   not in all (a GET stream stays open as long as the session): one event (its lines up to the empty line that ends
- *   it, comment lines too) may hold `maxMessageBytes`. Its bytes pass unchanged, each event once it has ended (the
+ *   not in all (a GET stream stays open as long as the session): one event (its lines up to and with the empty line
+ *   that ends it, comment lines too) may hold `maxMessageBytes`. Its bytes pass unchanged, each event once it has ended (the
  *   SDK's parser does nothing with an event before), so what an event holds is held here rather than in the parser.
  *
  * Past a bound the response is cut: nothing more of it is read, and its connection is closed. A body read whole then
@@ -20,6 +20,7 @@
  * MessageTooLargeError: the SDK reports it to the transport's `onerror` and opens the stream again.
  */
 import { randomUUID } from 'node:crypto';
+import { SseEventEnds } from './sse-event-ends.ts';
 
 /** The fetch the SDK's transports take (`FetchLike`). */
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
@@ -85,9 +86,6 @@ export class MessageTooLargeError extends Error {
   }
 }
 
-const LF = 0x0a;
-const CR = 0x0d;
-
 /** A request's method, origin and path, for an error. */
 const requestName = (url: string | URL, init: RequestInit | undefined): string => {
   const method = (init?.method ?? 'GET').toUpperCase();
@@ -139,18 +137,17 @@ const boundedBody = (body: ReadableStream<Uint8Array>, limit: number, refuse: (s
 };
 
 /**
- * An event stream whose events may hold `limit` bytes each. An event is held until it ends (an empty line: CRLF, LF or
- * CR ended), then passed on as it came. Past the bound, the event is dropped and the stream ends with `end(bytes of the
- * event read)`: the events it returns (then the stream closes), or an error (then the stream fails).
+ * An event stream whose events may hold `limit` bytes each. An event is held until it ends (an empty line, CRLF, LF or
+ * CR ended: ./sse-event-ends.ts), then passed on as it came, with its empty line's line end. Past the bound, the event
+ * is dropped and the stream ends with `end(bytes of the event read)`: the events it returns (then the stream closes),
+ * or an error (then the stream fails).
  */
 const boundedEvents = (body: ReadableStream<Uint8Array>, limit: number, end: (size: number) => Uint8Array | MessageTooLargeError): ReadableStream<Uint8Array> => {
   const reader = body.getReader();
+  const ends = new SseEventEnds();
   /** The bytes of the event not ended yet. */
   let held: Uint8Array[] = [];
   let heldBytes = 0;
-  /** Whether the next byte starts a line (so a line end there ends an event), and whether the last was a CR. */
-  let lineStart = true;
-  let afterCR = false;
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
@@ -163,51 +160,26 @@ const boundedEvents = (body: ReadableStream<Uint8Array>, limit: number, end: (si
             return controller.close();
           }
           const n = value.byteLength;
-          /** Where the event under way began in this chunk, and its bytes before that (held from earlier chunks). */
-          let start = 0;
+          /** Where the event under way began in this chunk (-1: before it), and its bytes before that (held). */
+          let start = -1;
           let before = heldBytes;
           /** The size of an event past the bound, if one is. */
           let past = 0;
-          let nextLF = value.indexOf(LF);
-          let nextCR = value.indexOf(CR);
-          for (let i = 0; i < n; ) {
-            const j = nextLF < 0 ? nextCR : nextCR < 0 ? nextLF : Math.min(nextLF, nextCR);
-            if (j < 0) {
-              lineStart = false;
-              afterCR = false;
-              break;
+          ends.scan(value, (at) => {
+            if (past > 0) return;
+            const size = before + at - Math.max(start, 0);
+            if (size > limit) past = size;
+            else {
+              start = at;
+              before = 0;
             }
-            if (j > i) {
-              lineStart = false;
-              afterCR = false;
-            }
-            const b = value[j];
-            if (b === LF && afterCR) {
-              // The LF of a CRLF: the line ended at its CR.
-              afterCR = false;
-            } else {
-              if (lineStart) {
-                // An empty line: the event ends here.
-                if (before + j + 1 - start > limit) {
-                  past = before + j + 1 - start;
-                  break;
-                }
-                start = j + 1;
-                before = 0;
-              }
-              lineStart = true;
-              afterCR = b === CR;
-            }
-            i = j + 1;
-            if (b === LF) nextLF = value.indexOf(LF, i);
-            else nextCR = value.indexOf(CR, i);
-          }
-          if (past === 0 && before + n - start > limit) past = before + n - start;
+          });
+          if (past === 0 && before + n - Math.max(start, 0) > limit) past = before + n - Math.max(start, 0);
           if (past > 0) {
             // The events that ended before this one are passed on; this one is dropped, and the stream ends.
-            if (start > 0) {
+            if (start >= 0) {
               for (const h of held) controller.enqueue(h);
-              controller.enqueue(value.subarray(0, start));
+              if (start > 0) controller.enqueue(value.subarray(0, start));
             }
             held = [];
             const last = end(past);
@@ -220,14 +192,14 @@ const boundedEvents = (body: ReadableStream<Uint8Array>, limit: number, end: (si
             await reader.cancel(last instanceof MessageTooLargeError ? last : new Error('an event past maxMessageBytes')).catch(() => undefined);
             return;
           }
-          if (start === 0) {
-            // No event ended in this chunk: nothing to pass on yet; read on.
+          if (start < 0 || (start === 0 && heldBytes === 0)) {
+            // No event ended in this chunk (nor any bytes to pass on): read on.
             held.push(value);
             heldBytes += n;
             continue;
           }
           for (const h of held) controller.enqueue(h);
-          controller.enqueue(value.subarray(0, start));
+          if (start > 0) controller.enqueue(value.subarray(0, start));
           held = start < n ? [value.subarray(start)] : [];
           heldBytes = n - start;
           return;

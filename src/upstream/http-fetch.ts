@@ -23,6 +23,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Transformer } from 'node:stream/web';
+import { SseEventEnds } from '#lib/sse-event-ends';
 import { currentAnswerAccount, MAX_UPSTREAM_BODY_BYTES } from './answer-budget.ts';
 import { EndpointPaces, lineEnds, type StreamPace } from './event-pace.ts';
 /**
@@ -168,35 +169,26 @@ class StreamSniffer {
   }
 }
 
-const SEPARATORS = [Buffer.from('\r\n\r\n'), Buffer.from('\n\n'), Buffer.from('\r\r')];
-
 /**
  * The size of the event an event stream is in the middle of, chunk by chunk: what the SDK holds until the event ends,
- * so what one event may not grow past. A separator split between two chunks counts as one.
+ * so what one event may not grow past. An event ends at an empty line, whatever its line ends (CRLF, LF or CR, mixed
+ * as they come: #lib/sse-event-ends), a CRLF split between two chunks counted as one.
  */
 export class EventSize {
-  /** The last bytes of what came before (a separator is at most 4 bytes). */
-  private tail = Buffer.alloc(0);
+  /**
+   * Read on from an unknown place when something came before (`since`, bytes of an event under way): a line end seen
+   * first is not taken for an empty line.
+   */
+  private readonly ends: SseEventEnds;
 
-  constructor(private since = 0) {}
+  constructor(private since = 0) {
+    this.ends = new SseEventEnds(since === 0);
+  }
 
   /** Bytes of the unfinished event once `c` is read. */
   push(c: Buffer): number {
-    let end = -1;
-    for (const sep of SEPARATORS) {
-      const i = c.lastIndexOf(sep);
-      if (i >= 0) end = Math.max(end, i + sep.length);
-    }
-    if (end < 0 && this.tail.length > 0) {
-      // A separator that starts in the tail and ends in this chunk.
-      const seam = Buffer.concat([this.tail, c.subarray(0, 3)]);
-      for (const sep of SEPARATORS) {
-        const i = seam.indexOf(sep);
-        if (i >= 0 && i < this.tail.length && i + sep.length > this.tail.length) end = Math.max(end, i + sep.length - this.tail.length);
-      }
-    }
+    const end = this.ends.scan(c);
     this.since = end < 0 ? this.since + c.length : c.length - end;
-    this.tail = Buffer.from(c.length >= 3 ? c.subarray(c.length - 3) : Buffer.concat([this.tail, c]).subarray(-3));
     return this.since;
   }
 }

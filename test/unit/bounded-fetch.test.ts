@@ -181,8 +181,7 @@ describe('boundedFetch: an event stream, per event', () => {
       const eol = ends[i % 3]!;
       const head = `id: ${i}${eol}: a comment${eol}data: `;
       const fill = (n: number) => 'x'.repeat(n);
-      // The event: head, data, the line's end, the empty line's end.
-      // (A CRLF's LF after an empty line is counted in the next event: each is at most the bound even so.)
+      // The event: head, data, the line's end, the empty line's end (all of it, a CRLF's LF too, counted in the event).
       const size = i === 6 ? LIMIT : LIMIT - 1 - (i % 5) * 100;
       return `${head}${fill(size - head.length - 2 * eol.length)}${eol}${eol}`;
     };
@@ -218,6 +217,27 @@ describe('boundedFetch: an event stream, per event', () => {
     const got = await drain(await boundedFetch({ maxMessageBytes: 64 })(url));
     expect(got.error).toBeUndefined();
     expect(got.bytes.equals(all)).toBe(true);
+  });
+
+  it('an event is passed on as soon as it ends, its empty line\'s CRLF whole, the stream still open', async () => {
+    // The SDK's parser waits for the byte after a CR that ends what it was given (it may be a CRLF's first half): an
+    // event passed on up to the CR of its empty line, its LF held with the next event, was not dispatched until then.
+    const event = 'id: 1\r\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\r\n\r\n';
+    const { url } = await serve((_req, res) => {
+      res.writeHead(200, sse);
+      res.write(event); // and nothing more: the stream stays open
+    });
+    const reader = (await boundedFetch({ maxMessageBytes: LIMIT })(url)).body!.getReader();
+    let got = '';
+    const waited = setTimeout(() => void reader.cancel(), 1000);
+    while (got.length < event.length) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      got += Buffer.from(value).toString('utf8');
+    }
+    clearTimeout(waited);
+    expect(got).toBe(event);
+    await reader.cancel();
   });
 
   it('one event past the bound cuts the GET stream: the events before it pass, then the stream fails, the connection goes', async () => {

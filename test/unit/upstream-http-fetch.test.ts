@@ -14,6 +14,9 @@ import { cameToRest, flood, useRouteServer, type Flood } from '../fixtures/upstr
 const RESPONSE = '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: x"}]}}';
 const NOTE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}';
 
+/** The ends of an event (its last line's end, then its empty line) in mixes the SSE spec allows. */
+const MIXED_ENDS = ['\n\r\n', '\n\r', '\r\n\r'] as const;
+
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 const routes: Record<string, Handler> = {
   '/priming-then-response': (_req, res) => {
@@ -66,6 +69,17 @@ const routes: Record<string, Handler> = {
     let sent = 0;
     const more = (): void => {
       for (; sent < 48 * 1024 * 1024; sent += event.length) if (!res.write(event)) return void (sent += event.length, res.once('drain', more));
+      res.end();
+    };
+    more();
+  },
+  '/many-mixed-events': (_req, res) => {
+    // 72 MiB (past the bound in all) of events of 16 KiB each, each ended by an empty line whose line ends are mixed.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const event = Buffer.from(MIXED_ENDS.map((end) => `data: ${'x'.repeat(16 * 1024 - 6 - end.length)}${end}`).join(''));
+    let sent = 0;
+    const more = (): void => {
+      for (; sent < 72 * 1024 * 1024; sent += event.length) if (!res.write(event)) return void (sent += event.length, res.once('drain', more));
       res.end();
     };
     more();
@@ -196,6 +210,9 @@ describe('the upstream fetch', () => {
     await expect((await get('/endless-event')).arrayBuffer()).rejects.toThrow(/upstream event larger than 67108864 bytes/);
     const many = await (await get('/many-events')).arrayBuffer(); // 48 MiB in events of 64 KiB
     expect(many.byteLength).toBeGreaterThanOrEqual(48 * 1024 * 1024);
+    // Events ended by mixed line ends are events too: they do not add up into one past the bound.
+    const mixed = await (await get('/many-mixed-events')).arrayBuffer();
+    expect(mixed.byteLength).toBeGreaterThan(MAX_UPSTREAM_BODY_BYTES);
   });
 
   it('finds where an event ends across chunks, a separator split between two of them included', () => {
@@ -206,6 +223,34 @@ describe('the upstream fetch', () => {
     expect(size.push(Buffer.from('\n'))).toBe(8);
     expect(size.push(Buffer.from('\n'))).toBe(0); // \n | \n, chunks of one byte
     expect(size.push(Buffer.from('data: y\n\ndata: zz'))).toBe(8);
+  });
+
+  it('ends an event at an empty line whatever its line ends: small events past the bound in all pass, one large event does not', () => {
+    // An event ended each way the spec allows (LF, CRLF, CR, mixed), a chunk of many of them: each ends the event.
+    for (const end of [...MIXED_ENDS, '\r\n\n', '\n\n', '\r\r', '\r\n\r\n', '\r\r\n']) {
+      const size = new EventSize();
+      size.push(Buffer.from(`data: x${end}data: y${end}`));
+      expect(size.push(Buffer.from('data: z')), JSON.stringify(end)).toBe(7);
+      // A byte at a time: an end split between chunks is one.
+      const bytes = new EventSize();
+      let last = 0;
+      for (const b of Buffer.from(`data: x${end}data: y${end}data: z`)) last = bytes.push(Buffer.from([b]));
+      expect(last, JSON.stringify(end)).toBe(7);
+    }
+    const chunk = Buffer.from(Array.from({ length: 1024 }, (_, i) => `id: ${i}\ndata: ${'x'.repeat(40)}${MIXED_ENDS[i % 3]}`).join(''));
+    const small = new EventSize();
+    let most = 0;
+    for (let read = 0; read <= MAX_UPSTREAM_BODY_BYTES; read += chunk.length) most = Math.max(most, small.push(chunk));
+    expect(most).toBe(0);
+    // Lines ended every way, no empty line among them: one event, refused past the bound.
+    const lines = Buffer.from('data: a\r\ndata: b\ndata: c\rdata: d\n:\rdata: e\r'.repeat(4096));
+    const large = new EventSize();
+    let size = 0;
+    while (size <= MAX_UPSTREAM_BODY_BYTES) {
+      const before = size;
+      size = large.push(lines);
+      expect(size).toBe(before + lines.length);
+    }
   });
 
   it('leaves GET (the standalone stream) and anything that is not a string POST to the fallback', async () => {
