@@ -134,8 +134,9 @@ class StreamSniffer {
 
   push(chunk: string): void {
     // Only the new text (and the 3 characters before it, where a separator may start) is searched: an upstream that
-    // never ends an event costs linear time, not quadratic.
-    const boundary = /\r\n\r\n|\n\n|\r\r/g;
+    // never ends an event costs linear time, not quadratic. An event ends at an empty line whatever the two line ends
+    // (CRLF, LF, CR, mixed: as the SDK's parser reads them; else two events could be read here as one response).
+    const boundary = /\r\n\r\n|\n\r\n|\r\n\r|\n\n|\r\r|\n\r/g;
     boundary.lastIndex = Math.max(0, this.pending.length - 3);
     this.pending += chunk;
     let start = 0;

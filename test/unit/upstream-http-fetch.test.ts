@@ -16,6 +16,8 @@ const NOTE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level
 
 /** The ends of an event (its last line's end, then its empty line) in mixes the SSE spec allows. */
 const MIXED_ENDS = ['\n\r\n', '\n\r', '\r\n\r'] as const;
+/** Where RESPONSE may be cut into two texts that, joined by a line end, are JSON again. */
+const AT_RESULT = RESPONSE.indexOf('"result"');
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 const routes: Record<string, Handler> = {
@@ -23,6 +25,16 @@ const routes: Record<string, Handler> = {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 's-1' });
     res.write('id: ev-1\ndata: \n\n');
     res.end(`event: message\nid: ev-2\ndata: ${RESPONSE}\n\n`);
+  },
+  '/response-in-two-events': (_req, res) => {
+    // Two events, ended by the mixed line ends the SSE spec allows: each alone is not JSON; the SDK reads two events.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(`data: ${RESPONSE.slice(0, AT_RESULT)}\n\r\ndata: ${RESPONSE.slice(AT_RESULT)}\n\n`);
+  },
+  '/priming-then-response-mixed-ends': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('id: ev-1\r\ndata: \r\n\r');
+    res.end(`event: message\nid: ev-2\ndata: ${RESPONSE}\n\r`);
   },
   '/note-then-response': (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -128,6 +140,17 @@ describe('the upstream fetch', () => {
     expect(r.headers.get('content-type')).toBe('application/json');
     expect(r.headers.get('mcp-session-id')).toBe('s-1');
     expect(await r.text()).toBe(RESPONSE);
+  });
+
+  it('reads events ended by any line ends the SSE spec allows: two events that join into JSON are not one response', async () => {
+    const patient = createUpstreamFetch(globalThis.fetch, 60_000);
+    const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":7,"method":"tools/call"}' };
+    const split = await patient(new URL(`${upstream.base()}/response-in-two-events`), init);
+    expect(split.headers.get('content-type')).toBe('text/event-stream');
+    expect(await split.text()).toBe(`data: ${RESPONSE.slice(0, AT_RESULT)}\n\r\ndata: ${RESPONSE.slice(AT_RESULT)}\n\n`);
+    const mixed = await patient(new URL(`${upstream.base()}/priming-then-response-mixed-ends`), init);
+    expect(mixed.headers.get('content-type')).toBe('application/json');
+    expect(await mixed.text()).toBe(RESPONSE);
   });
 
   it('hands a stream that carries anything before its response over as the stream, every byte in order', async () => {
