@@ -68,7 +68,8 @@ export interface PaceClock {
   sleep(ms: number, signal: AbortSignal | undefined): Promise<void>;
 }
 
-const realClock: PaceClock = {
+/** The real clock (monotonic `now`, `setTimeout`); exported for tests. */
+export const systemPaceClock: PaceClock = {
   // Monotonic: a wall clock set back or forth changes no wait.
   now: () => performance.now(),
   sleep: (ms, signal) =>
@@ -297,7 +298,7 @@ const streamKey = (url: string | URL): string | undefined => {
  * message the server sends (see the module comment): a body read whole, or one event of an event stream, at most
  * `maxMessageBytes`; and that paces the reopening of a GET event stream cut by the bound.
  */
-export const boundedFetch = (options: BoundedFetchOptions = {}): FetchLike => boundedFetchWith(options, realClock);
+export const boundedFetch = (options: BoundedFetchOptions = {}): FetchLike => boundedFetchWith(options, systemPaceClock);
 
 /** `boundedFetch` on `clock`: for tests (not exported by the package). */
 export const boundedFetchWith = (options: BoundedFetchOptions, clock: PaceClock): FetchLike => {
