@@ -18,8 +18,19 @@
  * timeout): code -32603, the MessageTooLargeError's message, `data["io.estate/messageTooLarge"]`;
  * `MessageTooLargeError.from(error)` turns it back into one. Any other stream (the standalone GET stream) fails with the
  * MessageTooLargeError: the SDK reports it to the transport's `onerror` and opens the stream again.
+ *
+ * The SDK opens a cut GET stream again about once a second (or as often as the server's `retry:` field asks), without
+ * end, so a server that sends an event past the bound on every stream would have the client read `maxMessageBytes` a
+ * second. The reopening is paced here: after n GET event streams to one URL (origin and path) cut in a row, the next
+ * GET to it waits `min(1 s · 2^(n-1), maxReopenDelayMs)` before it is sent (exponentialBackoff, app/backoff.ts); the
+ * wait ends at once, nothing sent, when the request's signal aborts (the transport closed). POSTs and other URLs never
+ * wait. The count starts again only once a GET stream to the URL has stayed open `maxReopenDelayMs` (5 min) without a
+ * cut: a rule in events (one whole event passed) would let a server send a small event before each huge one and keep
+ * the pace at its fastest, while a stream held open as long as the longest wait earns a fresh series of short waits
+ * (1 s, 2 s, 4 s ...) at most once per `maxReopenDelayMs`. The state is the `boundedFetch()`'s own: one per transport.
  */
 import { randomUUID } from 'node:crypto';
+import { exponentialBackoff } from '#app/backoff';
 import { SseEventEnds } from './sse-event-ends.ts';
 
 /** The fetch the SDK's transports take (`FetchLike`). */
@@ -31,12 +42,50 @@ export interface BoundedFetchOptions {
    * DEFAULT_MAX_MESSAGE_BYTES, 16 MiB).
    */
   maxMessageBytes?: number;
+  /**
+   * The longest wait before a GET event stream is opened again after its streams were cut by the bound (the waits
+   * double from 1 s up to it), and how long a GET stream must stay open without a cut for the waits to start again at
+   * 1 s (default DEFAULT_MAX_REOPEN_DELAY_MS, 5 min; 0: no wait).
+   */
+  maxReopenDelayMs?: number;
   /** The fetch to bound (default: the global `fetch`): e.g. one with middleware of its own. */
   fetch?: FetchLike;
 }
 
 /** 16 MiB: a page of some ten thousand tools with sizeable schemas. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/** 5 min: a hostile GET stream costs a client at most `maxMessageBytes` per 5 minutes once its waits reach it. */
+export const DEFAULT_MAX_REOPEN_DELAY_MS = 5 * 60 * 1000;
+
+/** The first wait before a cut GET stream is opened again (the SDK's own first reconnection delay). */
+const FIRST_REOPEN_DELAY_MS = 1000;
+
+/** Time for the pacing of cut GET streams: the real one, or a test's. Not part of the package's API. */
+export interface PaceClock {
+  now(): number;
+  /** Resolves after `ms`; rejects with the signal's reason, at once, when it aborts (or has). */
+  sleep(ms: number, signal: AbortSignal | undefined): Promise<void>;
+}
+
+/** The real clock (monotonic `now`, `setTimeout`); exported for tests. */
+export const systemPaceClock: PaceClock = {
+  // Monotonic: a wall clock set back or forth changes no wait.
+  now: () => performance.now(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason as Error);
+      const abort = (): void => {
+        clearTimeout(timer);
+        reject(signal!.reason as Error);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', abort);
+        resolve();
+      }, ms);
+      signal?.addEventListener('abort', abort, { once: true });
+    }),
+};
 
 /** Where a message passed the bound: its declared Content-Length, a body read whole, one event of an event stream. */
 export type MessageBound = 'content-length' | 'body' | 'event';
@@ -142,7 +191,13 @@ const boundedBody = (body: ReadableStream<Uint8Array>, limit: number, refuse: (s
  * is dropped and the stream ends with `end(bytes of the event read)`: the events it returns (then the stream closes),
  * or an error (then the stream fails).
  */
-const boundedEvents = (body: ReadableStream<Uint8Array>, limit: number, end: (size: number) => Uint8Array | MessageTooLargeError): ReadableStream<Uint8Array> => {
+const boundedEvents = (
+  body: ReadableStream<Uint8Array>,
+  limit: number,
+  end: (size: number) => Uint8Array | MessageTooLargeError,
+  /** Called once when the stream ends, fails or is cancelled without a cut. */
+  uncut: () => void = () => undefined,
+): ReadableStream<Uint8Array> => {
   const reader = body.getReader();
   const ends = new SseEventEnds();
   /** The bytes of the event not ended yet. */
@@ -152,8 +207,12 @@ const boundedEvents = (body: ReadableStream<Uint8Array>, limit: number, end: (si
     {
       async pull(controller) {
         for (;;) {
-          const { done, value } = await reader.read();
+          const { done, value } = await reader.read().catch((error: unknown) => {
+            uncut();
+            throw error;
+          });
           if (done) {
+            uncut();
             // An event not ended is dropped by the parser anyway; it is passed on as it came.
             for (const h of held) controller.enqueue(h);
             held = [];
@@ -205,7 +264,10 @@ const boundedEvents = (body: ReadableStream<Uint8Array>, limit: number, end: (si
           return;
         }
       },
-      cancel: (reason) => reader.cancel(reason),
+      cancel: (reason) => {
+        uncut();
+        return reader.cancel(reason);
+      },
     },
     { highWaterMark: 0 },
   );
@@ -221,16 +283,37 @@ const withBody = (response: Response, body: ReadableStream<Uint8Array>): Respons
   return replaced;
 };
 
+/** A URL's origin and path: what the pacing of cut GET streams goes by (a query may differ per request). */
+const streamKey = (url: string | URL): string | undefined => {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return undefined;
+  }
+};
+
 /**
  * A fetch for `new StreamableHTTPClientTransport(url, { fetch: boundedFetch() })` that bounds the bytes of one
  * message the server sends (see the module comment): a body read whole, or one event of an event stream, at most
- * `maxMessageBytes`.
+ * `maxMessageBytes`; and that paces the reopening of a GET event stream cut by the bound.
  */
-export const boundedFetch = (options: BoundedFetchOptions = {}): FetchLike => {
+export const boundedFetch = (options: BoundedFetchOptions = {}): FetchLike => boundedFetchWith(options, systemPaceClock);
+
+/** `boundedFetch` on `clock`: for tests (not exported by the package). */
+export const boundedFetchWith = (options: BoundedFetchOptions, clock: PaceClock): FetchLike => {
   const limit = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   if (!(Number.isSafeInteger(limit) && limit >= 1)) throw new RangeError(`maxMessageBytes must be an integer >= 1, got ${String(options.maxMessageBytes)}`);
+  const maxReopen = options.maxReopenDelayMs ?? DEFAULT_MAX_REOPEN_DELAY_MS;
+  if (!(Number.isSafeInteger(maxReopen) && maxReopen >= 0)) throw new RangeError(`maxReopenDelayMs must be an integer >= 0, got ${String(options.maxReopenDelayMs)}`);
+  const reopenDelay = exponentialBackoff({ initialMs: FIRST_REOPEN_DELAY_MS, maxMs: maxReopen });
+  /** Per URL (origin and path): its GET event streams cut by the bound in a row. This instance's own. */
+  const cuts = new Map<string, number>();
   const inner = options.fetch ?? ((url, init) => fetch(url, init));
   return async (url, init) => {
+    const key = (init?.method ?? 'GET').toUpperCase() === 'GET' ? streamKey(url) : undefined;
+    const cutInARow = key === undefined ? 0 : (cuts.get(key) ?? 0);
+    if (cutInARow > 0 && maxReopen > 0) await clock.sleep(reopenDelay(cutInARow), init?.signal ?? undefined);
     const response = await inner(url, init);
     if (response.body === null || NULL_BODY.has(response.status)) return response;
     const what = requestName(url, init);
@@ -238,15 +321,29 @@ export const boundedFetch = (options: BoundedFetchOptions = {}): FetchLike => {
     if (type === 'text/event-stream') {
       const ids = requestIds(init?.body);
       const encoder = new TextEncoder();
+      const opened = clock.now();
+      let settled = false;
+      /**
+       * How a GET stream went, noted once: cut, one more cut in a row (the first, if it had stayed open
+       * `maxReopenDelayMs` before); ended, failed or cancelled uncut after that long, none.
+       */
+      const settle = (cut: boolean): void => {
+        if (key === undefined || settled) return;
+        settled = true;
+        const heldLongEnough = clock.now() - opened >= maxReopen;
+        if (cut) cuts.set(key, heldLongEnough ? 1 : (cuts.get(key) ?? 0) + 1);
+        else if (heldLongEnough) cuts.delete(key);
+      };
       return withBody(
         response,
         boundedEvents(response.body, limit, (size) => {
+          settle(true);
           const error = new MessageTooLargeError(limit, size, what, 'event');
           if (ids.length === 0) return error;
           const data = { [DATA_KEY]: { limit, size, url: what, where: 'event', origin: ORIGIN } };
           const events = ids.map((id) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: error.message, data } })}\n\n`);
           return encoder.encode(events.join(''));
-        }),
+        }, () => settle(false)),
       );
     }
     const encoding = response.headers.get('content-encoding')?.trim().toLowerCase();

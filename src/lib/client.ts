@@ -35,7 +35,7 @@ import { compareVersions, isStrictSemver } from '#domain/semver';
 import type { CatalogueChange, ChangeFeed } from './changes.ts';
 import { MessageTooLargeError } from './bounded-fetch.ts';
 
-export { boundedFetch, DEFAULT_MAX_MESSAGE_BYTES, MessageTooLargeError, type BoundedFetchOptions, type FetchLike, type MessageBound } from './bounded-fetch.ts';
+export { boundedFetch, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_REOPEN_DELAY_MS, MessageTooLargeError, type BoundedFetchOptions, type FetchLike, type MessageBound } from './bounded-fetch.ts';
 
 export type InvalidationSource = 'ttl' | 'list_changed' | 'listen' | 'change_feed' | 'manual';
 

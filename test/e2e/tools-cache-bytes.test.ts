@@ -5,11 +5,13 @@
  * ToolsListBoundError (`maxMessageBytes`), holds nothing of it (or serves the last good list, `staleIfError`), and the
  * server's connection is closed long before it has written its page: as a JSON body, and as an event of an event
  * stream (whose request would otherwise wait for its deadline, the SDK leaving a request whose stream failed pending).
+ * A standalone GET stream cut the same way on every opening is opened again after waits that double, not at the pace
+ * the server's `retry:` field asks.
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { boundedFetch, createToolsCache, MessageTooLargeError, ToolsListBoundError, ToolsListError, type ToolsCache } from '#lib/client';
 import { rejection } from '../fixtures/rejection.ts';
 
@@ -157,5 +159,49 @@ describe('the tools cache refuses a page past maxMessageBytes (boundedFetch)', (
     cache.invalidate();
     expect((await cache.list()).map((t) => t.name)).toEqual(['good.one', 'good.two']);
     expect(cache.stats()).toMatchObject({ listErrors: 2, staleServed: 2 });
+  });
+});
+
+describe('a GET stream cut on every opening is opened again at a doubling pace (boundedFetch)', () => {
+  it("the SDK's reconnections, asked for at once by `retry: 0`, go out 1 s, then 2 s apart", async () => {
+    const gets: number[] = [];
+    const server = createServer((req, res) => {
+      if (req.method === 'GET') {
+        gets.push(Date.now());
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        // Reconnect at once, says the server; then an event past the bound.
+        pour(res, 'retry: 0\n\ndata: {"jsonrpc":"2.0","method":"x","params":{"p":"', 'y'.repeat(16 * 1024), '"}}\n\n');
+        return;
+      }
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const { id } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number };
+        if (id === undefined) return void res.writeHead(202).end();
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id, result: { protocolVersion: REVISION, capabilities: {}, serverInfo: { name: 'hostile', version: '1.0.0' } } }));
+      });
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+    const client = new Client({ name: 'bytes-test', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
+    clients.push(client);
+    const errors: unknown[] = [];
+    client.onerror = (e) => errors.push(e);
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: boundedFetch({ maxMessageBytes: LIMIT }) }));
+    // The SDK reports each cut to onerror (as text: `SSE stream disconnected: MessageTooLargeError: ...`).
+    const cuts = () => errors.filter((e) => /SSE stream disconnected: .*an event of more than maxMessageBytes/.test(String(e))).length;
+    // Until the third stream was cut (waited for, not slept: a loaded machine only makes it later).
+    await vi.waitFor(() => expect(cuts()).toBeGreaterThanOrEqual(3), { timeout: 30_000, interval: 20 });
+    // Unpaced, the SDK opens it again as soon as it is cut: some hundreds of GETs by now, a MiB read for each. Paced,
+    // the fourth waits 4 s after the third's cut.
+    expect(gets).toHaveLength(3);
+    expect(gets[1]! - gets[0]!).toBeGreaterThanOrEqual(950);
+    expect(gets[2]! - gets[1]!).toBeGreaterThanOrEqual(1950);
+    // Closing the client ends the wait under way: no GET after it.
+    await client.close();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(gets).toHaveLength(3);
   });
 });

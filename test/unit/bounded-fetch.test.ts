@@ -3,13 +3,15 @@
  * is cut past maxMessageBytes (or refused on its Content-Length before a byte is read), one under it passes byte for
  * byte; an event stream is bounded per event, not in all, and passes byte for byte (whatever its line ends); one event
  * past the bound cuts the stream, which fails, or (a POST's stream) ends with a JSON-RPC error for its request. Where a
- * response is cut, the server sees its connection close long before it has written what it meant to.
+ * response is cut, the server sees its connection close long before it has written what it meant to. A GET event
+ * stream cut by the bound is opened again only after a wait that doubles with each cut in a row (on a test clock).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
-import { boundedFetch, DEFAULT_MAX_MESSAGE_BYTES, MessageTooLargeError } from '#lib/client';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { boundedFetchWith, systemPaceClock, type PaceClock } from '#lib/bounded-fetch';
+import { boundedFetch, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_REOPEN_DELAY_MS, MessageTooLargeError } from '#lib/client';
 import { rejection } from '../fixtures/rejection.ts';
 
 const KiB = 1024;
@@ -295,5 +297,183 @@ describe('boundedFetch: an event stream, per event', () => {
     const got = await drain(await boundedFetch({ maxMessageBytes: LIMIT })(url));
     expect(got.error).toBeUndefined();
     expect(got.bytes.equals(all)).toBe(true);
+  });
+});
+
+describe('boundedFetch: a GET event stream cut by the bound is opened again after a doubling wait', () => {
+  const sse = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
+  const small = 'data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n';
+
+  /** A clock whose waits pass at once, each advancing its time by what was asked (and noted in `waits`). */
+  const testClock = () => {
+    const c = {
+      t: 0,
+      waits: [] as number[],
+      now: () => c.t,
+      sleep: (ms: number, signal: AbortSignal | undefined) => {
+        if (signal?.aborted) return Promise.reject(signal.reason as Error);
+        c.waits.push(ms);
+        c.t += ms;
+        return Promise.resolve();
+      },
+    };
+    return c satisfies PaceClock;
+  };
+
+  /**
+   * A server whose GET stream does, each time it is opened, what `gets` says (the last again once they run out):
+   * `cut` one event past the bound; `small-then-cut` a small event first; `hold` a small event, and the stream left
+   * open; `late-cut` a small event, and 50 ms later one past the bound. A POST gets a small JSON body. `seen` notes each request: its method, path and time on `now`.
+   */
+  const streams = async (gets: Array<'cut' | 'small-then-cut' | 'hold' | 'late-cut'>, now: () => number = Date.now) => {
+    const seen: Array<{ method: string; path: string; at: number }> = [];
+    let n = 0;
+    const server = await serve((req, res) => {
+      seen.push({ method: req.method!, path: req.url!, at: now() });
+      if (req.method !== 'GET') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end('{"jsonrpc":"2.0","id":1,"result":{}}');
+      }
+      const what = gets[Math.min(n++, gets.length - 1)]!;
+      res.writeHead(200, sse);
+      if (what === 'hold') return void res.write(small);
+      if (what === 'late-cut') {
+        res.write(small);
+        return void setTimeout(() => void pour(res, 'data: {"p":"', 'y'.repeat(16 * KiB), PLANNED), 50);
+      }
+      return pour(res, `${what === 'small-then-cut' ? small : ''}data: {"p":"`, 'y'.repeat(16 * KiB), PLANNED, '"}\n\n');
+    });
+    return { ...server, seen, gets: () => seen.filter((s) => s.method === 'GET') };
+  };
+
+  /** Opens the GET stream and reads it to its cut. */
+  const openCut = async (fetch: ReturnType<typeof boundedFetch>, url: string) => {
+    const got = await drain(await fetch(url));
+    expect(got.error).toBeInstanceOf(MessageTooLargeError);
+  };
+
+  it('after n cuts in a row the next GET waits 1 s · 2^(n-1), up to maxReopenDelayMs (default 5 min)', async () => {
+    expect(DEFAULT_MAX_REOPEN_DELAY_MS).toBe(5 * 60 * 1000);
+    const clock = testClock();
+    const server = await streams(['cut'], clock.now);
+    const fetch = boundedFetchWith({ maxMessageBytes: LIMIT }, clock);
+    for (let i = 0; i < 11; i++) await openCut(fetch, server.url);
+    const at = server.gets().map((g) => g.at);
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    expect(gaps).toEqual([1, 2, 4, 8, 16, 32, 64, 128, 256, 300].map((s) => s * 1000));
+    expect(clock.waits).toEqual(gaps);
+    // A smaller cap.
+    const capped = testClock();
+    const other = await streams(['cut'], capped.now);
+    const fetch2 = boundedFetchWith({ maxMessageBytes: LIMIT, maxReopenDelayMs: 3000 }, capped);
+    for (let i = 0; i < 5; i++) await openCut(fetch2, other.url);
+    expect(capped.waits).toEqual([1000, 2000, 3000, 3000]);
+  });
+
+  it('a small event before the huge one on each stream does not reset the count: the waits still double', async () => {
+    const clock = testClock();
+    const server = await streams(['small-then-cut'], clock.now);
+    const fetch = boundedFetchWith({ maxMessageBytes: LIMIT }, clock);
+    for (let i = 0; i < 4; i++) {
+      const got = await drain(await fetch(server.url));
+      expect(got.bytes.toString('utf8')).toBe(small);
+      expect(got.error).toBeInstanceOf(MessageTooLargeError);
+    }
+    expect(clock.waits).toEqual([1000, 2000, 4000]);
+  });
+
+  it('while a GET waits, a POST to the same URL and a GET to another path go out at once; the GET only when its wait ends', async () => {
+    let release = (): void => undefined;
+    const asked: number[] = [];
+    const clock: PaceClock = {
+      now: () => 0,
+      sleep: (ms) => {
+        asked.push(ms);
+        return new Promise((resolve) => (release = resolve));
+      },
+    };
+    const server = await streams(['cut', 'hold'], clock.now);
+    const fetch = boundedFetchWith({ maxMessageBytes: LIMIT }, clock);
+    await openCut(fetch, server.url);
+    let sent = false;
+    const waiting = fetch(server.url).then((r) => ((sent = true), r));
+    await vi.waitFor(() => expect(asked).toEqual([1000]), { timeout: 30_000, interval: 5 });
+    const post = await fetch(server.url, { method: 'POST', body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
+    expect(await post.json()).toMatchObject({ id: 1 });
+    const elsewhere = await fetch(`${server.url}/other`);
+    await elsewhere.body!.cancel();
+    expect(asked).toEqual([1000]);
+    expect(sent).toBe(false);
+    expect(server.seen.map((s) => `${s.method} ${s.path}`)).toEqual(['GET /mcp', 'POST /mcp', 'GET /mcp/other']);
+    release();
+    const r = await waiting;
+    expect(r.status).toBe(200);
+    await r.body!.cancel();
+    expect(server.seen.map((s) => `${s.method} ${s.path}`)).toEqual(['GET /mcp', 'POST /mcp', 'GET /mcp/other', 'GET /mcp']);
+  });
+
+  it('a signal that aborts during the wait ends it at once, nothing sent (and one aborted before, too)', async () => {
+    const server = await streams(['cut']);
+    // The real clock's sleep, made an hour long: only the abort can end the wait before the test's timeout.
+    const hour: PaceClock = { now: systemPaceClock.now, sleep: (_ms, signal) => systemPaceClock.sleep(3_600_000, signal) };
+    const fetch = boundedFetchWith({ maxMessageBytes: LIMIT }, hour);
+    await openCut(fetch, server.url);
+    const controller = new AbortController();
+    const pending = rejection(fetch(server.url, { signal: controller.signal }));
+    setTimeout(() => controller.abort(new Error('transport closed')), 150);
+    const error = await pending;
+    expect((error as Error).message).toBe('transport closed');
+    expect(await rejection(fetch(server.url, { signal: AbortSignal.abort(new Error('closed before')) }))).toMatchObject({ message: 'closed before' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(server.gets()).toHaveLength(1);
+  });
+
+  it('a GET stream that stays open maxReopenDelayMs without a cut starts the waits again at 1 s; one that ends sooner does not', async () => {
+    const clock = testClock();
+    const server = await streams(['cut', 'cut', 'cut', 'hold', 'cut', 'hold', 'cut', 'cut'], clock.now);
+    const fetch = boundedFetchWith({ maxMessageBytes: LIMIT, maxReopenDelayMs: 60_000 }, clock);
+    for (let i = 0; i < 3; i++) await openCut(fetch, server.url);
+    expect(clock.waits).toEqual([1000, 2000]);
+    // Held open 1 min, then closed by the client: the count starts again.
+    const held = (await fetch(server.url)).body!.getReader();
+    expect(clock.waits).toEqual([1000, 2000, 4000]);
+    expect(Buffer.from((await held.read()).value!).toString('utf8')).toBe(small);
+    clock.t += 60_000;
+    await held.cancel();
+    await openCut(fetch, server.url);
+    expect(clock.waits).toEqual([1000, 2000, 4000]);
+    // Held open a few seconds only: the count goes on from where it was.
+    const brief = (await fetch(server.url)).body!.getReader();
+    await brief.read();
+    clock.t += 5000;
+    await brief.cancel();
+    await openCut(fetch, server.url);
+    await openCut(fetch, server.url);
+    expect(clock.waits).toEqual([1000, 2000, 4000, 1000, 1000, 2000]);
+  });
+
+  it('a GET stream cut after staying open maxReopenDelayMs counts as the first cut again', async () => {
+    const clock = testClock();
+    const server = await streams(['cut', 'cut', 'late-cut', 'cut'], clock.now);
+    const fetch = boundedFetchWith({ maxMessageBytes: LIMIT, maxReopenDelayMs: 60_000 }, clock);
+    await openCut(fetch, server.url);
+    await openCut(fetch, server.url);
+    const reader = (await fetch(server.url)).body!.getReader();
+    expect(Buffer.from((await reader.read()).value!).toString('utf8')).toBe(small);
+    clock.t += 60_000;
+    expect(await rejection(reader.read())).toBeInstanceOf(MessageTooLargeError);
+    await openCut(fetch, server.url);
+    expect(clock.waits).toEqual([1000, 2000, 1000]);
+  });
+
+  it('refuses a maxReopenDelayMs that is not an integer >= 0; 0 paces nothing', async () => {
+    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => boundedFetch({ maxReopenDelayMs: bad })).toThrow(`maxReopenDelayMs must be an integer >= 0, got ${String(bad)}`);
+    }
+    const clock = testClock();
+    const server = await streams(['cut'], clock.now);
+    const fetch = boundedFetchWith({ maxMessageBytes: LIMIT, maxReopenDelayMs: 0 }, clock);
+    for (let i = 0; i < 3; i++) await openCut(fetch, server.url);
+    expect(clock.waits).toEqual([]);
   });
 });
