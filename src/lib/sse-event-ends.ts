@@ -3,7 +3,8 @@
  * event stream"): a line ends at CRLF, LF or CR, whichever comes, and an empty line ends an event. Any mix of them is
  * an event end: `\n\n`, `\r\r`, `\r\n\r\n`, and `\r\n\n`, `\n\r\n`, `\n\r`, `\r\n\r`, `\r\r\n` too (what the SDK's
  * parser accepts). Pure, nothing done at import: the library's `boundedFetch` and the upstream fetch both count an
- * event's bytes with it.
+ * event's bytes with it, and the upstream fetch's sniffer reads a POST's events with it. A CR that ends a stream ends
+ * no event, as in the SDK's parser (it has no flush).
  *
  * An event ends just after its empty line's line end: after the LF of a CRLF. A CR that is the last byte of a chunk may
  * be the first half of a CRLF split between two chunks (one line end), so the event it ends is reported ended in the

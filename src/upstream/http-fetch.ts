@@ -31,6 +31,7 @@ import { EndpointPaces, lineEnds, type StreamPace } from './event-pace.ts';
  * stream is handed over as it is, so what is searched for event boundaries stays small.
  */
 const SNIFF_BYTES = 1024 * 1024;
+const EVENT_TEXT = new TextDecoder();
 /** How long a stream that has sent its response may stay open before it is handed over as a stream (default). */
 const END_AFTER_RESPONSE_MS = 25;
 /**
@@ -122,29 +123,28 @@ const isResponse = (data: string): boolean => {
 };
 
 /**
- * Reads an event stream's events as they complete (`\n\n`, `\r\n\r\n` or `\r\r`); says what they hold so far: only
+ * Reads an event stream's events as they complete (an empty line, whatever its line ends: #lib/sse-event-ends, as the
+ * SDK's parser reads them, else two events could be read here as one response); says what they hold so far: only
  * events without data (a priming event's id, comments, retry), or one response and nothing else.
  */
 class StreamSniffer {
-  /** The text after the last complete event. */
-  private pending = '';
+  /** The bytes after the last complete event (the caller stops at SNIFF_BYTES). */
+  private pending: Buffer[] = [];
+  private readonly ends = new SseEventEnds();
   private withoutData = 0;
   response: string | undefined;
   other = false;
 
-  push(chunk: string): void {
-    // Only the new text (and the 3 characters before it, where a separator may start) is searched: an upstream that
-    // never ends an event costs linear time, not quadratic. An event ends at an empty line whatever the two line ends
-    // (CRLF, LF, CR, mixed: as the SDK's parser reads them; else two events could be read here as one response).
-    const boundary = /\r\n\r\n|\n\r\n|\r\n\r|\n\n|\r\r|\n\r/g;
-    boundary.lastIndex = Math.max(0, this.pending.length - 3);
-    this.pending += chunk;
+  push(chunk: Buffer): void {
     let start = 0;
-    for (let m = boundary.exec(this.pending); m !== null; m = boundary.exec(this.pending)) {
-      this.event(this.pending.slice(start, m.index));
-      start = m.index + m[0].length;
-    }
-    if (start > 0) this.pending = this.pending.slice(start);
+    this.ends.scan(chunk, (end) => {
+      const bytes = chunk.subarray(start, end);
+      // An event ends at a line end, never inside a UTF-8 sequence: each event's bytes decode on their own.
+      this.event(EVENT_TEXT.decode(this.pending.length === 0 ? bytes : Buffer.concat([...this.pending, bytes])));
+      this.pending = [];
+      start = end;
+    });
+    if (start < chunk.length) this.pending.push(chunk.subarray(start));
   }
 
   private event(block: string): void {
@@ -458,13 +458,12 @@ export const createUpstreamFetch = (
         }
 
         const sniffer = new StreamSniffer();
-        const decoder = new TextDecoder();
         res.on('data', (c: Buffer) => {
           bytes += c.length;
           if (!charge(c.length)) return refused();
           chunks.push(c);
           if (bytes > SNIFF_BYTES) return asStream();
-          sniffer.push(decoder.decode(c, { stream: true }));
+          sniffer.push(c);
           if (sniffer.other) return asStream();
           if (sniffer.response !== undefined && lingering === undefined) lingering = setTimeout(asStream, lingerMs);
         });

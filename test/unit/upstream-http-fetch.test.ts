@@ -34,7 +34,12 @@ const routes: Record<string, Handler> = {
   '/priming-then-response-mixed-ends': (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write('id: ev-1\r\ndata: \r\n\r');
-    res.end(`event: message\nid: ev-2\ndata: ${RESPONSE}\n\r`);
+    res.end(`event: message\nid: ev-2\ndata: ${RESPONSE}\n\r\n`);
+  },
+  '/response-ending-in-cr': (_req, res) => {
+    // A CR as the stream's last byte may be half a CRLF: the SDK's parser (no flush at the end) dispatches nothing.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(`data: ${RESPONSE}\n\r`);
   },
   '/note-then-response': (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -151,6 +156,10 @@ describe('the upstream fetch', () => {
     const mixed = await patient(new URL(`${upstream.base()}/priming-then-response-mixed-ends`), init);
     expect(mixed.headers.get('content-type')).toBe('application/json');
     expect(await mixed.text()).toBe(RESPONSE);
+    // Not taken for a response where the SDK would read none: handed over as it came.
+    const lastCr = await patient(new URL(`${upstream.base()}/response-ending-in-cr`), init);
+    expect(lastCr.headers.get('content-type')).toBe('text/event-stream');
+    expect(await lastCr.text()).toBe(`data: ${RESPONSE}\n\r`);
   });
 
   it('hands a stream that carries anything before its response over as the stream, every byte in order', async () => {
