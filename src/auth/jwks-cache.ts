@@ -150,7 +150,8 @@ export const createJwksKeySet = (o: JwksKeySetOptions): JwksKeySet => {
   let warnedAt = Number.NEGATIVE_INFINITY;
 
   const usable = (): Held | undefined => (held !== undefined && now() - held.fetchedAt <= maxStaleMs ? held : undefined);
-  const cooldownNow = (): number => (failedInARow === 0 ? cooldownMs : cooldownAfter(failedInARow));
+  /** `cooldownMs` after a success (exponentialBackoff's first step for 0 and 1), grown after failures in a row. */
+  const cooldownNow = (): number => cooldownAfter(failedInARow);
   const mayFetch = (): boolean => inFlight === undefined && now() - lastAttemptEndedAt >= cooldownNow();
 
   const failed = (reason: string): void => {

@@ -22,8 +22,6 @@ export interface JwtVerifierOptions {
   maxTokenLifetimeSec?: number;
   /** Minimum time between two fetches of the key set (from the end of one, whatever its outcome, to the next). */
   jwksCooldownMs?: number;
-  /** The longest that cooldown grows to after failed fetches in a row (it doubles with each); default 5 minutes. */
-  jwksMaxCooldownMs?: number;
   /** How long a fetched key set is used before it is refreshed (in the background) anyway. */
   jwksMaxAgeMs?: number;
   /** How long a key set is still used while no refresh succeeds (stale-if-error); default a day. */
@@ -94,7 +92,6 @@ export const createJwtVerifier = (o: JwtVerifierOptions): JwtVerifier => {
   const keySet = o.keySet ?? createJwksKeySet({
     url: new URL(o.jwksUrl).href,
     cooldownMs: o.jwksCooldownMs,
-    maxCooldownMs: o.jwksMaxCooldownMs,
     maxAgeMs: o.jwksMaxAgeMs,
     maxStaleMs: o.jwksMaxStaleMs,
     timeoutMs: o.jwksTimeoutMs,
