@@ -3,7 +3,7 @@
  * unknown clearance is `public`, a missing tenant matches no tenant list (only tools open to every tenant), scopes
  * that are not strings are dropped.
  */
-import { makePrincipal } from '#domain/access';
+import { NO_SUBJECT, makePrincipal } from '#domain/access';
 import type { Principal } from '#domain/types';
 import type { ClaimMapping } from './config.ts';
 
@@ -24,6 +24,8 @@ const scopesOf = (claims: Record<string, unknown>, names: readonly string[]): st
 export const principalFromClaims = (claims: Record<string, unknown>, mapping: ClaimMapping): ClaimsOutcome => {
   const subject = claims[mapping.subject];
   if (typeof subject !== 'string' || subject.length === 0) return { ok: false, reason: `the token has no '${mapping.subject}' claim` };
+  // Reserved for callers without a subject: accepted, its calls were recorded as theirs and added to their runs.
+  if (subject === NO_SUBJECT) return { ok: false, reason: `the token's '${mapping.subject}' claim is '${NO_SUBJECT}', reserved for callers without a subject` };
   const tenant = claims[mapping.tenant];
   const clearance = claims[mapping.clearance];
   const principal = makePrincipal({

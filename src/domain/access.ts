@@ -14,6 +14,14 @@ export const classificationRank = (c: string): number => {
 export const normaliseClearance = (c: string | undefined | null): Classification =>
   c && (CLASSIFICATIONS as readonly string[]).includes(c) ? (c as Classification) : 'public';
 
+/**
+ * The subject call records, logs and messages name a caller without one by (no authorization: the flags' principal).
+ * Reserved: a token whose subject claim is this string, or `--subject` with it, is refused, so that a record naming
+ * `anonymous` always means "no subject" and such a caller's runs are its own (a run belongs to the tenant and subject
+ * that first used it: a token's `anonymous` would have added to them, under the same name).
+ */
+export const NO_SUBJECT = 'anonymous';
+
 export const makePrincipal = (p: { tenant?: string; scopes?: Iterable<string>; clearance?: string | null; subject?: string }): Principal => ({
   tenant: p.tenant ?? 'default',
   scopes: [...new Set(p.scopes ?? [])].filter((s) => s.length > 0).sort(),

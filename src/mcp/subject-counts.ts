@@ -2,12 +2,14 @@
  * How many of something each subject holds now (open sessions, running tools/calls, open listen streams, bytes of
  * answers its clients have not taken), for the per-subject bounds of docs/security.md. A subject is the token's `sub`;
  * a principal without one (no authorization: the flags' principal) is recorded and named `anonymous` (subjectOf), but
- * counted apart from a token whose `sub` is that string. Every bound keys callers the same way (boundKey).
+ * counted apart from a principal whose subject is that string (the edges refuse such a token or flag: NO_SUBJECT; the
+ * bounds keep them apart anyway). Every bound keys callers the same way (boundKey).
  */
+import { NO_SUBJECT } from '#domain/access';
 import type { Principal } from '#domain/types';
 
-/** The subject as call records and messages name it: without one, `anonymous`. Not what the bounds count by. */
-export const subjectOf = (principal: Principal): string => principal.subject ?? 'anonymous';
+/** The subject as call records and messages name it: without one, `anonymous` (NO_SUBJECT). Not what the bounds count by. */
+export const subjectOf = (principal: Principal): string => principal.subject ?? NO_SUBJECT;
 
 /**
  * What the per-subject bounds count by: the subject within its tenant, no subject being `null`. Within its tenant: an

@@ -132,6 +132,8 @@ describe('estate serve --http with authorization', () => {
     ['with a bad signature', async (i: TestIssuer) => i.mint({ ...acme, key: 'impostor' }), 'the token\'s signature does not verify'],
     ['with alg none', async (i: TestIssuer) => Promise.resolve(i.mintUnsecured(acme.claims)), 'the token\'s algorithm is not accepted'],
     ['with an unknown key id', async (i: TestIssuer) => i.mint({ ...acme, key: 'unpublished' }), 'the token was signed with an unknown key'],
+    // The name call records give callers without a subject: accepted, it would have added to their runs as one of them.
+    ['whose sub is the reserved "anonymous"', async (i: TestIssuer) => i.mint({ ...acme, claims: { ...acme.claims, sub: 'anonymous' } }), 'the token\'s \'sub\' claim is \'anonymous\', reserved for callers without a subject'],
   ])('a token %s: 401 invalid_token, and nothing of the catalogue leaks', async (_what, mint, description) => {
     const token = await mint(idp);
     const list = await statelessList(srv.url, token);

@@ -74,6 +74,18 @@ describe('bad input: a specific one-line error, a non-zero exit, nothing changed
     expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'unknown-tool', message: "unknown tool 'nobody.here'" } });
     expect((await estate('calls', 'no-such-run')).code).toBe(4);
   });
+  it('--subject anonymous (the name of callers without a subject) and an empty --subject: usage errors (exit 2), nothing served', async () => {
+    for (const args of [['serve', '--stdio', '--subject', 'anonymous'], ['list', '--subject', 'anonymous']]) {
+      const r = await estate(...args);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr.trim()).toBe("estate: error: --subject: 'anonymous' is reserved for a caller without a subject (leave the flag out): calls recorded under it would join that caller's runs");
+      expect(r.stdout).toBe('');
+    }
+    const json = await estate('list', '--subject', 'anonymous', '--json');
+    expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'reserved-subject' } });
+    const empty = await estate('list', '--subject', '', '--json');
+    expect([empty.code, (JSON.parse(empty.stdout) as { error: { code: string } }).error.code]).toEqual([2, 'invalid-subject']);
+  });
   it('a malformed version, a version where none is taken, a file that is no store: usage errors (exit 2), not "not found"', async () => {
     for (const args of [['show', 'payments.lookup@1.0'], ['retire', 'payments.lookup@1.0', '--reason', 'r'], ['history', 'payments.lookup@1.0.0']]) {
       const r = await estate(...args);

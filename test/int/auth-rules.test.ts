@@ -71,6 +71,17 @@ describe('claims to principal', () => {
   it('no subject: refused', () => {
     expect(principalFromClaims({ tenant: 'acme' }, DEFAULT_CLAIMS)).toEqual({ ok: false, reason: 'the token has no \'sub\' claim' });
   });
+
+  it('the subject `anonymous` (the name of callers without one): refused, under whichever claim the subject is read from', () => {
+    expect(principalFromClaims({ sub: 'anonymous', tenant: 'acme' }, DEFAULT_CLAIMS)).toEqual({
+      ok: false,
+      reason: 'the token\'s \'sub\' claim is \'anonymous\', reserved for callers without a subject',
+    });
+    const byEmail = { ...DEFAULT_CLAIMS, subject: 'email' };
+    expect(principalFromClaims({ sub: 'x', email: 'anonymous' }, byEmail)).toMatchObject({ ok: false, reason: expect.stringContaining('\'email\' claim is \'anonymous\'') });
+    // Only the exact string: a subject that merely contains it, or another case of it, is someone's name.
+    for (const sub of ['anonymous2', 'Anonymous', ' anonymous']) expect(principalFromClaims({ sub }, DEFAULT_CLAIMS)).toMatchObject({ ok: true, principal: { subject: sub } });
+  });
 });
 
 describe('publishing API scopes', () => {

@@ -140,8 +140,9 @@ describe('tools/calls running per subject', () => {
   });
 
   it('counts a principal without a subject apart from one whose subject is `anonymous`, though both are recorded `anonymous`', async () => {
-    // No subject: no authorization, the flags' principal. A token whose `sub` is the string "anonymous" is someone else:
-    // it must not take the places of unauthenticated callers, nor they its.
+    // No subject: no authorization, the flags' principal. A token whose `sub` is the string "anonymous" is refused at the
+    // edge (auth-rules, auth-http); inside, a principal of that subject is still someone else: it must not take the
+    // places of unauthenticated callers, nor they its.
     const none = h.session(makePrincipal({ tenant: 'initech' }));
     const named = h.session(makePrincipal({ tenant: 'initech', subject: 'anonymous' }));
     await none.initialize();
