@@ -10,6 +10,8 @@
  *    the server refuses the token (forged, expired) or the change stream says it expired. Only the PKCE verifier and
  *    state live in sessionStorage, for the one round trip to the issuer, and are removed on return.
  */
+import { HIDDEN_SOURCE } from '#domain/visible-text';
+
 export const CONSOLE_JS = `'use strict';
 (() => {
   const cfg = document.body.dataset;
@@ -19,7 +21,10 @@ export const CONSOLE_JS = `'use strict';
   let stream = null;
   let retry = 1000;
   const ready = (v) => { document.documentElement.dataset.consoleReady = v; };
-  const say = (text) => { const l = document.getElementById('live'); if (l) l.textContent = text; };
+  // A message made of a server's or an issuer's text, hidden characters written out as the pages write them.
+  const HIDDEN = new RegExp(${JSON.stringify(HIDDEN_SOURCE)}, 'gu');
+  const shown = (text) => String(text).replace(HIDDEN, (c) => (c === '\\n' || c === '\\t' ? c : '\\\\u{' + c.codePointAt(0).toString(16).toUpperCase() + '}'));
+  const say = (text) => { const l = document.getElementById('live'); if (l) l.textContent = shown(text); };
   const auth = (h) => (token ? Object.assign({}, h, { authorization: 'Bearer ' + token }) : h);
   const here = () => location.pathname + location.search;
   const typing = () => {
@@ -36,7 +41,8 @@ export const CONSOLE_JS = `'use strict';
     if (doc.title) document.title = doc.title;
   };
   const stopStream = () => { if (stream) stream.abort(); stream = null; };
-  const signedOut = (reason) => {
+  const signedOut = (raw) => {
+    const reason = shown(raw);
     token = null;
     stopStream();
     const main = document.createElement('main');
@@ -166,7 +172,7 @@ export const CONSOLE_JS = `'use strict';
     fields.action = submitter ? submitter.value : '';
     const r = await fetch(form.getAttribute('action'), { method: 'POST', headers: auth({ 'content-type': 'application/json', 'x-estate-console': '1' }), body: JSON.stringify(fields) });
     const b = await r.json().catch(() => ({}));
-    const message = describe(r, b);
+    const message = shown(describe(r, b));
     if (oauth && r.status === 401) return signedOut(message);
     const out = form.parentElement ? form.parentElement.querySelector('.action-result') : null;
     if (r.ok) await refresh();

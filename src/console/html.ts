@@ -1,4 +1,5 @@
 /** HTML building blocks of the console: escaping (everything from the catalogue is untrusted text) and the page shell. */
+import { visible } from '#domain/visible-text';
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -19,10 +20,16 @@ const render = (p: Part): string => {
   if (p === null || p === undefined || p === false) return '';
   if (p instanceof Html) return p.text;
   if (Array.isArray(p)) return (p as readonly Part[]).map(render).join('');
-  return esc(p);
+  return esc(typeof p === 'string' ? visible(p) : p);
 };
 
-/** Tagged template: interpolated values are escaped unless they are Html. */
+/**
+ * Tagged template: interpolated values are escaped unless they are Html. A string's hidden characters (controls,
+ * zero-width and bidirectional formatting, tag characters: #domain/visible-text) are written out as `\u{XXXX}` first,
+ * as the CLI writes them: a description's instructions in tag characters, which a model reads and a person does not
+ * see, or a subject `nimda\u{202E}` shown as another, reached the page as they were. Text that is JSON is given as
+ * jsonVisible's (`\uXXXX` escapes, the same value to a parser), which this leaves as it is.
+ */
 export const html = (strings: TemplateStringsArray, ...values: Part[]): Html => {
   let out = strings[0] ?? '';
   for (let i = 0; i < values.length; i++) out += render(values[i] as Part) + (strings[i + 1] ?? '');

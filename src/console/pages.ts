@@ -2,7 +2,7 @@
  * The console's pages, rendered on the server from the same read models the CLI and MCP paths use: the catalogue
  * projection, the discovery rule (newestVisible/isVisible), the classifier (classifyDefinition) and the call records.
  */
-import { visible } from '#domain/visible-text';
+import { jsonVisible, visible } from '#domain/visible-text';
 import { isVisible, makePrincipal } from '#domain/access';
 import { classifyDefinition } from '#domain/classify';
 import { CLASSIFICATIONS, type Principal, type Reason } from '#domain/types';
@@ -231,7 +231,7 @@ ${principalForm(versionHref(v.name, v.version), tried)}
 ${verdict}
 ${canAct ? html`<h2>Lifecycle</h2>${lifecycleForm(v)}<p id="action-result" role="status"></p>` : ''}
 <h2>Definition</h2>
-<pre class="definition">${JSON.stringify(details.definition, null, 2)}</pre>`;
+<pre class="definition">${jsonVisible(JSON.stringify(details.definition, null, 2))}</pre>`;
 };
 
 export const principalPage = (catalogue: CatalogueProjection, tried: Principal | null): Html =>

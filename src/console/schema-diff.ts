@@ -4,6 +4,7 @@
  * placed on the line its path names (else the nearest ancestor that is printed).
  */
 import type { Reason } from '#domain/types';
+import { jsonVisible } from '#domain/visible-text';
 
 export interface PathLine {
   text: string;
@@ -24,10 +25,11 @@ export const printWithPaths = (value: unknown): PathLine[] => {
     } else if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0) {
       out.push({ text: `${indent}${prefix}{`, path });
       const entries = Object.entries(v as Record<string, unknown>);
-      entries.forEach(([k, item], i) => walk(item, join(path, k), `${indent}  `, `${JSON.stringify(k)}: `, i < entries.length - 1 ? ',' : ''));
+      entries.forEach(([k, item], i) => walk(item, join(path, k), `${indent}  `, `${jsonVisible(JSON.stringify(k))}: `, i < entries.length - 1 ? ',' : ''));
       out.push({ text: `${indent}}${comma}`, path });
     } else {
-      out.push({ text: `${indent}${prefix}${JSON.stringify(v)}${comma}`, path });
+      // Hidden characters as JSON escapes: a diff whose only change is a tag character or a zero-width space shows it.
+      out.push({ text: jsonVisible(`${indent}${prefix}${JSON.stringify(v)}${comma}`), path });
     }
   };
   walk(value, '', '', '', '');

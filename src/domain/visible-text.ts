@@ -8,6 +8,9 @@
  */
 const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u{FE00}-\u{FE0F}\u{E0100}-\u{E01EF}]/gu;
 
+/** The pattern's source, for a script that must write text out the same way (the console's, in the browser). */
+export const HIDDEN_SOURCE = HIDDEN.source;
+
 export const visible = (s: string): string =>
   s.replace(HIDDEN, (ch) => (ch === '\n' || ch === '\t' ? ch : `\\u{${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase()}}`));
 
