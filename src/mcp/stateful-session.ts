@@ -17,6 +17,7 @@ import { Cancellation } from './cancellation.ts';
 import type { ViewWatcher } from './change-notifier.ts';
 import type { CallToolResult } from '#handlers/types';
 import { askDeclared, CAPABILITY_OF, ClientRequests, type ClientSender } from './client-requests.ts';
+import { clientInfoRefusal, clientOfInfo, type ClientInfo } from './client-info.ts';
 import { batchRefusal, duplicateId, type BatchLimits } from './batch-limits.ts';
 import { McpError, methodNotFound, notInitialized, toJsonRpcError } from './error-map.ts';
 import type { InputRequiredResult } from './input-required.ts';
@@ -57,7 +58,7 @@ export interface SessionOptions {
 
 export class StatefulSession {
   revision: string | undefined;
-  client: { name: string; version: string } | null = null;
+  client: ClientInfo | null = null;
   private initialized = false;
   /** Set by logging/setLevel: handlers' log messages at or above it are sent to the client. */
   private logLevel: string | undefined;
@@ -228,9 +229,10 @@ export class StatefulSession {
 
   private initialize(params: Record<string, unknown>): Record<string, unknown> {
     if (this.initialized) throw new McpError(INVALID_REQUEST, 'Invalid Request: the session is already initialized');
+    const tooLong = clientInfoRefusal(params.clientInfo, 'clientInfo');
+    if (tooLong) throw tooLong;
     const revision = negotiate(params.protocolVersion);
-    const info = isPlainObject(params.clientInfo) ? params.clientInfo : {};
-    this.client = typeof info.name === 'string' ? { name: info.name, version: typeof info.version === 'string' ? info.version : '' } : null;
+    this.client = clientOfInfo(params.clientInfo);
     this.revision = revision;
     this.clientCapabilities = isPlainObject(params.capabilities) ? params.capabilities : {};
     this.mayAsk = Object.values(CAPABILITY_OF).some((c) => isPlainObject(this.clientCapabilities[c]));

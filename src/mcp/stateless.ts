@@ -12,6 +12,7 @@ import type { Cancel } from './cancellation.ts';
 import { isMcpLogLevel, LOG_LEVEL_META } from './client-channel.ts';
 import { errorOfResponse, isPlainObject, isRequest, jsonBytesOf, MISSING_CLIENT_CAPABILITY, success, TOO_MANY_CALLS, type JsonRpcCall, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.ts';
 import { isInputRequiredResult } from './input-required.ts';
+import { clientInfoRefusal, clientOfInfo, type ClientInfo } from './client-info.ts';
 import { CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META, STATELESS_REVISION } from './revisions.ts';
 import { countedMethod, findMethod, type RequestHost } from './method-table.ts';
 import type { ServerCore } from './server-core.ts';
@@ -88,6 +89,8 @@ export const checkStatelessRequest = (req: JsonRpcRequest, ctx: StatelessContext
   }
   const caps = isPlainObject(meta[CLIENT_CAPABILITIES_META]) ? meta[CLIENT_CAPABILITIES_META] : null;
   if (!caps) return missingMeta(CLIENT_CAPABILITIES_META);
+  const tooLong = clientInfoRefusal(meta[CLIENT_INFO_META], `_meta["${CLIENT_INFO_META}"]`);
+  if (tooLong) return tooLong;
   // The table's rows (method-table.ts); none of Estate's tools-only methods needs one yet.
   const needs = findMethod(req.method, 'stateless')?.requires ?? [];
   for (const need of needs) if (!Object.hasOwn(caps, need)) return missingCapability(need);
@@ -104,11 +107,7 @@ export const newRunId = (now: number = Date.now()): string => {
   return `${ts.slice(0, 8)}-${ts.slice(8, 12)}-7${randomUUID().slice(15)}`;
 };
 
-const clientOf = (req: JsonRpcRequest): { name: string; version: string } | null => {
-  const meta = isPlainObject(req.params?._meta) ? req.params._meta : {};
-  const info = meta[CLIENT_INFO_META];
-  return isPlainObject(info) && typeof info.name === 'string' ? { name: info.name, version: typeof info.version === 'string' ? info.version : '' } : null;
-};
+const clientOf = (req: JsonRpcRequest): ClientInfo | null => clientOfInfo(isPlainObject(req.params?._meta) ? req.params._meta[CLIENT_INFO_META] : undefined);
 
 export const handleStateless = async (core: ServerCore, message: JsonRpcCall, ctx: StatelessContext): Promise<StatelessOutcome> => {
   if (message.method.startsWith('notifications/')) return { kind: 'none' };

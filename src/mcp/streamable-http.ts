@@ -15,6 +15,7 @@ import { header } from '#http/header';
 import { sendJson, sendJsonText } from '#http/send-json';
 import { MAX_UNSENT_BYTES, type UntakenOwners } from '#http/unsent';
 import { DEFAULT_MAX_LISTENS_PER_SUBJECT } from '#config';
+import { clientInfoRefusal } from './client-info.ts';
 import { httpStatusOf, notInitialized } from './error-map.ts';
 import { HttpSessions, KEEP_ALIVE_MS, SESSION_TRANSPORT_REVISIONS, type SessionCaps } from './http-sessions.ts';
 import { createSdkTransport, loadSdkTransport, serveOverNode } from './sdk-transport.ts';
@@ -226,6 +227,9 @@ export const createStreamableHttp = (o: StreamableHttpOptions): StreamableHttp =
       if (m.method !== 'initialize') return sendJson(res, 400, failure(m.id, notInitialized().code, notInitialized().message));
       const refused = refusedBeforeSdk(m);
       if (refused) return sendJson(res, 400, refused);
+      // Refused here, not by the session after the SDK has named it: a plain 400, no session id handed out.
+      const tooLong = clientInfoRefusal(m.params?.clientInfo, 'clientInfo');
+      if (tooLong) return sendJson(res, 400, failure(m.id, tooLong.code, tooLong.message));
       // Loaded before the admission check, so that nothing awaits between admitting the session and counting it.
       await loadSdkTransport();
       const refusal = sessions.admit(principalOf(req));
