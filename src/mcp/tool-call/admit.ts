@@ -23,6 +23,24 @@ export type Admission = { ok: true; args: Record<string, unknown>; repairs: Repa
 
 const refused = (errors: readonly ValidationError[], repairs: Repair[] = NO_REPAIRS): Admission => ({ ok: false, refusal: errorResult(formatErrors([...errors])), repairs });
 
+/**
+ * The most changes repair makes to one call's arguments, and the longest path one may name. The changes go into the
+ * call record and the answer's `_meta`, and every dropped property is named by the caller's own key: 50,000 junk
+ * properties (or one with a 500 KB name) in a 1 MiB body made each call record as large, kept forever and read back
+ * a thousand records at a time by a run's console page. Past either bound the call is refused and nothing runs: a
+ * schema declares far fewer properties than this, and a repair that is cut would no longer say what it changed.
+ */
+export const MAX_REPAIRS = 100;
+export const MAX_REPAIR_PATH_CHARS = 1000;
+
+const repairBoundRefusal = (changes: readonly RepairChange[]): ValidationError | null => {
+  if (changes.length > MAX_REPAIRS) {
+    return { path: '$', message: `arguments need ${changes.length} repairs (at most ${MAX_REPAIRS} are made): send only the properties the schema declares` };
+  }
+  const long = changes.find((c) => c.path.length > MAX_REPAIR_PATH_CHARS);
+  return long ? { path: '$', message: `a repair would name a path of ${long.path.length} characters (at most ${MAX_REPAIR_PATH_CHARS}): send only the properties the schema declares` } : null;
+};
+
 /** Limits first (cheap, no compile): the refusal of arguments too large or too deep, before any validator is needed. */
 export const argumentLimitRefusal = (received: unknown): CallToolResult | null => {
   const tooBig = checkArgumentLimits(received);
@@ -37,6 +55,8 @@ export const admitArguments = (v: CatalogueVersion, schemas: VersionSchemas, rec
     return errors.length > 0 ? refused(errors) : { ok: true, args: received as Record<string, unknown>, repairs: [] };
   }
   const r = repair(input, received);
+  const unbounded = repairBoundRefusal(r.changes);
+  if (unbounded) return refused([unbounded]);
   const repairs = r.changes.length === 0 ? NO_REPAIRS : r.changes.map(({ path, action }) => ({ path, action }));
   if (r.errors.length > 0) return refused(r.errors, repairs);
   return { ok: true, args: r.value as Record<string, unknown>, repairs };
