@@ -1,12 +1,12 @@
 /**
  * What repair may write into a call record and an answer's `_meta`: at most 100 changes, each naming a path of at most
- * 1,000 characters. A dropped property is named by the caller's own key, so 50,000 junk properties (or one with a
+ * 1,000 characters, 16,384 in all. A dropped property is named by the caller's own key, so 50,000 junk properties (or one with a
  * 500 KB name) made each call record as large as its body; past either bound the call is refused as invalid
  * arguments, nothing runs, nothing is recorded, and the refusal does not echo the paths back.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
-import { MAX_REPAIR_PATH_CHARS, MAX_REPAIRS } from '#mcp/tool-call/admit';
+import { MAX_REPAIR_CHARS, MAX_REPAIR_PATH_CHARS, MAX_REPAIRS } from '#mcp/tool-call/admit';
 import { aDefinition } from '../fixtures/builders.ts';
 import { makeHarness, resultOf, textOf, type Harness, type TestSession } from '../fixtures/handlers/harness.ts';
 
@@ -62,5 +62,16 @@ describe('repairs per call', () => {
     const ok = resultOf(await call(withJunk(1, () => 'k'.repeat(MAX_REPAIR_PATH_CHARS - 2)), 'run-rep-998'));
     expect(ok.isError).toBeUndefined();
     expect((ok._meta as Record<string, { path: string }[]>)['io.estate/repairs']?.map((x) => x.path.length)).toContain(MAX_REPAIR_PATH_CHARS);
+  });
+
+  it('paths of more than 16,384 characters in all: refused the same way, though each is short enough', async () => {
+    const before = ran;
+    // 20 names of 900 characters: 18,000 in all, each within 1,000, 21 changes with the default.
+    const r = resultOf(await call(withJunk(20, (i) => `k${String(i).padStart(2, '0')}${'k'.repeat(897)}`), 'run-rep-total'));
+    expect(r.isError).toBe(true);
+    expect(textOf(r)).toBe(`$: the repairs would name paths of ${20 * 902 + '$.include_legs'.length} characters in all (at most ${MAX_REPAIR_CHARS}): send only the properties the schema declares`);
+    expect(ran).toBe(before);
+    await h.recorder.flush();
+    expect(await h.calls('run-rep-total')).toEqual([]);
   });
 });

@@ -27,18 +27,28 @@ const refused = (errors: readonly ValidationError[], repairs: Repair[] = NO_REPA
  * The most changes repair makes to one call's arguments, and the longest path one may name. The changes go into the
  * call record and the answer's `_meta`, and every dropped property is named by the caller's own key: 50,000 junk
  * properties (or one with a 500 KB name) in a 1 MiB body made each call record as large, kept forever and read back
- * a thousand records at a time by a run's console page. Past either bound the call is refused and nothing runs: a
+ * a thousand records at a time by a run's console page. Past any bound the call is refused and nothing runs: a
  * schema declares far fewer properties than this, and a repair that is cut would no longer say what it changed.
  */
 export const MAX_REPAIRS = 100;
 export const MAX_REPAIR_PATH_CHARS = 1000;
+/** And the most characters of all its paths together: a record's repairs stay within ~16 KiB. */
+export const MAX_REPAIR_CHARS = 16_384;
 
 const repairBoundRefusal = (changes: readonly RepairChange[]): ValidationError | null => {
   if (changes.length > MAX_REPAIRS) {
     return { path: '$', message: `arguments need ${changes.length} repairs (at most ${MAX_REPAIRS} are made): send only the properties the schema declares` };
   }
-  const long = changes.find((c) => c.path.length > MAX_REPAIR_PATH_CHARS);
-  return long ? { path: '$', message: `a repair would name a path of ${long.path.length} characters (at most ${MAX_REPAIR_PATH_CHARS}): send only the properties the schema declares` } : null;
+  let total = 0;
+  for (const c of changes) {
+    if (c.path.length > MAX_REPAIR_PATH_CHARS) {
+      return { path: '$', message: `a repair would name a path of ${c.path.length} characters (at most ${MAX_REPAIR_PATH_CHARS}): send only the properties the schema declares` };
+    }
+    total += c.path.length;
+  }
+  return total > MAX_REPAIR_CHARS
+    ? { path: '$', message: `the repairs would name paths of ${total} characters in all (at most ${MAX_REPAIR_CHARS}): send only the properties the schema declares` }
+    : null;
 };
 
 /** Limits first (cheap, no compile): the refusal of arguments too large or too deep, before any validator is needed. */
