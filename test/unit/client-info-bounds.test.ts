@@ -9,19 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
 import { MAX_CLIENT_INFO_CHARS } from '#mcp/client-info';
 import { INVALID_PARAMS } from '#mcp/jsonrpc';
-import { aDefinition } from '../fixtures/builders.ts';
-import { errorOf, makeHarness, resultOf, type Harness } from '../fixtures/handlers/harness.ts';
+import { errorOf, makeCountingHarness, resultOf, type Harness } from '../fixtures/handlers/harness.ts';
 import { serveMcpHttp, type McpHttpServer } from '../fixtures/mcp-http-server.ts';
 
 let h: Harness;
-let ran = 0;
+let ran: () => number;
 beforeAll(async () => {
-  h = await makeHarness([aDefinition({ access: { classification: 'public' } })], {
-    'payments.lookup': () => {
-      ran++;
-      return Promise.resolve({ content: [{ type: 'text', text: 'settled' }] });
-    },
-  });
+  ({ h, ran } = await makeCountingHarness());
 });
 
 const LONG = 'n'.repeat(MAX_CLIENT_INFO_CHARS + 1);
@@ -36,9 +30,9 @@ describe('a client\'s name and version in call records', () => {
     const s = h.session(makePrincipal({ subject: `s-${field}` }));
     const refused = errorOf(await s.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo }));
     expect(refused).toEqual({ code: INVALID_PARAMS, message: `Invalid params: clientInfo.${field} is 257 characters long; at most 256` });
-    const before = ran;
+    const before = ran();
     expect(errorOf(await s.request('tools/call', call(`run-long-${field}`))).message).toBe('Invalid Request: the session is not initialized');
-    expect(ran).toBe(before);
+    expect(ran()).toBe(before);
     await h.recorder.flush();
     expect(await h.calls(`run-long-${field}`)).toEqual([]);
   });
@@ -82,11 +76,11 @@ describe('a client\'s name and version in call records', () => {
     });
 
     it('a request whose clientInfo name is too long: refused before anything runs, nothing recorded', async () => {
-      const before = ran;
+      const before = ran();
       const r = await post({ name: LONG, version: '1' }, 'run-stateless-long');
       const body = (await r.json()) as { error: { code: number; message: string } };
       expect(body.error).toEqual({ code: INVALID_PARAMS, message: 'Invalid params: _meta["io.modelcontextprotocol/clientInfo"].name is 257 characters long; at most 256' });
-      expect(ran).toBe(before);
+      expect(ran()).toBe(before);
       await h.recorder.flush();
       expect(await h.calls('run-stateless-long')).toEqual([]);
     });

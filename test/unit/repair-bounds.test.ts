@@ -7,19 +7,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makePrincipal } from '#domain/access';
 import { MAX_REPAIR_CHARS, MAX_REPAIR_PATH_CHARS, MAX_REPAIRS } from '#mcp/tool-call/admit';
-import { aDefinition } from '../fixtures/builders.ts';
-import { makeHarness, resultOf, textOf, type Harness, type TestSession } from '../fixtures/handlers/harness.ts';
+import { makeCountingHarness, resultOf, textOf, type Harness, type TestSession } from '../fixtures/handlers/harness.ts';
 
 let h: Harness;
 let s: TestSession;
-let ran = 0;
+let ran: () => number;
 beforeAll(async () => {
-  h = await makeHarness([aDefinition({ access: { classification: 'public' } })], {
-    'payments.lookup': () => {
-      ran++;
-      return Promise.resolve({ content: [{ type: 'text', text: 'settled' }] });
-    },
-  });
+  ({ h, ran } = await makeCountingHarness());
   s = h.session(makePrincipal({ subject: 'repairs' }));
   await s.initialize();
 });
@@ -41,23 +35,23 @@ describe('repairs per call', () => {
   });
 
   it('past it: refused as invalid arguments, nothing runs, nothing is recorded, no paths echoed', async () => {
-    const before = ran;
+    const before = ran();
     const r = resultOf(await call(withJunk(50_000), 'run-rep-many'));
     expect(r.isError).toBe(true);
     expect(textOf(r)).toBe('$: arguments need 50001 repairs (at most 100 are made): send only the properties the schema declares');
     expect(JSON.stringify(r).length).toBeLessThan(1000);
-    expect(ran).toBe(before);
+    expect(ran()).toBe(before);
     await h.recorder.flush();
     expect(await h.calls('run-rep-many')).toEqual([]);
   });
 
   it('a dropped property whose name is longer than 1,000 characters: refused the same way', async () => {
-    const before = ran;
+    const before = ran();
     const r = resultOf(await call(withJunk(1, () => 'k'.repeat(500_000)), 'run-rep-long'));
     expect(r.isError).toBe(true);
     expect(textOf(r)).toBe(`$: a repair would name a path of ${500_002} characters (at most ${MAX_REPAIR_PATH_CHARS}): send only the properties the schema declares`);
     expect(JSON.stringify(r).length).toBeLessThan(1000);
-    expect(ran).toBe(before);
+    expect(ran()).toBe(before);
     // A name of 998 characters (a path of 1,000 with its `$.`) is named whole.
     const ok = resultOf(await call(withJunk(1, () => 'k'.repeat(MAX_REPAIR_PATH_CHARS - 2)), 'run-rep-998'));
     expect(ok.isError).toBeUndefined();
@@ -65,12 +59,12 @@ describe('repairs per call', () => {
   });
 
   it('paths of more than 16,384 characters in all: refused the same way, though each is short enough', async () => {
-    const before = ran;
+    const before = ran();
     // 20 names of 900 characters: 18,000 in all, each within 1,000, 21 changes with the default.
     const r = resultOf(await call(withJunk(20, (i) => `k${String(i).padStart(2, '0')}${'k'.repeat(897)}`), 'run-rep-total'));
     expect(r.isError).toBe(true);
     expect(textOf(r)).toBe(`$: the repairs would name paths of ${20 * 902 + '$.include_legs'.length} characters in all (at most ${MAX_REPAIR_CHARS}): send only the properties the schema declares`);
-    expect(ran).toBe(before);
+    expect(ran()).toBe(before);
     await h.recorder.flush();
     expect(await h.calls('run-rep-total')).toEqual([]);
   });
