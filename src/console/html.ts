@@ -36,6 +36,12 @@ export const html = (strings: TemplateStringsArray, ...values: Part[]): Html => 
   return new Html(out);
 };
 
+/**
+ * A value the viewer typed, echoed into a form field (`value="..."`): escaped for HTML only, not written out, so that
+ * sending the form again sends what was typed (a search for a word with a zero-width joiner in it finds it again).
+ */
+export const typed = (s: string): Html => new Html(esc(s));
+
 /** Encodes one path segment of a console URL. */
 export const seg = (s: string): string => encodeURIComponent(s);
 

@@ -8,7 +8,7 @@ import { classifyDefinition } from '#domain/classify';
 import { CLASSIFICATIONS, type Principal, type Reason } from '#domain/types';
 import type { CatalogueProjection, CatalogueTool, CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { discoverNaive } from '#projections/discovery';
-import { html, seg, type Html } from './html.ts';
+import { html, seg, typed, type Html } from './html.ts';
 import { diffLines, placeReasons, printWithPaths, type DiffRow } from './schema-diff.ts';
 
 export const PAGE_SIZE = 50;
@@ -74,7 +74,7 @@ export const MAX_NAMESPACE_OPTIONS = 200;
 
 const namespaceFilter = (namespaces: readonly string[], chosen: string): Html =>
   namespaces.length > MAX_NAMESPACE_OPTIONS
-    ? html`<label>Namespace <input name="namespace" value="${chosen}" placeholder="exact namespace"></label>`
+    ? html`<label>Namespace <input name="namespace" value="${typed(chosen)}" placeholder="exact namespace"></label>`
     : html`<label>Namespace <select name="namespace">${option('', 'any', chosen)}${namespaces.map((n) => option(n, n, chosen))}</select></label>`;
 
 /**
@@ -97,7 +97,7 @@ export const cataloguePage = (
   };
   return html`<h1>Catalogue</h1>
 <form class="filters" method="get" action="/console/" role="search" data-live-refresh>
-<label>Search <input type="search" name="q" value="${q.q}" placeholder="name, title or description"></label>
+<label>Search <input type="search" name="q" value="${typed(q.q)}" placeholder="name, title or description"></label>
 ${namespaceFilter(namespaces, q.namespace)}
 <label>Classification <select name="classification">${option('', 'any', q.classification)}${CLASSIFICATIONS.map((c) => option(c, c, q.classification))}</select></label>
 <label>Status <select name="status">${option('', 'any', q.status)}${STATUSES.map((s) => option(s, s, q.status))}</select></label>
@@ -202,8 +202,8 @@ export const parsePrincipal = (params: URLSearchParams): Principal | null => {
 
 const principalForm = (action: string, p: Principal | null): Html => html`<form method="get" action="${action}" class="principal">
 <fieldset><legend>Try a principal</legend>
-<label>Tenant <input name="tenant" value="${p?.tenant ?? 'default'}"></label>
-<label>Scopes <input name="scopes" value="${p?.scopes.join(' ') ?? ''}" placeholder="space separated"></label>
+<label>Tenant <input name="tenant" value="${typed(p?.tenant ?? 'default')}"></label>
+<label>Scopes <input name="scopes" value="${typed(p?.scopes.join(' ') ?? '')}" placeholder="space separated"></label>
 <label>Clearance <select name="clearance">${CLASSIFICATIONS.map((c) => option(c, c, p?.clearance ?? 'public'))}</select></label>
 <button type="submit">Try</button></fieldset></form>`;
 

@@ -8,11 +8,12 @@
 import { describe, expect, it } from 'vitest';
 import { CONSOLE_JS } from '#console/client-script';
 import { html } from '#console/html';
-import { diffPage, toolPage, versionPage } from '#console/pages';
+import { cataloguePage, diffPage, principalPage, toolPage, versionPage } from '#console/pages';
 import { runPage, runsPage } from '#console/run-pages';
+import { makePrincipal } from '#domain/access';
 import { visible } from '#domain/visible-text';
 import type { ToolDefinition } from '#domain/types';
-import type { CatalogueProjection, CatalogueTool, CatalogueVersion, VersionDetails } from '#projections/catalogue';
+import { CatalogueProjection, type CatalogueTool, type CatalogueVersion, type VersionDetails } from '#projections/catalogue';
 import { aDefinition } from '../fixtures/builders.ts';
 
 /** "IGNORE" in tag characters: invisible on a page, read by a model. */
@@ -74,6 +75,16 @@ describe('the console writes hidden characters out', () => {
     expect(html`<div>${html`<p>${'x\u200By'}</p>`}</div>`.text).toBe('<div><p>x\\u{200B}y</p></div>');
     // Newlines and tabs are the text's own layout.
     expect(html`<pre>${'a\n\tb'}</pre>`.text).toBe('<pre>a\n\tb</pre>');
+  });
+
+  it('a value the viewer typed comes back in its form field as typed, so sending the form again sends the same', () => {
+    const word = 'kshe\u200Dtra';
+    const found = { total: 0, rows: [], namespaces: [] };
+    const page = cataloguePage({} as CatalogueProjection, { q: word, namespace: '', classification: '', status: '', upstream: '', page: 1 }, found).text;
+    expect(page).toContain(`name="q" value="${word}"`);
+    const tried = principalPage(new CatalogueProjection(), makePrincipal({ tenant: `acme${'\u200D'}`, scopes: ['a<b'] })).text;
+    expect(tried).toContain('name="tenant" value="acme\u200D"');
+    expect(tried).toContain('name="scopes" value="a&lt;b"');
   });
 
   it('the page script writes a server\'s or an issuer\'s message out the same way', () => {
