@@ -31,6 +31,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { exponentialBackoff } from '#app/backoff';
+import { systemTimer, type Timer } from '#app/ports';
 import { SseEventEnds } from './sse-event-ends.ts';
 
 /** The fetch the SDK's transports take (`FetchLike`). */
@@ -60,32 +61,6 @@ export const DEFAULT_MAX_REOPEN_DELAY_MS = 5 * 60 * 1000;
 
 /** The first wait before a cut GET stream is opened again (the SDK's own first reconnection delay). */
 const FIRST_REOPEN_DELAY_MS = 1000;
-
-/** Time for the pacing of cut GET streams: the real one, or a test's. Not part of the package's API. */
-export interface PaceClock {
-  now(): number;
-  /** Resolves after `ms`; rejects with the signal's reason, at once, when it aborts (or has). */
-  sleep(ms: number, signal: AbortSignal | undefined): Promise<void>;
-}
-
-/** The real clock (monotonic `now`, `setTimeout`); exported for tests. */
-export const systemPaceClock: PaceClock = {
-  // Monotonic: a wall clock set back or forth changes no wait.
-  now: () => performance.now(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason as Error);
-      const abort = (): void => {
-        clearTimeout(timer);
-        reject(signal!.reason as Error);
-      };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', abort);
-        resolve();
-      }, ms);
-      signal?.addEventListener('abort', abort, { once: true });
-    }),
-};
 
 /** Where a message passed the bound: its declared Content-Length, a body read whole, one event of an event stream. */
 export type MessageBound = 'content-length' | 'body' | 'event';
@@ -298,10 +273,10 @@ const streamKey = (url: string | URL): string | undefined => {
  * message the server sends (see the module comment): a body read whole, or one event of an event stream, at most
  * `maxMessageBytes`; and that paces the reopening of a GET event stream cut by the bound.
  */
-export const boundedFetch = (options: BoundedFetchOptions = {}): FetchLike => boundedFetchWith(options, systemPaceClock);
+export const boundedFetch = (options: BoundedFetchOptions = {}): FetchLike => boundedFetchWith(options, systemTimer);
 
-/** `boundedFetch` on `clock`: for tests (not exported by the package). */
-export const boundedFetchWith = (options: BoundedFetchOptions, clock: PaceClock): FetchLike => {
+/** `boundedFetch` on `clock` (the pacing's time and waits): for tests (not exported by the package). */
+export const boundedFetchWith = (options: BoundedFetchOptions, clock: Timer): FetchLike => {
   const limit = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   if (!(Number.isSafeInteger(limit) && limit >= 1)) throw new RangeError(`maxMessageBytes must be an integer >= 1, got ${String(options.maxMessageBytes)}`);
   const maxReopen = options.maxReopenDelayMs ?? DEFAULT_MAX_REOPEN_DELAY_MS;
@@ -313,7 +288,12 @@ export const boundedFetchWith = (options: BoundedFetchOptions, clock: PaceClock)
   return async (url, init) => {
     const key = (init?.method ?? 'GET').toUpperCase() === 'GET' ? streamKey(url) : undefined;
     const cutInARow = key === undefined ? 0 : (cuts.get(key) ?? 0);
-    if (cutInARow > 0 && maxReopen > 0) await clock.sleep(reopenDelay(cutInARow), init?.signal ?? undefined);
+    if (cutInARow > 0 && maxReopen > 0) {
+      // A Timer's wait ends early, without failing, when the signal aborts: then nothing is sent, whatever `inner` does
+      // with an aborted signal.
+      await clock.sleep(reopenDelay(cutInARow), init?.signal ?? undefined);
+      init?.signal?.throwIfAborted();
+    }
     const response = await inner(url, init);
     if (response.body === null || NULL_BODY.has(response.status)) return response;
     const what = requestName(url, init);

@@ -10,7 +10,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { boundedFetchWith, systemPaceClock, type PaceClock } from '#lib/bounded-fetch';
+import { systemTimer, type Timer } from '#app/ports';
+import { boundedFetchWith } from '#lib/bounded-fetch';
 import { boundedFetch, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_REOPEN_DELAY_MS, MessageTooLargeError } from '#lib/client';
 import { rejection } from '../fixtures/rejection.ts';
 
@@ -309,14 +310,15 @@ describe('boundedFetch: a GET event stream cut by the bound is opened again afte
       t: 0,
       waits: [] as number[],
       now: () => c.t,
-      sleep: (ms: number, signal: AbortSignal | undefined) => {
-        if (signal?.aborted) return Promise.reject(signal.reason as Error);
+      sleep: (ms: number, signal?: AbortSignal) => {
+        // A Timer's wait ends at once, without failing, on an aborted signal.
+        if (signal?.aborted) return Promise.resolve();
         c.waits.push(ms);
         c.t += ms;
         return Promise.resolve();
       },
     };
-    return c satisfies PaceClock;
+    return c satisfies Timer;
   };
 
   /**
@@ -384,7 +386,7 @@ describe('boundedFetch: a GET event stream cut by the bound is opened again afte
   it('while a GET waits, a POST to the same URL and a GET to another path go out at once; the GET only when its wait ends', async () => {
     let release = (): void => undefined;
     const asked: number[] = [];
-    const clock: PaceClock = {
+    const clock: Timer = {
       now: () => 0,
       sleep: (ms) => {
         asked.push(ms);
@@ -413,17 +415,28 @@ describe('boundedFetch: a GET event stream cut by the bound is opened again afte
 
   it('a signal that aborts during the wait ends it at once, nothing sent (and one aborted before, too)', async () => {
     const server = await streams(['cut']);
-    // The real clock's sleep, made an hour long: only the abort can end the wait before the test's timeout.
-    const hour: PaceClock = { now: systemPaceClock.now, sleep: (_ms, signal) => systemPaceClock.sleep(3_600_000, signal) };
-    const fetch = boundedFetchWith({ maxMessageBytes: LIMIT }, hour);
+    // The real Timer's sleep, made an hour long: only the abort can end the wait before the test's timeout.
+    let sleeping = 0;
+    const hour: Timer = {
+      now: systemTimer.now,
+      sleep: (_ms, signal) => {
+        sleeping++;
+        return systemTimer.sleep(3_600_000, signal);
+      },
+    };
+    let sent = 0;
+    const fetch = boundedFetchWith({ maxMessageBytes: LIMIT, fetch: (u, i) => (sent++, globalThis.fetch(u, i)) }, hour);
     await openCut(fetch, server.url);
     const controller = new AbortController();
     const pending = rejection(fetch(server.url, { signal: controller.signal }));
-    setTimeout(() => controller.abort(new Error('transport closed')), 150);
+    // Aborted once the wait has begun (not after a guessed delay).
+    await vi.waitFor(() => expect(sleeping).toBe(1), { timeout: 30_000, interval: 5 });
+    controller.abort(new Error('transport closed'));
     const error = await pending;
     expect((error as Error).message).toBe('transport closed');
     expect(await rejection(fetch(server.url, { signal: AbortSignal.abort(new Error('closed before')) }))).toMatchObject({ message: 'closed before' });
-    await new Promise((r) => setTimeout(r, 50));
+    // Neither reached the fetch it bounds: nothing was sent (counted where a request would start, not waited for).
+    expect(sent).toBe(1);
     expect(server.gets()).toHaveLength(1);
   });
 
