@@ -8,61 +8,9 @@ import { classifyDefinition } from '#domain/classify';
 import { CLASSIFICATIONS, type Principal, type Reason } from '#domain/types';
 import type { CatalogueProjection, CatalogueTool, CatalogueVersion, VersionDetails } from '#projections/catalogue';
 import { discoverNaive } from '#projections/discovery';
+import { PAGE_SIZE, searchCatalogue, STATUSES, type CatalogueQuery, type CatalogueSearchResult } from './catalogue-search.ts';
 import { html, seg, typed, type Html } from './html.ts';
 import { diffLines, placeReasons, printWithPaths, type DiffRow } from './schema-diff.ts';
-
-export const PAGE_SIZE = 50;
-const STATUSES = ['active', 'deprecated', 'retired'] as const;
-
-export interface CatalogueQuery {
-  q: string;
-  namespace: string;
-  classification: string;
-  status: string;
-  upstream: '' | 'yes' | 'no';
-  page: number;
-}
-
-const first = (v: string | null, max = 200): string => (v ?? '').slice(0, max).trim();
-
-export const parseCatalogueQuery = (params: URLSearchParams): CatalogueQuery => {
-  const page = Number(params.get('page') ?? '1');
-  const upstream = first(params.get('upstream'));
-  return {
-    q: first(params.get('q')),
-    namespace: first(params.get('namespace')),
-    classification: (CLASSIFICATIONS as readonly string[]).includes(first(params.get('classification'))) ? first(params.get('classification')) : '',
-    status: (STATUSES as readonly string[]).includes(first(params.get('status'))) ? first(params.get('status')) : '',
-    upstream: upstream === 'yes' || upstream === 'no' ? upstream : '',
-    page: Number.isInteger(page) && page >= 1 && page <= 1_000_000 ? page : 1,
-  };
-};
-
-const isUpstream = (v: CatalogueVersion): boolean => v.handler.startsWith('upstream:');
-const namespaceOf = (name: string): string => name.split('.')[0] ?? name;
-
-/** Server-side search and filters over each tool's newest version (any status); one page of results and the total. */
-export const searchCatalogue = (catalogue: CatalogueProjection, q: CatalogueQuery): { total: number; rows: CatalogueVersion[]; namespaces: string[] } => {
-  const needle = q.q.toLowerCase();
-  const namespaces = new Set<string>();
-  const hits: CatalogueVersion[] = [];
-  for (const name of catalogue.names()) {
-    namespaces.add(namespaceOf(name));
-    // The newest version whatever its status, so a deprecated or retired tool is still found (and filterable).
-    const tool = catalogue.tool(name);
-    const v = tool?.versions[tool.versions.length - 1];
-    if (!tool || !v) continue;
-    if (q.namespace && namespaceOf(name) !== q.namespace) continue;
-    if (q.classification && v.access.classification !== q.classification) continue;
-    if (q.status && v.status !== q.status) continue;
-    if (q.upstream && isUpstream(v) !== (q.upstream === 'yes')) continue;
-    if (needle && !name.toLowerCase().includes(needle) && !(tool.title ?? '').toLowerCase().includes(needle) && !tool.description.toLowerCase().includes(needle)) continue;
-    hits.push(v);
-  }
-  // names() is sorted, so hits are too.
-  const start = (q.page - 1) * PAGE_SIZE;
-  return { total: hits.length, rows: hits.slice(start, start + PAGE_SIZE), namespaces: [...namespaces].sort() };
-};
 
 export const toolHref = (name: string): string => `/console/tools/${seg(name)}`;
 export const versionHref = (name: string, version: string): string => `/console/tools/${seg(name)}/versions/${seg(version)}`;
@@ -84,7 +32,7 @@ const namespaceFilter = (namespaces: readonly string[], chosen: string): Html =>
 export const cataloguePage = (
   catalogue: CatalogueProjection,
   q: CatalogueQuery,
-  found: ReturnType<typeof searchCatalogue> = searchCatalogue(catalogue, q),
+  found: CatalogueSearchResult = searchCatalogue(catalogue, q),
   detailsOf: (v: CatalogueVersion) => VersionDetails | undefined = (v) => v.details,
 ): Html => {
   const { total, rows, namespaces } = found;

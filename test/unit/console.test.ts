@@ -13,14 +13,15 @@ import { streamsPerViewer } from '#console/live';
 import { createConsole } from '#console/console';
 import type { UpstreamConsoleSource } from '#console/upstreams';
 import { esc, html } from '#console/html';
-import { cataloguePage, PAGE_SIZE, parseCatalogueQuery, searchCatalogue } from '#console/pages';
+import { PAGE_SIZE, parseCatalogueQuery, searchCatalogue } from '#console/catalogue-search';
+import { cataloguePage } from '#console/pages';
 import { upstreamsPage } from '#console/upstream-page';
 import { diffLines, placeReasons, printWithPaths } from '#console/schema-diff';
 import { classifyDefinition } from '#domain/classify';
 import { DomainError } from '#domain/errors';
 import { createMemoryEventStore } from '#store/memory-event-store';
 import { CatalogueProjection } from '#projections/catalogue';
-import { aDefinition, publishedEvent } from '../fixtures/builders.ts';
+import { aDefinition, deprecatedEvent, publishedEvent } from '../fixtures/builders.ts';
 
 const bigCatalogue = (n: number): CatalogueProjection => {
   const c = new CatalogueProjection();
@@ -68,6 +69,59 @@ describe('console catalogue at 10,000 tools', () => {
     expect(page).toContain('<input name="namespace" value="ns42"');
     expect(page).toContain('1 tool matches');
     expect(page.length).toBeLessThan(64 * 1024);
+  });
+
+  it('searches the catalogue as it is now: every change since the last search is seen', () => {
+    const c = bigCatalogue(100);
+    let position = 100;
+    const apply = (event: Parameters<CatalogueProjection['apply']>[0]['event']): void => void c.apply({ position: String(++position), event });
+    const find = (query: string) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams(query)));
+    expect(find('q=haystack').total).toBe(0);
+    expect(find('status=deprecated').total).toBe(0);
+    // A newer version's text is the tool's text: the old text is no longer found, the new one is.
+    apply(publishedEvent(aDefinition({ name: 'team1.tool1', version: '1.1.0', handler: 'team1.tool1', title: 'Renamed', description: 'Now in the HAYSTACK.' })));
+    expect(find('q=haystack').rows.map((v) => [v.name, v.version])).toEqual([['team1.tool1', '1.1.0']]);
+    expect(find('q=tool number 1').rows.map((v) => v.name)).not.toContain('team1.tool1');
+    // A lifecycle step moves the status the filter reads.
+    apply(deprecatedEvent('team1.tool1', '1.1.0'));
+    expect(find('status=deprecated&q=haystack').rows.map((v) => [v.name, v.status])).toEqual([['team1.tool1', 'deprecated']]);
+    // A new tool in a new namespace: counted, in name order, and offered as a namespace.
+    apply(publishedEvent(aDefinition({ name: 'aardvark.first', handler: 'aardvark.first', description: 'haystack too' })));
+    const all = find('');
+    expect(all.total).toBe(101);
+    expect(all.rows[0]?.name).toBe('aardvark.first');
+    expect(all.namespaces).toContain('aardvark');
+    expect(find('namespace=aardvark&q=HAYSTACK').total).toBe(1);
+  });
+
+  it('finds a needle in the tool that holds it, whatever lower-casing does to the lengths before it', () => {
+    const c = new CatalogueProjection();
+    // U+0130 lower-cases to two code units: eight of them put every later tool's text eight units further on.
+    const defs = [
+      aDefinition({ name: 'a.one', handler: 'a.one', title: 'İİİİİİİİ', description: 'ends with the needle' }),
+      aDefinition({ name: 'b.two', handler: 'b.two', title: 'Two', description: 'nothing here' }),
+      aDefinition({ name: 'c.three', handler: 'c.three', title: 'NEEDLE in the title', description: 'x' }),
+    ];
+    defs.forEach((d, i) => c.apply({ position: String(i + 1), event: publishedEvent(d) }));
+    const find = (needle: string) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams({ q: needle }))).rows.map((v) => v.name);
+    expect(find('needle')).toEqual(['a.one', 'c.three']);
+    expect(find('i̇i̇')).toEqual(['a.one']);
+    expect(find('two')).toEqual(['b.two']);
+  });
+
+  it('never matches across two fields, even for a needle holding the text index\'s separators', () => {
+    const c = new CatalogueProjection();
+    const defs = [
+      aDefinition({ name: 'z.x', handler: 'z.x', title: 'y', description: 'ends in x' }),
+      aDefinition({ name: 'z.w', handler: 'z.w', title: 't', description: 'holds x\u0000y inside' }),
+      aDefinition({ name: 'z.v', handler: 'z.v', title: 'u', description: 'plain' }),
+      aDefinition({ name: 'z.y', handler: 'z.y', title: 'u', description: 'd' }),
+    ];
+    defs.forEach((d, i) => c.apply({ position: String(i + 1), event: publishedEvent(d) }));
+    const find = (needle: string) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams({ q: needle }))).rows.map((v) => v.name);
+    expect(find('x\u0000y')).toEqual(['z.w']);
+    expect(find('x\u0001z.y')).toEqual([]);
+    expect(find('x')).toEqual(['z.w', 'z.x']);
   });
 
   it('ignores out-of-range or junk query values rather than failing', () => {
