@@ -39,7 +39,7 @@ export const targetsChartSpec = (runs: readonly LabelledRun[], title: string): R
         data: { values },
         mark: { type: 'point', filled: true, size: 90, opacity: 0.85 },
         encoding: {
-          y: { field: 'target', type: 'nominal', sort: order, title: null, axis: { labelLimit: 420 } },
+          y: { field: 'target', type: 'nominal', sort: order, title: null, axis: { labelLimit: 0 } },
           x,
           color: { field: 'run', type: 'nominal', title: 'run' },
           shape: { field: 'met', type: 'nominal', title: null, scale: { domain: ['met', 'not met'], range: ['circle', 'cross'] } },
