@@ -1,6 +1,6 @@
 /**
- * The table at the top of docs/benchmarks.md from a run's JSON (default bench/results/latest.json): one Markdown row per
- * bench row, the figures and ratios formatted as `npm run bench` prints them, the notes left to the JSON.
+ * The last full run's table in docs/benchmarks.md from a run's JSON (default bench/results/latest.json): one Markdown
+ * row per bench row, the figures and ratios formatted as `npm run bench` prints them, the notes left to the JSON.
  *
  *     node --import tsx bench/markdown.ts [bench/results/latest.json] > /tmp/table.md
  */

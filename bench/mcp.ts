@@ -13,7 +13,7 @@
  * Warm calls are measured INTERLEAVED: every server's session makes one call in turn (rotating the order), and
  * throughput runs in rounds that alternate between the servers, so a burst of load from elsewhere on the machine (the
  * disk's other users, a noisy neighbour) falls on every side alike; run one after the other, the same commit's ratios
- * moved by 0.3–0.8 between runs minutes apart (docs/benchmarks.md).
+ * moved by 0.3–0.8 between runs minutes apart (docs/benchmarks-history.md).
  *
  * Runnable alone: `node --import tsx bench/mcp.ts`. Estate loads the handler from bench/mcp-handlers.ts; the SDK peer
  * is bench/mcp-sdk-server.ts; both serve the tools of bench/mcp-fixture.ts.

@@ -1,7 +1,7 @@
 /**
  * How the catalogue is laid out in a snapshot chunk: by column, not by record, so that a chunk parses into a few long
  * arrays rather than half a million small ones (layout 6; the nested layout before it spent twice as long in
- * `JSON.parse`, docs/benchmarks.md, "the thirty-third pass"):
+ * `JSON.parse`, docs/benchmarks-history.md, "the thirty-third pass"):
  *
  *     {"s": [strings], "a": [access rules],
  *      "k": [tool names], "i": [titles or null], "d": [descriptions], "c": [versions per tool],

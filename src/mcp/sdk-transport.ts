@@ -7,7 +7,7 @@
  * Response out) and bridges it to node:http itself (`serveOverNode`), not through `@modelcontextprotocol/node`, whose
  * bridge (@hono/node-server) reads a streamed body ahead before writing the head: when the second piece is not there at
  * once (an event stream's priming event is, the answer of a call that commits a record is not), it waits a timer turn
- * (≥ 1 ms) and tries again: 1.6–2.2 ms instead of 0.4–1.0 ms for a call over loopback (docs/benchmarks.md, "the
+ * (≥ 1 ms) and tries again: 1.6–2.2 ms instead of 0.4–1.0 ms for a call over loopback (docs/benchmarks-history.md, "the
  * event-stream answer"). Here the head and each piece go out as they come. What goes through it: a session's
  * initialize, notifications, GET stream and DELETE, and the 2026-07-28 event streams; a session's calls are answered
  * past it (session-json.ts, session-stream.ts).

@@ -5,7 +5,7 @@
  * gets JSON. The SDK transport keeps everything that may stream, and initialize, notifications, GET and DELETE
  * (http-sessions.ts). Why: the transport answers through a web Request/Response bridge and an event stream whose
  * priming event and message are written apart; for a call whose answer is all there is to send, that cost more than
- * the rest of the call (docs/benchmarks.md, "Issue 15: tools/call, profiled").
+ * the rest of the call (docs/benchmarks-history.md, "Issue 15: tools/call, profiled").
  *
  * Before dispatch, the checks the SDK transport makes on such a POST, in its order and with its answers (id null,
  * HTTP status): Accept must name both media types (406), an MCP-Protocol-Version header must be one the transport

@@ -4,7 +4,7 @@
  * (StatefulSession.sendsOnlyItsAnswer is false) gets one: the head and a priming event (an event id, empty data: the
  * 2025-11-25 transport's), every message for the call as it comes, then the answer, and the stream ends. Why not the SDK
  * transport: on this path it parsed the message again with zod, built a web ReadableStream and Response per call and
- * encoded each event twice; together ~300 µs of a call that otherwise costs ~650 (docs/benchmarks.md).
+ * encoded each event twice; together ~300 µs of a call that otherwise costs ~650 (docs/benchmarks-history.md).
  *
  * Resumable as the transport's streams are: every event is kept in the session's replay buffer under the stream's id
  * before it is written, so a client whose stream broke reconnects with `GET` and `Last-Event-ID`; while the call runs,

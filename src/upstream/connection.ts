@@ -151,9 +151,9 @@ const upstreamPaces = new EndpointPaces();
  * What of a stdio child's stderr is read, a second: its lines are only logged (at debug), yet reading and looking at
  * them cost the serving thread as much as the child cared to write: one writing 64 MiB of short lines held it 1.1 s
  * (another client's tools/list p50 23 ms, p99 127 ms beside it: `bench/upstream-flood.ts --transport stdio --stderr
- * 64`, docs/benchmarks.md's twenty-fourth pass). Past this in one clock second, the chunk that passes it is dropped
- * unread and the pipe is not read again before the next second (the child waits to write, as it would behind a slow
- * terminal); the link says so at most once per 10 s.
+ * 64`, docs/benchmarks-history.md's twenty-fourth pass). Past this in one clock second, the chunk that passes it is
+ * dropped unread and the pipe is not read again before the next second (the child waits to write, as it would behind a
+ * slow terminal); the link says so at most once per 10 s.
  */
 export const STDERR_BYTES_PER_SECOND = 1024 * 1024;
 

@@ -29,7 +29,7 @@ const identify = (f: AnswerFacts, meta: Record<string, unknown>): Record<string,
 
 /**
  * Built key by key, as every call's answer is: a literal that spreads an object and then adds keys takes V8's slow
- * path (~1 µs here against ~0.05 µs, bench notes in docs/benchmarks.md). Keys keep the result's own order.
+ * path (~1 µs here against ~0.05 µs, bench notes in docs/benchmarks-history.md). Keys keep the result's own order.
  */
 export const answer = (f: AnswerFacts, r: CallToolResult): CallToolResult => {
   const out: Record<string, unknown> = {};
