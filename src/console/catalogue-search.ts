@@ -6,8 +6,8 @@
  * record and text anew at each request cost a viewer's request ~9–13 ms at 10,000 tools (the records scattered over a
  * large heap: a Map lookup, a `split` and three `toLowerCase` copies per tool), so one viewer pressing enter in a
  * loop held the thread callers wait on for that long each time. The index keeps, per catalogue state, the tools in
- * name order with their namespaces, and, from the first search for text, all their text lower-cased in one string
- * (SearchText): a request is then one search of that string and one pass over flat arrays. It is made anew at the
+ * name order with their namespaces, and, from the first search for text, all their text lower-cased in a few long
+ * strings (SearchText): a request is then one search of those and one pass over flat arrays. It is made anew at the
  * first request after any event the catalogue applied, so it is never staler than the catalogue, and costs nothing in
  * a process nobody browses.
  */
@@ -61,47 +61,68 @@ const newest = (tool: CatalogueTool): CatalogueVersion | undefined => tool.versi
 const FIELD_END = '\u0000';
 const TOOL_END = '\u0001';
 
+/** At most this many characters of text in one string (V8 refuses strings past ~2^29; a chunk stays far below). */
+const CHUNK_CHARS = 1 << 23;
+
+/** Consecutive tools' parts joined, and where each part starts in `text`; `starts` has one more entry, the end. */
+interface TextChunk {
+  text: string;
+  starts: Int32Array;
+  /** The index (in name order) of the chunk's first tool. */
+  firstTool: number;
+}
+
 /**
- * The tools' text, lower-cased, in one string: `name FIELD_END title FIELD_END description TOOL_END` per tool, in name
- * order, and where each tool's part starts. One `indexOf` pass over it finds every tool whose text holds a needle (one
- * string scanned by the engine's own search, where a string per tool costs a call and a memory fetch each: 1–6 ms at
- * 10,000 tools, against ~0.4 ms for this). Each part is lower-cased on its own, since lower-casing can change a text's
- * length (U+0130 becomes two code units), so the starts are the lower-cased parts' lengths.
+ * The tools' text, lower-cased: `name FIELD_END title FIELD_END description TOOL_END` per tool, in name order, joined
+ * into strings of up to CHUNK_CHARS characters, with where each tool's part starts. One `indexOf` pass over each
+ * finds every tool whose text holds a needle (strings scanned by the engine's own search, where a string per tool
+ * costs a call and a memory fetch each: 1–6 ms at 10,000 tools, against ~0.4 ms for this). Each part is lower-cased
+ * on its own, since lower-casing can change a text's length (U+0130 becomes two code units), so the starts are the
+ * lower-cased parts' lengths.
  */
 class SearchText {
-  private readonly text: string;
-  private readonly starts: Int32Array;
+  private readonly chunks: TextChunk[] = [];
 
   constructor(tools: readonly CatalogueTool[]) {
-    const parts: string[] = [];
-    this.starts = new Int32Array(tools.length + 1);
+    let parts: string[] = [];
+    let starts: number[] = [];
     let length = 0;
+    let firstTool = 0;
+    const close = (next: number): void => {
+      if (parts.length > 0) this.chunks.push({ text: parts.join(''), starts: Int32Array.from([...starts, length]), firstTool });
+      parts = [];
+      starts = [];
+      length = 0;
+      firstTool = next;
+    };
     tools.forEach((t, i) => {
       const part = `${t.name}${FIELD_END}${t.title ?? ''}${FIELD_END}${t.description}${TOOL_END}`.toLowerCase();
-      this.starts[i] = length;
+      if (length > 0 && length + part.length > CHUNK_CHARS) close(i);
+      starts.push(length);
       parts.push(part);
       length += part.length;
     });
-    this.starts[tools.length] = length;
-    this.text = parts.join('');
+    close(tools.length);
   }
 
   /** Marks each tool whose name, title or description holds `needle` (lower-cased, without either separator). */
   mark(needle: string, into: Uint8Array): void {
-    let from = 0;
-    for (;;) {
-      const at = this.text.indexOf(needle, from);
-      if (at < 0) return;
-      // The tool whose part holds `at`: the last start at or before it.
-      let lo = 0;
-      let hi = this.starts.length - 2;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if ((this.starts[mid] as number) <= at) lo = mid;
-        else hi = mid - 1;
+    for (const { text, starts, firstTool } of this.chunks) {
+      let from = 0;
+      for (;;) {
+        const at = text.indexOf(needle, from);
+        if (at < 0) break;
+        // The part that holds `at`: the last start at or before it.
+        let lo = 0;
+        let hi = starts.length - 2;
+        while (lo < hi) {
+          const mid = (lo + hi + 1) >> 1;
+          if ((starts[mid] as number) <= at) lo = mid;
+          else hi = mid - 1;
+        }
+        into[firstTool + lo] = 1;
+        from = starts[lo + 1] as number;
       }
-      into[lo] = 1;
-      from = this.starts[lo + 1] as number;
     }
   }
 }

@@ -124,6 +124,26 @@ describe('console catalogue at 10,000 tools', () => {
     expect(find('x')).toEqual(['z.w', 'z.x']);
   });
 
+  it('finds needles in a catalogue whose text spans several of the index\'s strings', () => {
+    const c = new CatalogueProjection();
+    // Three 5,000,000-character descriptions: more than one string of the index holds (2^23 characters).
+    const long = (marker: string): string => `${'a'.repeat(2_500_000)}${marker}${'b'.repeat(2_500_000)}`;
+    const defs = [
+      aDefinition({ name: 'big.one', handler: 'big.one', description: long('First-Marker') }),
+      aDefinition({ name: 'big.three', handler: 'big.three', description: long('third-marker') }),
+      aDefinition({ name: 'big.two', handler: 'big.two', description: long('SECOND-MARKER') }),
+      aDefinition({ name: 'small.four', handler: 'small.four', description: 'b then a' }),
+    ];
+    defs.forEach((d, i) => c.apply({ position: String(i + 1), event: publishedEvent(d) }));
+    const find = (needle: string) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams({ q: needle }))).rows.map((v) => v.name);
+    expect(find('second-marker')).toEqual(['big.two']);
+    expect(find('third-marker')).toEqual(['big.three']);
+    expect(find('marker')).toEqual(['big.one', 'big.three', 'big.two']);
+    // Across the end of one tool's text and the start of the next: never a match.
+    expect(find('bbig')).toEqual([]);
+    expect(find('b then')).toEqual(['small.four']);
+  });
+
   it('ignores out-of-range or junk query values rather than failing', () => {
     const q = parseCatalogueQuery(new URLSearchParams('page=-4&classification=secret&status=gone&upstream=maybe'));
     expect(q).toMatchObject({ page: 1, classification: '', status: '', upstream: '' });
