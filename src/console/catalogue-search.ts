@@ -57,9 +57,10 @@ const namespaceOf = (name: string): string => {
 const isUpstream = (v: CatalogueVersion): boolean => v.handler.startsWith('upstream:');
 const newest = (tool: CatalogueTool): CatalogueVersion | undefined => tool.versions[tool.versions.length - 1];
 
-/** Between a tool's fields in the search text, and after each tool's: a needle holding either takes the slow path. */
+/** Between a tool's fields in the search text, and after each tool's. */
 const FIELD_END = '\u0000';
 const TOOL_END = '\u0001';
+const SEPARATOR = /[\u0000\u0001]/;
 
 /** At most this many characters of text in one string (V8 refuses strings past ~2^29; a chunk stays far below). */
 const CHUNK_CHARS = 1 << 23;
@@ -82,8 +83,10 @@ interface TextChunk {
  */
 class SearchText {
   private readonly chunks: TextChunk[] = [];
+  /** The tools whose own text holds a separator (a control character): the only ones a needle holding one can match. */
+  private readonly withSeparators: number[] = [];
 
-  constructor(tools: readonly CatalogueTool[]) {
+  constructor(private readonly tools: readonly CatalogueTool[]) {
     let parts: string[] = [];
     let starts: number[] = [];
     let length = 0;
@@ -97,6 +100,7 @@ class SearchText {
     };
     tools.forEach((t, i) => {
       const part = `${t.name}${FIELD_END}${t.title ?? ''}${FIELD_END}${t.description}${TOOL_END}`.toLowerCase();
+      if (SEPARATOR.test(t.title ?? '') || SEPARATOR.test(t.description)) this.withSeparators.push(i);
       if (length > 0 && length + part.length > CHUNK_CHARS) close(i);
       starts.push(length);
       parts.push(part);
@@ -105,8 +109,17 @@ class SearchText {
     close(tools.length);
   }
 
-  /** Marks each tool whose name, title or description holds `needle` (lower-cased, without either separator). */
+  /** Marks each tool whose name, title or description holds `needle` (lower-cased). */
   mark(needle: string, into: Uint8Array): void {
+    if (SEPARATOR.test(needle)) {
+      // In the joined text such a needle could match across two fields: each field of the few tools that hold a
+      // separator themselves, on its own (names never hold one).
+      for (const i of this.withSeparators) {
+        const t = this.tools[i] as CatalogueTool;
+        if ([t.title ?? '', t.description].some((s) => s.toLowerCase().includes(needle))) into[i] = 1;
+      }
+      return;
+    }
     for (const { text, starts, firstTool } of this.chunks) {
       let from = 0;
       for (;;) {
@@ -144,16 +157,9 @@ class SearchIndex {
   /** 1 for each tool whose name, title or description holds `needle` (already lower-cased), 0 for the others. */
   holding(needle: string): Uint8Array {
     const marks = new Uint8Array(this.tools.length);
-    if (!needle.includes(FIELD_END) && !needle.includes(TOOL_END)) {
-      // Made at the first search for text, held until the catalogue changes.
-      this.searchText ??= new SearchText(this.tools);
-      this.searchText.mark(needle, marks);
-      return marks;
-    }
-    // A needle with a separator in it could match across two fields: each field on its own, as typed.
-    this.tools.forEach((t, i) => {
-      if ([t.name, t.title ?? '', t.description].some((s) => s.toLowerCase().includes(needle))) marks[i] = 1;
-    });
+    // Made at the first search for text, held until the catalogue changes.
+    this.searchText ??= new SearchText(this.tools);
+    this.searchText.mark(needle, marks);
     return marks;
   }
 }
