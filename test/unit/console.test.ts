@@ -33,6 +33,13 @@ const bigCatalogue = (n: number): CatalogueProjection => {
   return c;
 };
 
+/** The names of the tools a search for `needle` finds in a catalogue of `defs`, published in that order. */
+const searchOf = (defs: ReturnType<typeof aDefinition>[]): ((needle: string) => string[]) => {
+  const c = new CatalogueProjection();
+  defs.forEach((d, i) => c.apply({ position: String(i + 1), event: publishedEvent(d) }));
+  return (needle) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams({ q: needle }))).rows.map((v) => v.name);
+};
+
 describe('console catalogue at 10,000 tools', () => {
   const catalogue = bigCatalogue(10_000);
 
@@ -95,47 +102,38 @@ describe('console catalogue at 10,000 tools', () => {
   });
 
   it('finds a needle in the tool that holds it, whatever lower-casing does to the lengths before it', () => {
-    const c = new CatalogueProjection();
     // U+0130 lower-cases to two code units: eight of them put every later tool's text eight units further on.
-    const defs = [
+    const find = searchOf([
       aDefinition({ name: 'a.one', handler: 'a.one', title: 'İİİİİİİİ', description: 'ends with the needle' }),
       aDefinition({ name: 'b.two', handler: 'b.two', title: 'Two', description: 'nothing here' }),
       aDefinition({ name: 'c.three', handler: 'c.three', title: 'NEEDLE in the title', description: 'x' }),
-    ];
-    defs.forEach((d, i) => c.apply({ position: String(i + 1), event: publishedEvent(d) }));
-    const find = (needle: string) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams({ q: needle }))).rows.map((v) => v.name);
+    ]);
     expect(find('needle')).toEqual(['a.one', 'c.three']);
     expect(find('i̇i̇')).toEqual(['a.one']);
     expect(find('two')).toEqual(['b.two']);
   });
 
   it('never matches across two fields, even for a needle holding the text index\'s separators', () => {
-    const c = new CatalogueProjection();
-    const defs = [
+    const find = searchOf([
       aDefinition({ name: 'z.x', handler: 'z.x', title: 'y', description: 'ends in x' }),
       aDefinition({ name: 'z.w', handler: 'z.w', title: 't', description: 'holds x\u0000y inside' }),
       aDefinition({ name: 'z.v', handler: 'z.v', title: 'u', description: 'plain' }),
       aDefinition({ name: 'z.y', handler: 'z.y', title: 'u', description: 'd' }),
-    ];
-    defs.forEach((d, i) => c.apply({ position: String(i + 1), event: publishedEvent(d) }));
-    const find = (needle: string) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams({ q: needle }))).rows.map((v) => v.name);
+    ]);
     expect(find('x\u0000y')).toEqual(['z.w']);
     expect(find('x\u0001z.y')).toEqual([]);
     expect(find('x')).toEqual(['z.w', 'z.x']);
   });
 
   it('finds needles in a catalogue whose text spans several of the index\'s strings', () => {
-    const c = new CatalogueProjection();
     // Three 5,000,000-character descriptions: more than one string of the index holds (2^23 characters).
     const long = (marker: string): string => `${'a'.repeat(2_500_000)}${marker}${'b'.repeat(2_500_000)}`;
-    const defs = [
+    const find = searchOf([
       aDefinition({ name: 'big.one', handler: 'big.one', description: long('First-Marker') }),
       aDefinition({ name: 'big.three', handler: 'big.three', description: long('third-marker') }),
       aDefinition({ name: 'big.two', handler: 'big.two', description: long('SECOND-MARKER') }),
       aDefinition({ name: 'small.four', handler: 'small.four', description: 'b then a' }),
-    ];
-    defs.forEach((d, i) => c.apply({ position: String(i + 1), event: publishedEvent(d) }));
-    const find = (needle: string) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams({ q: needle }))).rows.map((v) => v.name);
+    ]);
     expect(find('second-marker')).toEqual(['big.two']);
     expect(find('third-marker')).toEqual(['big.three']);
     expect(find('marker')).toEqual(['big.one', 'big.three', 'big.two']);
