@@ -9,7 +9,8 @@
  * name order with their namespaces, and, from the first search for text, all their text lower-cased in a few long
  * strings (SearchText): a request is then one search of those and one pass over flat arrays. It is made anew at the
  * first request after any event the catalogue applied, so it is never staler than the catalogue, and costs nothing in
- * a process nobody browses.
+ * a process nobody browses. Its text is about as long as the catalogue's names, titles and descriptions together
+ * (775,670 characters for the console bench's 10,000 tools), held beside them while the catalogue stays as it is.
  */
 import { CLASSIFICATIONS } from '#domain/types';
 import type { CatalogueProjection, CatalogueTool, CatalogueVersion } from '#projections/catalogue';
@@ -60,7 +61,7 @@ const newest = (tool: CatalogueTool): CatalogueVersion | undefined => tool.versi
 /** Between a tool's fields in the search text, and after each tool's. */
 const FIELD_END = '\u0000';
 const TOOL_END = '\u0001';
-const SEPARATOR = /[\u0000\u0001]/;
+const holdsSeparator = (s: string): boolean => s.includes(FIELD_END) || s.includes(TOOL_END);
 
 /** At most this many characters of text in one string (V8 refuses strings past ~2^29; a chunk stays far below). */
 const CHUNK_CHARS = 1 << 23;
@@ -100,7 +101,7 @@ class SearchText {
     };
     tools.forEach((t, i) => {
       const part = `${t.name}${FIELD_END}${t.title ?? ''}${FIELD_END}${t.description}${TOOL_END}`.toLowerCase();
-      if (SEPARATOR.test(t.title ?? '') || SEPARATOR.test(t.description)) this.withSeparators.push(i);
+      if (holdsSeparator(t.title ?? '') || holdsSeparator(t.description)) this.withSeparators.push(i);
       if (length > 0 && length + part.length > CHUNK_CHARS) close(i);
       starts.push(length);
       parts.push(part);
@@ -111,7 +112,7 @@ class SearchText {
 
   /** Marks each tool whose name, title or description holds `needle` (lower-cased). */
   mark(needle: string, into: Uint8Array): void {
-    if (SEPARATOR.test(needle)) {
+    if (holdsSeparator(needle)) {
       // In the joined text such a needle could match across two fields: each field of the few tools that hold a
       // separator themselves, on its own (names never hold one).
       for (const i of this.withSeparators) {
