@@ -4,6 +4,7 @@
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CatalogueReader } from '#app/catalogue-reader';
 import { CommandHandler } from '#app/command-handler';
@@ -13,7 +14,7 @@ import { streamsPerViewer } from '#console/live';
 import { createConsole } from '#console/console';
 import type { UpstreamConsoleSource } from '#console/upstreams';
 import { esc, html } from '#console/html';
-import { PAGE_SIZE, parseCatalogueQuery, searchCatalogue } from '#console/catalogue-search';
+import { PAGE_SIZE, parseCatalogueQuery, searchCatalogue, searchTextMadeAnew } from '#console/catalogue-search';
 import { cataloguePage } from '#console/pages';
 import { upstreamsPage } from '#console/upstream-page';
 import { diffLines, placeReasons, printWithPaths } from '#console/schema-diff';
@@ -140,6 +141,59 @@ describe('console catalogue at 10,000 tools', () => {
     // Across the end of one tool's text and the start of the next: never a match.
     expect(find('bbig')).toEqual([]);
     expect(find('b then')).toEqual(['small.four']);
+  });
+
+  it('after a change, the next text search lower-cases the chunk the change fell in, not the catalogue', () => {
+    const c = bigCatalogue(10_000);
+    const find = (needle: string) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams({ q: needle }))).rows.map((v) => `${v.name}@${v.version}`);
+    expect(find('needle')).toHaveLength(10);
+    expect(searchTextMadeAnew(c)).toBe(10_000);
+    let position = 10_000;
+    // A new version with a new description, in the middle of the catalogue.
+    c.apply({ position: String(++position), event: publishedEvent(aDefinition({ name: 'team7.tool5007', version: '1.1.0', handler: 'team7.tool5007', description: 'A haystack now.' })) });
+    expect(find('haystack')).toEqual(['team7.tool5007@1.1.0']);
+    // One chunk: ~512 tools on average, at most 2,048 (+1 where a new tool moves a cut made at that cap).
+    expect(searchTextMadeAnew(c)).toBeLessThanOrEqual(2_049);
+    // A new tool between two others.
+    c.apply({ position: String(++position), event: publishedEvent(aDefinition({ name: 'team3.tool5000a', handler: 'team3.tool5000a', description: 'Another haystack.' })) });
+    expect(find('haystack')).toEqual(['team3.tool5000a@1.0.0', 'team7.tool5007@1.1.0']);
+    expect(searchTextMadeAnew(c)).toBeLessThanOrEqual(2_049);
+    // A lifecycle step changes no text: every chunk is taken over.
+    c.apply({ position: String(++position), event: deprecatedEvent('team3.tool5000a', '1.0.0') });
+    expect(find('haystack')).toHaveLength(2);
+    expect(searchTextMadeAnew(c)).toBe(0);
+  });
+
+  it('finds what a search of every tool\'s own text finds, through any run of changes between searches', () => {
+    // 2,000 tools (a few chunks), then rounds of new versions of them and new tools among them, a search after each.
+    const change = fc.record({
+      tool: fc.integer({ min: 0, max: 1_999 }),
+      fresh: fc.boolean(),
+      text: fc.constantFrom('alpha', 'Beta', 'gamma delta', 'İx', 'x\u0000y', 'ALPHA beta', 'Does a thing.'),
+    });
+    fc.assert(
+      fc.property(fc.array(fc.array(change, { maxLength: 12 }), { minLength: 1, maxLength: 5 }), fc.constantFrom('alpha', 'beta', 'i̇x', 'x\u0000y', 'team1', 'thing', 'ta\u0000'), (rounds, needle) => {
+        const c = bigCatalogue(2_000);
+        let position = 2_000;
+        const minor = new Map<string, number>();
+        const find = () => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams({ q: needle })));
+        find();
+        for (const round of rounds) {
+          for (const { tool, fresh, text } of round) {
+            // A new tool sorts right after an existing one; a new version changes an existing one's text.
+            const name = `team${tool % 20}.tool${tool}${fresh ? 'x' : ''}`;
+            const m = (minor.get(name) ?? 0) + 1;
+            minor.set(name, m);
+            c.apply({ position: String(++position), event: publishedEvent(aDefinition({ name, version: `1.${m}.0`, handler: name, description: text, title: m % 2 ? text.toUpperCase() : 'T' })) });
+          }
+          const expected = c.sortedTools().filter((t) => [t.name, t.title ?? '', t.description].some((s) => s.toLowerCase().includes(needle))).map((t) => t.name);
+          const found = find();
+          expect(found.total).toBe(expected.length);
+          expect(found.rows.map((v) => v.name)).toEqual(expected.slice(0, PAGE_SIZE));
+        }
+      }),
+      { numRuns: 60, seed: 20261208 },
+    );
   });
 
   it('ignores out-of-range or junk query values rather than failing', () => {
