@@ -4,6 +4,8 @@
  * team's tools. `estate:lifecycle[:<namespace>]` is the same for deprecate and retire. Tool scopes are a separate
  * vocabulary and grant nothing here.
  */
+import { toolNamespace } from '#domain/tool-definition';
+
 export const PUBLISH_SCOPE = 'estate:publish';
 export const LIFECYCLE_SCOPE = 'estate:lifecycle';
 /** Reading the web console (every tool, run and upstream, whatever the discovery rule would show the holder). */
@@ -21,7 +23,7 @@ export const covers = (held: readonly string[], base: ApiScope, name: string): b
   held.some((s) => s === base || (s.startsWith(`${base}:`) && inNamespace(name, s.slice(base.length + 1))));
 
 /** The scope to name in a 403 for `name`: its top-level namespace, what a team's pipeline would be given. */
-export const scopeNeededFor = (base: ApiScope, name: string): string => `${base}:${name.split('.')[0] ?? name}`;
+export const scopeNeededFor = (base: ApiScope, name: string): string => `${base}:${toolNamespace(name)}`;
 
 /**
  * Who may read the console: `estate:read`, or any publishing or lifecycle scope (whoever may change the catalogue may

@@ -12,6 +12,7 @@
  * it is never staler than the catalogue, and costs nothing in a process nobody browses. Its text is about as long as the catalogue's names, titles and descriptions together
  * (775,670 characters for the console bench's 10,000 tools), held beside them while the catalogue stays as it is.
  */
+import { toolNamespace } from '#domain/tool-definition';
 import { CLASSIFICATIONS } from '#domain/types';
 import type { CatalogueProjection, CatalogueTool, CatalogueVersion } from '#projections/catalogue';
 
@@ -51,10 +52,6 @@ export const parseCatalogueQuery = (params: URLSearchParams): CatalogueQuery => 
   };
 };
 
-const namespaceOf = (name: string): string => {
-  const dot = name.indexOf('.');
-  return dot < 0 ? name : name.slice(0, dot);
-};
 const isUpstream = (v: CatalogueVersion): boolean => v.handler.startsWith('upstream:');
 const newest = (tool: CatalogueTool): CatalogueVersion | undefined => tool.versions[tool.versions.length - 1];
 
@@ -204,7 +201,7 @@ class SearchIndex {
     /** The text of the state before, if it was made: what this state's text takes over chunk by chunk. */
     private previousText?: SearchText,
   ) {
-    this.namespaceOf = tools.map((t) => namespaceOf(t.name));
+    this.namespaceOf = tools.map((t) => toolNamespace(t.name));
     this.namespaces = [...new Set(this.namespaceOf)].sort();
   }
 

@@ -13,6 +13,12 @@ import { CLASSIFICATIONS, SIDE_EFFECTS, type JsonObject, type SideEffect, type T
 
 export const NAME_PATTERN = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$/;
 export const NAME_MAX = 128;
+
+/** A tool's namespace: its name's first segment (the whole name when it has one segment). */
+export const toolNamespace = (name: string): string => {
+  const dot = name.indexOf('.');
+  return dot < 0 ? name : name.slice(0, dot);
+};
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
 /** Most levels a definition may nest: far above what MAX_SCHEMA_DEPTH subschemas need, far below costly. */
@@ -306,7 +312,7 @@ const inToolNamespace = (name: string, handler: string): boolean => {
  */
 export const handlerOutsideNamespace = (name: string, handler: string): string | null => {
   if (inToolNamespace(name, handler)) return null;
-  const ns = name.split('.')[0] as string;
+  const ns = toolNamespace(name);
   const shown = handler.length > 80 ? `${handler.slice(0, 80)}...` : handler;
   return `handler: '${shown}' is not in the tool's namespace '${ns}' (a handler's first name segment, or <ns> of upstream:<ns>/<tool>, must be '${ns}')`;
 };

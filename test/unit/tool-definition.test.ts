@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '#domain/errors';
 import { createSchemaCompiler } from '#domain/schema-compiler';
-import { parseDefinitionText, servedAnnotations, validateDefinition } from '#domain/tool-definition';
+import { parseDefinitionText, servedAnnotations, toolNamespace, validateDefinition } from '#domain/tool-definition';
 import { aRawDefinition } from '../fixtures/builders.ts';
 
 const compiler = createSchemaCompiler();
@@ -190,5 +190,13 @@ describe('messages a new user meets (issue 8)', () => {
     for (const part of ["unknown field 'colour'", "access: unknown field 'requiredScope'", "name: 'Payments.Lookup'", "version: '1.0'", "access.classification: 'secret'", "sideEffect: 'maybe'", 'minimun']) {
       expect(e.message).toContain(part);
     }
+  });
+});
+
+describe('toolNamespace', () => {
+  it('is the first segment of a tool name, or the whole name of one segment', () => {
+    expect(toolNamespace('payments.lookup')).toBe('payments');
+    expect(toolNamespace('payments.refunds.create')).toBe('payments');
+    expect(toolNamespace('ping')).toBe('ping');
   });
 });
