@@ -1,6 +1,5 @@
 /** The soak's picture: memory and latency over time, drawn by vega-lite and rendered to SVG by vega (no browser). */
-import { parse, View } from 'vega';
-import { compile } from 'vega-lite';
+import { vegaLiteSvg } from './vega-svg.ts';
 
 export interface SoakSample {
   minute: number;
@@ -38,8 +37,5 @@ export const renderSoakChart = async (samples: readonly SoakSample[], title: str
       panel('Latency per interval', 'ms', { p50: 'p50Ms', p99: 'p99Ms', 'event-loop p99': 'loopP99Ms' }),
     ],
   };
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- vega-lite's TopLevelSpec type is a deep union; the spec above is checked by compile().
-  const { spec: vega } = compile(spec as any);
-  const view = new View(parse(vega), { renderer: 'none' });
-  return view.toSVG();
+  return vegaLiteSvg(spec);
 };

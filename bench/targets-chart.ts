@@ -8,10 +8,9 @@
 import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { parse, View } from 'vega';
-import { compile } from 'vega-lite';
 import { ISSUE_TARGETS } from './issue-targets.ts';
 import { readRuns, type LabelledRun } from './runs-arg.ts';
+import { vegaLiteSvg } from './vega-svg.ts';
 
 /** Margins past these are drawn at the edge: the picture is about the line, not how far past it a row sails. */
 const LOW = 0.25;
@@ -49,11 +48,7 @@ export const targetsChartSpec = (runs: readonly LabelledRun[], title: string): R
   };
 };
 
-export const renderTargetsChart = async (runs: readonly LabelledRun[], title: string): Promise<string> => {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- vega-lite's TopLevelSpec type is a deep union; the spec is checked by compile().
-  const { spec } = compile(targetsChartSpec(runs, title) as any);
-  return new View(parse(spec), { renderer: 'none' }).toSVG();
-};
+export const renderTargetsChart = (runs: readonly LabelledRun[], title: string): Promise<string> => vegaLiteSvg(targetsChartSpec(runs, title));
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const { values, positionals } = parseArgs({ allowPositionals: true, options: { out: { type: 'string', default: 'docs/benchmarks-targets.svg' }, title: { type: 'string' } } });
