@@ -34,10 +34,16 @@ const bigCatalogue = (n: number): CatalogueProjection => {
   return c;
 };
 
-/** The names of the tools a search for `needle` finds in a catalogue of `defs`, published in that order. */
-const searchOf = (defs: ReturnType<typeof aDefinition>[]): ((needle: string) => string[]) => {
+/** A catalogue of `defs`, published in that order. */
+const catalogueOf = (defs: ReturnType<typeof aDefinition>[]): CatalogueProjection => {
   const c = new CatalogueProjection();
   defs.forEach((d, i) => c.apply({ position: String(i + 1), event: publishedEvent(d) }));
+  return c;
+};
+
+/** The names of the tools a search for `needle` finds in a catalogue of `defs`. */
+const searchOf = (defs: ReturnType<typeof aDefinition>[]): ((needle: string) => string[]) => {
+  const c = catalogueOf(defs);
   return (needle) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams({ q: needle }))).rows.map((v) => v.name);
 };
 
@@ -100,6 +106,22 @@ describe('console catalogue at 10,000 tools', () => {
     expect(all.rows[0]?.name).toBe('aardvark.first');
     expect(all.namespaces).toContain('aardvark');
     expect(find('namespace=aardvark&q=HAYSTACK').total).toBe(1);
+  });
+
+  it('filters mirrored tools from local ones (SPEC section 8: upstream), with the other filters and a search', () => {
+    const c = catalogueOf([
+      aDefinition({ name: 'files.read', handler: 'upstream:files/read', description: 'Reads a file.', access: { classification: 'public' } }),
+      aDefinition({ name: 'files.write', handler: 'upstream:files/write', description: 'Writes a file.', access: { classification: 'internal' } }),
+      aDefinition({ name: 'files.local', handler: 'files.local', description: 'Reads a local file.' }),
+      aDefinition({ name: 'pay.lookup', handler: 'pay.lookup', description: 'Looks a payment up.' }),
+    ]);
+    const names = (query: string) => searchCatalogue(c, parseCatalogueQuery(new URLSearchParams(query))).rows.map((v) => v.name);
+    expect(names('upstream=yes')).toEqual(['files.read', 'files.write']);
+    expect(names('upstream=no')).toEqual(['files.local', 'pay.lookup']);
+    expect(names('upstream=yes&q=reads')).toEqual(['files.read']);
+    expect(names('upstream=no&q=reads')).toEqual(['files.local']);
+    expect(names('upstream=yes&classification=internal')).toEqual(['files.write']);
+    expect(names('upstream=no&namespace=files')).toEqual(['files.local']);
   });
 
   it('finds a needle in the tool that holds it, whatever lower-casing does to the lengths before it', () => {
